@@ -1,0 +1,85 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+
+class ModuleDocFragment:
+    # The options every clusterapi.aws module shares, on top of amazon.aws's connection options.
+    DOCUMENTATION = r"""
+options:
+  cluster_name:
+    description:
+      - The cluster this tier belongs to. Resources the module creates carry the CAPA ownership tag
+        C(sigs.k8s.io/cluster-api-provider-aws/cluster/<cluster_name>=owned); only resources with that tag are
+        ever modified or deleted.
+      - Lower-case letters, digits and C(-), at most 40 characters.
+    type: str
+    required: true
+  state:
+    description:
+      - C(present) reconciles AWS towards the options; C(absent) deletes what the cluster owns for this tier, in
+        dependency order, and leaves everything else alone.
+    type: str
+    choices: [present, absent]
+    default: present
+  identity:
+    description:
+      - A role to assume for this cluster (CAPA's AWSClusterRoleIdentity). The module's credentials call STS
+        AssumeRole, and every other request of the run uses the role's credentials.
+    type: dict
+    suboptions:
+      role_arn:
+        description: ARN of the role to assume.
+        type: str
+        required: true
+      external_id:
+        description: External id the role's trust policy requires.
+        type: str
+      session_name:
+        description: Session name; defaults to C(capa-<cluster_name>).
+        type: str
+      duration_seconds:
+        description: Lifetime of the assumed credentials (900 to 43200).
+        type: int
+        default: 3600
+      source_identity:
+        description:
+          - A role assumed first; its credentials then assume I(role_arn) (chained identities).
+        type: dict
+        suboptions:
+          role_arn:
+            description: ARN of the source role.
+            type: str
+            required: true
+          external_id:
+            description: External id of the source role.
+            type: str
+          session_name:
+            description: Session name for the source role.
+            type: str
+          duration_seconds:
+            description: Lifetime of the source credentials (900 to 43200).
+            type: int
+            default: 3600
+  additional_tags:
+    description:
+      - Tags added to every resource the module creates (CAPA's C(additionalTags)). At most 50; keys up to 128
+        characters, values up to 256, no C(aws:) prefix. A C(Name) here overrides CAPA's Name.
+    type: dict
+    default: {}
+  wait:
+    description:
+      - Wait until created resources are available and deleted ones are gone.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds the whole run may spend waiting, shared by every wait of the run.
+    type: int
+    default: 600
+notes:
+  - Every result carries C(plan), the ordered mutating AWS calls the run made (in check mode, would make),
+    and C(api_calls), the number of AWS requests per C(service:Operation).
+  - In check mode, ids of resources that would be created are returned as placeholders
+    C(planned:<kind>:<name>), which the other modules of this collection accept, so a whole playbook runs in
+    check mode.
+"""

@@ -1,0 +1,209 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: one boto3 session per module run, identities, retries and the API-call recorder.
+
+Modules do not import this file; they use :mod:`capa` (the public facade).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable
+
+try:
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+except ImportError:
+    pass  # AnsibleAWSModule reports the missing SDK before any of this runs.
+
+from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
+
+# Codes CAPA retries with backoff because AWS is eventually consistent: a resource just created may not be
+# visible to the next call yet (pkg/cloud/services/wait, awserrors). They are only retried on mutating calls:
+# a describe by id that says NotFound is an answer, not a race.
+EVENTUAL_CONSISTENCY_CODES = (
+    "InvalidVpcID.NotFound",
+    "InvalidSubnetID.NotFound",
+    "InvalidGroup.NotFound",
+    "InvalidRouteTableID.NotFound",
+    "InvalidInternetGatewayID.NotFound",
+    "InvalidNatGatewayID.NotFound",
+    "InvalidGatewayID.NotFound",
+    "InvalidResourceID.NotFound",
+    "InvalidAllocationID.NotFound",
+    "InvalidSubnet",
+    "LoadBalancerNotFound",
+    "InvalidIPAddress.InUse",
+    "AuthFailure",
+)
+
+# Server-side throttling and transient failures, on every call (AWSRetry.found adds its own list on top).
+TRANSIENT_CODES = (
+    "RequestLimitExceeded",
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "TooManyRequestsException",
+    "SlowDown",
+    "InternalError",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "Unavailable",
+    "RequestTimeout",
+    "RequestTimeoutException",
+    "PriorRequestNotComplete",
+)
+
+_READ_PREFIXES = ("Describe", "List", "Get")
+
+
+def is_read_operation(operation: str) -> bool:
+    """Describe/List/Get calls change nothing in AWS."""
+    return operation.startswith(_READ_PREFIXES)
+
+
+class ApiCallRecorder:
+    """Counts every AWS request made through the session, per ``service:Operation``.
+
+    It listens to botocore's ``before-call`` event, so it sees each call once per attempt that the
+    retry decorator makes, pages of a paginator included, whichever client made it.
+    """
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def attach(self, session: Any) -> None:
+        session.events.register("before-call", self._record)
+
+    def _record(self, model: Any = None, **_kwargs: Any) -> None:
+        if model is not None:
+            self.counts[f"{model.service_model.endpoint_prefix}:{model.name}"] += 1
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+    def mutating(self) -> dict[str, int]:
+        return {k: v for k, v in self.as_dict().items() if not is_read_operation(k.split(":", 1)[1])}
+
+
+def _retry_decorator(operation: str, retries: int) -> Callable:
+    extra = list(TRANSIENT_CODES)
+    if not is_read_operation(operation):
+        extra.extend(EVENTUAL_CONSISTENCY_CODES)
+    return AWSRetry.jittered_backoff(retries=retries, delay=1, max_delay=20, catch_extra_error_codes=extra)
+
+
+class RetryingClient:
+    """A boto3 client whose every operation retries throttling, 5xx and eventual-consistency codes.
+
+    Unlike amazon.aws's ``RetryingBotoClientWrapper`` the retry is always on (no ``aws_retry=True`` to
+    forget) and the codes depend on whether the call reads or writes.
+    """
+
+    def __init__(self, client: Any, retries: int = 8) -> None:
+        self.raw = client
+        self._retries = retries
+        self._wrapped: dict[str, Callable] = {}
+
+    @property
+    def meta(self) -> Any:
+        return self.raw.meta
+
+    def api_name(self, method: str) -> str:
+        return self.raw.meta.method_to_api_mapping[method]
+
+    def __getattr__(self, method: str) -> Callable:
+        if method in self._wrapped:
+            return self._wrapped[method]
+        attr = getattr(self.raw, method)
+        if method not in self.raw.meta.method_to_api_mapping:
+            return attr
+        wrapped = _retry_decorator(self.api_name(method), self._retries)(attr)
+        self._wrapped[method] = wrapped
+        return wrapped
+
+    def paginate(self, method: str, **params: Any) -> dict:
+        """All pages of a list/describe call merged into one response (retried as a whole)."""
+        if not self.raw.can_paginate(method):
+            return getattr(self, method)(**params)
+
+        def fetch() -> dict:
+            return self.raw.get_paginator(method).paginate(**params).build_full_result()
+
+        return _retry_decorator(self.api_name(method), self._retries)(fetch)()
+
+    def waiter(self, name: str) -> Any:
+        return self.raw.get_waiter(name)
+
+
+def _client_config(user_agent: str, aws_config: Any) -> Any:
+    # botocore's "standard" mode retries connection errors and 5xx with jittered exponential backoff at the
+    # HTTP layer; AWSRetry above adds the longer, code-aware backoff.
+    config = botocore.config.Config(user_agent_extra=user_agent, retries={"mode": "standard", "max_attempts": 4})
+    if aws_config is not None:
+        config = config.merge(aws_config)
+    return config
+
+
+class AwsSession:
+    """One boto3 session for a whole module run; every client comes from it and is recorded."""
+
+    def __init__(
+        self,
+        region: str | None,
+        endpoint_url: str | None,
+        connect_params: dict[str, Any],
+        user_agent: str = "clusterapi.aws",
+    ) -> None:
+        params = dict(connect_params)
+        self.region = region
+        self.endpoint_url = endpoint_url
+        self._verify = params.pop("verify", None)
+        self._config = _client_config(user_agent, params.pop("aws_config", None))
+        self.recorder = ApiCallRecorder()
+        self._session = boto3.session.Session(**{k: v for k, v in params.items() if v is not None})
+        self.recorder.attach(self._session)
+        self._clients: dict[str, RetryingClient] = {}
+
+    def client(self, service: str) -> RetryingClient:
+        if service not in self._clients:
+            raw = self._session.client(
+                service,
+                region_name=self.region,
+                endpoint_url=self.endpoint_url,
+                verify=self._verify,
+                config=self._config,
+            )
+            self._clients[service] = RetryingClient(raw)
+        return self._clients[service]
+
+    def assume(self, identity: dict[str, Any], default_session_name: str) -> None:
+        """Switch this session to a role, first through ``source_identity`` when chained.
+
+        The STS calls are recorded like any other call; clients made before are dropped.
+        """
+        chain = []
+        link: dict[str, Any] | None = identity
+        while link:
+            chain.append(link)
+            link = link.get("source_identity")
+        for role in reversed(chain):
+            credentials = self._assume_role(role, default_session_name)
+            self._session = boto3.session.Session(
+                aws_access_key_id=credentials["AccessKeyId"],
+                aws_secret_access_key=credentials["SecretAccessKey"],
+                aws_session_token=credentials["SessionToken"],
+            )
+            self.recorder.attach(self._session)
+            self._clients = {}
+
+    def _assume_role(self, role: dict[str, Any], default_session_name: str) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "RoleArn": role["role_arn"],
+            "RoleSessionName": role.get("session_name") or default_session_name,
+            "DurationSeconds": role.get("duration_seconds") or 3600,
+        }
+        if role.get("external_id"):
+            request["ExternalId"] = role["external_id"]
+        return self.client("sts").assume_role(**request)["Credentials"]

@@ -1,0 +1,88 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: thin EC2 helpers shared by the network tiers (describe, tag, delete)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass
+
+from ._ownership import dict_to_tags, missing_tags, tags_to_dict
+from ._reconcile import Context, ReconcileError, is_placeholder
+
+NOT_FOUND_SUFFIX = ".NotFound"
+
+
+def error_code(error: Exception) -> str:
+    return getattr(error, "response", {}).get("Error", {}).get("Code", "")
+
+
+def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
+    """One logical describe (all pages) returning the list under ``key``."""
+    return ctx.client("ec2").paginate(method, **params).get(key, [])
+
+
+def describe_by_ids(ctx: Context, method: str, key: str, id_param: str, ids: list[str]) -> list[dict[str, Any]]:
+    """Describe given ids; unknown ids raise NotFound in AWS, which we turn into a clear message."""
+    ids = [i for i in ids if i and not is_placeholder(i)]
+    if not ids:
+        return []
+    try:
+        return describe(ctx, method, key, **{id_param: ids})
+    except botocore.exceptions.ClientError as e:
+        if error_code(e).endswith(NOT_FOUND_SUFFIX):
+            raise ReconcileError(f"{', '.join(ids)}: {e.response['Error'].get('Message', 'not found')}") from e
+        raise
+
+
+def tags_of(resource: Mapping[str, Any]) -> dict[str, str]:
+    return tags_to_dict(resource.get("Tags"))
+
+
+def ensure_tags(ctx: Context, resource_id: str, label: str, current: Mapping[str, str], desired: Mapping[str, str]) -> None:
+    """Add or update tags on an owned resource (CAPA never removes stale keys on network resources)."""
+    todo = missing_tags(current, desired)
+    if todo and not is_placeholder(resource_id):
+        ctx.ops.call(
+            ctx.client("ec2"),
+            "create_tags",
+            resource=label,
+            reason=f"tags differ: {', '.join(sorted(todo))}",
+            Resources=[resource_id],
+            Tags=dict_to_tags(todo),
+        )
+
+
+def delete_when_free(ctx: Context, attempt: Callable[[], Any], what: str, blockers: Callable[[], str] | None = None) -> None:
+    """Run a delete that AWS refuses with DependencyViolation while dependants are still going away.
+
+    ENIs of NAT gateways, load balancers and terminated instances take minutes to be released, so a delete is
+    retried within the run's wait budget, and the final error names what still blocks it.
+    """
+    delay = 2.0
+    while True:
+        try:
+            attempt()
+            return
+        except botocore.exceptions.ClientError as e:
+            code = error_code(e)
+            if code.endswith(NOT_FOUND_SUFFIX):
+                return
+            if code != "DependencyViolation" or ctx.remaining() <= 0 or not ctx.wait:
+                detail = f"; still in use by {blockers()}" if blockers and code == "DependencyViolation" else ""
+                raise ReconcileError(f"cannot delete {what}: {e.response['Error'].get('Message', code)}{detail}") from e
+        time.sleep(min(delay, max(ctx.remaining(), 0.1)))
+        delay = min(delay * 1.7, 15.0)
+
+
+def network_interfaces_in(ctx: Context, filters: list[dict[str, Any]]) -> str:
+    """A short description of the ENIs matching ``filters`` (who blocks a deletion)."""
+    enis = describe(ctx, "describe_network_interfaces", "NetworkInterfaces", Filters=filters)
+    if not enis:
+        return "nothing visible yet (AWS may still be releasing network interfaces)"
+    return ", ".join(f"{e['NetworkInterfaceId']} ({e.get('Description') or e.get('InterfaceType', 'interface')})" for e in enis)

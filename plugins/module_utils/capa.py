@@ -1,0 +1,159 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The public facade modules import: the shared options and the runner.
+
+A module is an argument spec, its documentation, and one call::
+
+    run_tier(argument_spec, tier=VpcTier(), result_key="vpc")
+
+``run_tier`` builds an :class:`AnsibleAWSModule` (amazon.aws's connection options, aliases and environment
+variables) plus our shared options, validates input before any AWS call, opens one boto3 session (assuming
+``identity`` when given), runs the tier, and returns ``changed``, the resource, ``plan``, ``api_calls`` and
+``diff``. Errors keep amazon.aws's payloads and also carry the plan and calls made so far.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
+
+from ._connection import AwsSession
+from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
+from ._validation import check_cluster_name, check_tags
+from ._security_groups import SecurityGroupTier
+from ._subnets import SubnetTier
+from ._vpc import VpcTier
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass  # AnsibleAWSModule reports a missing SDK.
+
+__all__ = [
+    "Context",
+    "ReconcileError",
+    "SpecError",
+    "SecurityGroupTier",
+    "SubnetTier",
+    "Tier",
+    "VpcTier",
+    "common_argument_spec",
+    "is_placeholder",
+    "placeholder",
+    "run_tier",
+]
+
+IDENTITY_ROLE_SPEC: dict[str, Any] = dict(
+    role_arn=dict(type="str", required=True),
+    external_id=dict(type="str", no_log=False),
+    session_name=dict(type="str"),
+    duration_seconds=dict(type="int", default=3600),
+)
+
+
+def _identity_spec() -> dict[str, Any]:
+    spec = copy.deepcopy(IDENTITY_ROLE_SPEC)
+    spec["source_identity"] = dict(type="dict", options=copy.deepcopy(IDENTITY_ROLE_SPEC))
+    return spec
+
+
+def common_argument_spec() -> dict[str, Any]:
+    """Our options on every module (documented by the ``clusterapi.aws.common`` doc fragment)."""
+    return dict(
+        cluster_name=dict(type="str", required=True),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        identity=dict(type="dict", options=_identity_spec()),
+        additional_tags=dict(type="dict", default={}),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=600),
+    )
+
+
+class Tier(Protocol):
+    """One reconcilable tier. ``validate`` is pure; ``reconcile`` returns ``(before, after)``."""
+
+    def validate(self, params: dict[str, Any], region: str | None) -> None: ...
+
+    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]: ...
+
+
+def _check_identity(identity: dict[str, Any] | None, field: str = "identity") -> None:
+    while identity:
+        if not identity["role_arn"].startswith("arn:"):
+            raise SpecError(f"{field}.role_arn", f"'{identity['role_arn']}' is not a role ARN")
+        if not 900 <= identity["duration_seconds"] <= 43200:
+            raise SpecError(f"{field}.duration_seconds", "must be between 900 and 43200")
+        identity, field = identity.get("source_identity"), f"{field}.source_identity"
+
+
+def _validate_common(params: dict[str, Any]) -> None:
+    check_cluster_name(params["cluster_name"])
+    check_tags(params["additional_tags"])
+    _check_identity(params.get("identity"))
+    if params["wait_timeout"] < 0:
+        raise SpecError("wait_timeout", "must not be negative")
+
+
+def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSession:
+    region, endpoint_url, connect_params = get_aws_connection_info(module)
+    if not region:
+        raise SpecError("region", "no region given (option 'region', AWS_REGION or AWS_DEFAULT_REGION)")
+    session = AwsSession(region, endpoint_url, connect_params)
+    if params.get("identity"):
+        session.assume(params["identity"], default_session_name=f"capa-{params['cluster_name']}")
+    return session
+
+
+def run_tier(argument_spec: dict[str, Any], tier: Tier, result_key: str, **module_kwargs: Any) -> None:
+    spec = common_argument_spec()
+    spec.update(argument_spec)
+    module = AnsibleAWSModule(argument_spec=spec, supports_check_mode=True, **module_kwargs)
+    params = module.params
+    session = None
+    ctx = None
+    try:
+        _validate_common(params)
+        tier.validate(params, module.region)
+        session = _open_session(module, params)
+        ctx = Context(
+            session=session,
+            cluster=params["cluster_name"],
+            check_mode=module.check_mode,
+            additional_tags=params["additional_tags"],
+            wait=params["wait"],
+            wait_timeout=params["wait_timeout"],
+        )
+        before, after = tier.reconcile(ctx, params)
+    except SpecError as e:
+        module.fail_json(msg=str(e), field=e.field, api_calls=session.recorder.as_dict() if session else {})
+    except ReconcileError as e:
+        module.fail_json(msg=str(e), **_progress(session, ctx))
+    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
+        module.fail_json_aws(e, msg=_describe_failure(e), **_progress(session, ctx))
+
+    for message in ctx.warnings:
+        module.warn(message)
+    result: dict[str, Any] = {
+        "changed": ctx.ops.changed,
+        result_key: after,
+        "plan": ctx.ops.plan_as_list(),
+        "api_calls": session.recorder.as_dict(),
+    }
+    if module._diff:
+        result["diff"] = {"before": before, "after": after}
+    module.exit_json(**result)
+
+
+def _progress(session: AwsSession | None, ctx: Context | None) -> dict[str, Any]:
+    return {
+        "plan": ctx.ops.plan_as_list() if ctx else [],
+        "api_calls": session.recorder.as_dict() if session else {},
+    }
+
+
+def _describe_failure(error: Exception) -> str:
+    operation = getattr(error, "operation_name", None)
+    return f"AWS refused {operation}" if operation else "AWS request failed"
