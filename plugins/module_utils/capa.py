@@ -107,7 +107,8 @@ def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSessio
     return session
 
 
-def run_tier(argument_spec: dict[str, Any], tier: Tier, result_key: str, **module_kwargs: Any) -> None:
+def run_tier(argument_spec: dict[str, Any], tier: Tier, result_key: str | None, **module_kwargs: Any) -> None:
+    """Run ``tier`` as a module. With ``result_key`` None, ``after`` is a dict of result keys (several resources)."""
     spec = common_argument_spec()
     spec.update(argument_spec)
     module = AnsibleAWSModule(argument_spec=spec, supports_check_mode=True, **module_kwargs)
@@ -136,12 +137,12 @@ def run_tier(argument_spec: dict[str, Any], tier: Tier, result_key: str, **modul
 
     for message in ctx.warnings:
         module.warn(message)
-    result: dict[str, Any] = {
-        "changed": ctx.ops.changed,
-        result_key: after,
-        "plan": ctx.ops.plan_as_list(),
-        "api_calls": session.recorder.as_dict(),
-    }
+    result: dict[str, Any] = {"changed": ctx.ops.changed}
+    if result_key is None:
+        result.update(after or {})
+    else:
+        result[result_key] = after
+    result.update(plan=ctx.ops.plan_as_list(), api_calls=session.recorder.as_dict())
     if module._diff:
         result["diff"] = {"before": before, "after": after}
     module.exit_json(**result)
