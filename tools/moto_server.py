@@ -1,0 +1,405 @@
+#!/usr/bin/env python3
+"""Local moto server for the clusterapi.aws test harness.
+
+Starts moto's WSGI application (``moto.moto_server.werkzeug_app.DomainDispatcherApplication``)
+on 127.0.0.1 behind a request-counting middleware and runs in the foreground until SIGTERM or
+SIGINT.  Usage::
+
+    tools/moto_server.py [--port N] [--host 127.0.0.1] [--pidfile F] [--urlfile F] [--verbose]
+
+``--port 0`` (the default) binds a free port.  ``--urlfile`` receives ``http://127.0.0.1:PORT``
+once the socket is bound (written atomically), ``--pidfile`` the process id; both are removed
+again on a clean shutdown.
+
+Environment set for moto before it is imported:
+
+* ``MOTO_IAM_LOAD_MANAGED_POLICIES=true`` - AWS managed IAM policies (e.g.
+  ``arn:aws:iam::aws:policy/AmazonEKSClusterPolicy``) exist, as in a real account.
+* ``MOTO_AMIS_PATH=tools/moto_amis.json`` (unless already set) - CAPA-style published
+  images (owner 819546954734, ``capa-ami-<os>-<k8s version>-<timestamp>``) and Canonical
+  Ubuntu 24.04 images, instead of moto's default AMI list.
+
+Request counter
+---------------
+Every request that reaches moto is recorded as ``{"service": ..., "operation": ...}``:
+
+* query protocol (EC2, IAM, STS, ELB, ...): ``Action`` from the form body or query string,
+  service from the SigV4 credential scope ``.../<region>/<service>/aws4_request``;
+* JSON protocol: ``X-Amz-Target`` -> the part after the last dot;
+* smithy rpc-v2-cbor: ``/service/<ServiceId>/operation/<Operation>``;
+* REST protocols (EKS, S3, ...): method + path matched against botocore's service model
+  (``requestUri`` templates); when no operation matches, ``"METHOD /path"``.
+
+``GET /_capa/requests`` returns the records (JSON list, in arrival order);
+``POST /_capa/requests/reset`` clears them.  Neither ``/_capa/`` nor ``/moto-api/`` requests
+are recorded.
+
+moto fixes (monkeypatches applied at start-up; each makes moto answer as AWS does, none makes
+it more lenient than AWS)
+---------------------------------------------------------------------------------------------
+1. Security group rules for a numeric IP protocol other than tcp(6)/udp(17)/icmp(1)/icmpv6(58)
+   without ports - e.g. IP-in-IP ``IpProtocol=4``, which CAPA's default Calico rule uses.
+   AWS accepts such a rule, ignores ports for it and returns it from DescribeSecurityGroups as
+   ``{"IpProtocol": "4", ...}`` with no ``FromPort``/``ToPort``.  moto 5.x crashes with HTTP 500
+   (``int(None)`` in ``SecurityGroupBackend._sg_rule_id``/``SecurityRule`` handling of
+   ``from_port``/``to_port``) on authorize and revoke.  The patch normalises from/to port to
+   ``None`` for such protocols before moto's own code runs and makes the rule model tolerate
+   missing ports, so the rule is stored, described without ports, and can be revoked.  The
+   response serialiser already omits ``None`` ports.  tcp/udp/icmp still require ports exactly
+   as moto enforced before (no change for them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+HERE = Path(__file__).resolve().parent
+
+os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
+if (HERE / "moto_amis.json").is_file():
+    os.environ.setdefault("MOTO_AMIS_PATH", str(HERE / "moto_amis.json"))
+# Moto derives a few internal URLs from MOTO_PORT; main() sets it to the bound port.
+
+CAPA_PREFIX = "/_capa/"
+_CRED_RE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/([^/,\s]+)/aws4_request")
+
+
+# --------------------------------------------------------------------------------------
+# request classification
+# --------------------------------------------------------------------------------------
+# (method, path regex, required query keys, required headers (lower case), specificity, operation)
+_RestOp = tuple[str, "re.Pattern[str]", set[str], set[str], int, str]
+
+
+class _RestOperationIndex:
+    """Maps (signing name, method, path, query, headers) to an operation name using botocore models.
+
+    The model named like the signing name (``eks``, ``s3``) is tried first; all REST models are
+    indexed only when that finds nothing (loading every model takes a few seconds).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loader: Any = None
+        self._direct: dict[str, dict[str, list[_RestOp]]] = {}
+        self._full: dict[str, list[_RestOp]] | None = None
+
+    def _get_loader(self) -> Any:
+        if self._loader is None:
+            import botocore.session
+
+            self._loader = botocore.session.get_session().get_component("data_loader")
+        return self._loader
+
+    @staticmethod
+    def _index_model(model: dict[str, Any], service: str, index: dict[str, list[_RestOp]]) -> None:
+        meta = model.get("metadata", {})
+        if meta.get("protocol") not in ("rest-json", "rest-xml"):
+            return
+        names = {meta.get("signingName") or meta.get("endpointPrefix") or service, meta.get("endpointPrefix")}
+        for op_name, op in model.get("operations", {}).items():
+            http = op.get("http", {})
+            uri = http.get("requestUri", "/")
+            method = http.get("method", "POST").upper()
+            path_tpl, _, query_tpl = uri.partition("?")
+            pattern = ""
+            literal = 0
+            for part in re.split(r"(\{[^}]+\})", path_tpl):
+                if part.startswith("{") and part.endswith("}"):
+                    pattern += ".+" if part.endswith("+}") else "[^/]+"
+                else:
+                    pattern += re.escape(part)
+                    literal += len(part)
+            regex = re.compile(f"^{pattern}/?$")
+            qkeys = {q.split("=", 1)[0] for q in query_tpl.split("&") if q}
+            headers: set[str] = set()
+            shape = model.get("shapes", {}).get(op.get("input", {}).get("shape", ""), {})
+            for member in shape.get("required", []):
+                spec = shape.get("members", {}).get(member, {})
+                if spec.get("location") == "header":
+                    headers.add(spec.get("locationName", member).lower())
+                elif spec.get("location") == "querystring":
+                    qkeys.add(spec.get("locationName", member))
+            score = literal + 100 * (len(qkeys) + len(headers))
+            for name in filter(None, names):
+                index.setdefault(name, []).append((method, regex, qkeys, headers, score, op_name))
+
+    def _direct_index(self, signing_name: str) -> list[_RestOp]:
+        if signing_name not in self._direct:
+            index: dict[str, list[_RestOp]] = {}
+            try:
+                model = self._get_loader().load_service_model(signing_name, "service-2")
+            except Exception:
+                model = {}
+            self._index_model(model, signing_name, index)
+            self._direct[signing_name] = index
+        return self._direct[signing_name].get(signing_name, [])
+
+    def _full_index(self, signing_name: str) -> list[_RestOp]:
+        if self._full is None:
+            index: dict[str, list[_RestOp]] = {}
+            loader = self._get_loader()
+            for service in loader.list_available_services("service-2"):
+                try:
+                    self._index_model(loader.load_service_model(service, "service-2"), service, index)
+                except Exception:  # pragma: no cover - broken model files
+                    continue
+            self._full = index
+        return self._full.get(signing_name, [])
+
+    @staticmethod
+    def _match(
+        candidates: list[_RestOp], method: str, path: str, present: set[str], header_names: set[str]
+    ) -> str | None:
+        best: tuple[int, str] | None = None
+        for op_method, regex, qkeys, headers, score, op_name in candidates:
+            if op_method != method or not regex.match(path) or not qkeys <= present or not headers <= header_names:
+                continue
+            if best is None or score > best[0]:
+                best = (score, op_name)
+        return best[1] if best else None
+
+    def lookup(self, signing_name: str, method: str, path: str, query: str, header_names: set[str]) -> str | None:
+        present = set(parse_qs(query, keep_blank_values=True))
+        with self._lock:
+            found = self._match(self._direct_index(signing_name), method, path, present, header_names)
+            if found is None:
+                found = self._match(self._full_index(signing_name), method, path, present, header_names)
+        return found
+
+
+_REST_INDEX = _RestOperationIndex()
+
+
+def _read_form_body(environ: dict[str, Any]) -> str:
+    """Read (and put back) a url-encoded request body."""
+    if not environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
+        return ""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return ""
+    if length <= 0:
+        return ""
+    body = environ["wsgi.input"].read(length)
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body.decode("utf-8", "replace")
+
+
+def classify(environ: dict[str, Any]) -> dict[str, str]:
+    """Return ``{"service": ..., "operation": ...}`` for one WSGI request."""
+    method = environ.get("REQUEST_METHOD", "GET").upper()
+    path = environ.get("PATH_INFO", "") or "/"
+    query = environ.get("QUERY_STRING", "")
+
+    service = ""
+    match = _CRED_RE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    if not match:
+        qcred = parse_qs(query).get("X-Amz-Credential", [""])[0]
+        match = re.search(r"^[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request", qcred)
+    if match:
+        service = match.group(2)
+
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    if target:
+        return {"service": service or target.split(".", 1)[0], "operation": target.rsplit(".", 1)[-1]}
+
+    cbor = re.match(r"^/service/([^/]+)/operation/([^/]+)$", path)
+    if cbor:
+        return {"service": service or cbor.group(1), "operation": cbor.group(2)}
+
+    action = parse_qs(query).get("Action", [None])[0]
+    if action is None:
+        action = parse_qs(_read_form_body(environ)).get("Action", [None])[0]
+    if action:
+        return {"service": service, "operation": action}
+
+    operation = None
+    if service:
+        header_names = {k[5:].replace("_", "-").lower() for k in environ if k.startswith("HTTP_")}
+        header_names |= {k.replace("_", "-").lower() for k in ("CONTENT_TYPE", "CONTENT_LENGTH") if k in environ}
+        operation = _REST_INDEX.lookup(service, method, path, query, header_names)
+    return {"service": service, "operation": operation or f"{method} {path}"}
+
+
+class RequestCounter:
+    """WSGI middleware recording every AWS API request before handing it to moto."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._records: list[dict[str, str]] = []
+
+    def records(self) -> list[dict[str, str]]:
+        with self._lock:
+            return list(self._records)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    @staticmethod
+    def _json(start_response: Any, status: str, payload: Any) -> list[bytes]:
+        body = json.dumps(payload).encode()
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        if path.startswith(CAPA_PREFIX):
+            if path.rstrip("/") == "/_capa/requests" and method == "GET":
+                return self._json(start_response, "200 OK", self.records())
+            if path.rstrip("/") == "/_capa/requests/reset" and method == "POST":
+                self.reset()
+                return self._json(start_response, "200 OK", {"reset": True})
+            return self._json(start_response, "404 Not Found", {"error": f"unknown endpoint {method} {path}"})
+        if not path.startswith("/moto-api") and path != "/favicon.ico":
+            try:
+                record = classify(environ)
+            except Exception as exc:  # never let the counter break a request
+                record = {"service": "", "operation": f"{method} {path} (unclassified: {exc})"}
+            with self._lock:
+                self._records.append(record)
+        return self.app(environ, start_response)
+
+
+# --------------------------------------------------------------------------------------
+# moto fixes
+# --------------------------------------------------------------------------------------
+_PORTED_PROTOCOLS = {"tcp", "udp", "icmp", "icmpv6", "6", "17", "1", "58"}
+
+
+def _portless(ip_protocol: Any) -> bool:
+    """True for protocols whose rules carry no ports in AWS (anything but tcp/udp/icmp, and -1)."""
+    return ip_protocol is not None and str(ip_protocol).lower() not in _PORTED_PROTOCOLS
+
+
+def apply_moto_fixes() -> list[str]:
+    """Apply the fixes described in the module docstring; return their names."""
+    applied: list[str] = []
+    applied += _fix_portless_sg_rules()
+    return applied
+
+
+def _fix_portless_sg_rules() -> list[str]:
+    """Fix 1: store/describe/revoke rules of port-less protocols (IpProtocol "4" etc.)."""
+    import inspect
+
+    from moto.ec2.models import security_groups as sg_models
+
+    rule_cls = sg_models.SecurityGroupRule
+    original = rule_cls.__init__
+    if getattr(original, "_capa_fixed", False):
+        return ["portless-sg-rules"]
+    signature = inspect.signature(original)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        if not _portless(bound.arguments.get("ip_protocol")):
+            original(*bound.args, **bound.kwargs)
+            return
+        # AWS ignores ports for these protocols: let moto's constructor see dummy ports,
+        # then store the rule without any, as AWS describes it.
+        bound.arguments["from_port"] = 0
+        bound.arguments["to_port"] = 0
+        original(*bound.args, **bound.kwargs)
+        self.from_port = None
+        self.to_port = None
+
+    __init__._capa_fixed = True  # type: ignore[attr-defined]
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    rule_cls.__init__ = __init__  # type: ignore[method-assign]
+    return ["portless-sg-rules"]
+
+
+# --------------------------------------------------------------------------------------
+# server
+# --------------------------------------------------------------------------------------
+def build_app() -> RequestCounter:
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    return RequestCounter(DomainDispatcherApplication(create_backend_app))
+
+
+def _write_atomic(path: str, text: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, target)
+
+
+def _remove_own_file(path: str | None, content: str) -> None:
+    """Remove a pid/url file unless another server has replaced it meanwhile."""
+    if path:
+        try:
+            if Path(path).read_text() == content:
+                Path(path).unlink()
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind (default 0: a free port)")
+    parser.add_argument("--pidfile", help="write the process id here")
+    parser.add_argument("--urlfile", help="write http://HOST:PORT here once listening")
+    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    args = parser.parse_args(argv)
+
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from werkzeug.serving import make_server
+
+    fixes = apply_moto_fixes()
+
+    class Handler(MotoRequestHandler):
+        def log_request(self, *a: Any, **kw: Any) -> None:
+            if args.verbose:
+                super().log_request(*a, **kw)
+
+    server = make_server(args.host, args.port, build_app(), threaded=True, request_handler=Handler)
+    port = server.server_port
+    os.environ["MOTO_PORT"] = str(port)
+    url = f"http://{args.host}:{port}"
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+
+    thread = threading.Thread(target=server.serve_forever, name="moto-server", daemon=True)
+    thread.start()
+    if args.pidfile:
+        _write_atomic(args.pidfile, f"{os.getpid()}\n")
+    if args.urlfile:
+        _write_atomic(args.urlfile, f"{url}\n")
+    print(f"moto server listening on {url} (pid {os.getpid()}; fixes: {', '.join(fixes) or 'none'})", flush=True)
+    try:
+        while not stop.wait(0.5):
+            if not thread.is_alive():
+                return 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        _remove_own_file(args.pidfile, f"{os.getpid()}\n")
+        _remove_own_file(args.urlfile, f"{url}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
