@@ -24,6 +24,8 @@ from ._connection import AwsSession
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
 from ._validation import check_cluster_name, check_tags
 from ._security_groups import SecurityGroupTier
+from ._spec import argument_spec as cluster_argument_spec
+from ._spec import check_cluster, roles_for
 from ._subnets import SubnetTier
 from ._vpc import VpcTier
 
@@ -40,6 +42,9 @@ __all__ = [
     "SubnetTier",
     "Tier",
     "VpcTier",
+    "check_cluster",
+    "cluster_argument_spec",
+    "roles_for",
     "common_argument_spec",
     "is_placeholder",
     "placeholder",

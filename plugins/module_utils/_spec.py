@@ -1,0 +1,399 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: the cluster spec users write (``capa_cluster``), declared once.
+
+``CLUSTER_OPTIONS`` is an Ansible argument spec with a description on every option. From it come the
+``capa_cluster_spec`` module's argument spec and DOCUMENTATION and every role's ``meta/argument_specs.yml``
+(``tools/gen_specs.py`` writes them; a unit test fails when they drift). ``check_cluster`` adds the checks an
+argument spec cannot express (CIDRs, AZs, names, cross-field rules), each naming the field, before any AWS call.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+from typing import Any
+
+from ._reconcile import SpecError
+from ._validation import (
+    check_availability_zone,
+    check_cluster_name,
+    check_port_range,
+    check_resource_id,
+    check_subnet_cidrs,
+    check_tags,
+    check_vpc_cidr,
+    parse_cidr,
+)
+
+UNMANAGED_ROLES = ("bastion", "apiserver-lb", "lb", "controlplane", "node")
+EKS_ROLES = ("bastion", "node-eks-additional")
+PROTOCOLS = ("tcp", "udp", "icmp", "-1", "4", "50", "58")
+
+
+def opt(description: str, type: str = "str", **extra: Any) -> dict[str, Any]:
+    return dict(type=type, description=description, **extra)
+
+
+def _rule_options() -> dict[str, Any]:
+    return dict(
+        description=opt("What the rule is for (shown in AWS).", default=""),
+        protocol=opt("IP protocol.", choices=list(PROTOCOLS), default="tcp"),
+        from_port=opt("First port (not for protocols -1, 4, 50).", type="int"),
+        to_port=opt("Last port (not for protocols -1, 4, 50).", type="int"),
+        cidr_blocks=opt("Source CIDR blocks.", type="list", elements="str", default=[]),
+        source_security_group_ids=opt("Source security group ids.", type="list", elements="str", default=[]),
+        source_security_group_roles=opt(
+            "Source security groups by cluster role (bastion, apiserver-lb, lb, controlplane, node).",
+            type="list",
+            elements="str",
+            default=[],
+        ),
+    )
+
+
+def _role_identity_options(chained: bool) -> dict[str, Any]:
+    options = dict(
+        role_arn=opt("ARN of the role to assume.", required=True),
+        external_id=opt("External id the role's trust policy requires.", no_log=False),
+        session_name=opt("Session name (default capa-<cluster>)."),
+        duration_seconds=opt("Lifetime of the credentials, 900 to 43200.", type="int", default=3600),
+    )
+    if chained:
+        options["source_identity"] = opt(
+            "A role assumed first, whose credentials assume role_arn.", type="dict", options=_role_identity_options(False)
+        )
+    return options
+
+
+def _ami_options() -> dict[str, Any]:
+    return dict(
+        id=opt("AMI id; empty means CAPA's lookup.", default=""),
+        base_os=opt("Base OS of the looked-up AMI.", default="ubuntu-24.04"),
+        owner=opt("Owner account of the looked-up AMI (default CAPA's 819546954734).", default=""),
+        name_format=opt("Name format of the lookup (default capa-ami-{{.BaseOS}}-?{{.K8sVersion}}-*).", default=""),
+    )
+
+
+def _root_volume_options() -> dict[str, Any]:
+    return dict(
+        size=opt("Size in GiB.", type="int", default=80),
+        type=opt("EBS volume type.", default="gp3"),
+        encrypted=opt("Encrypt the volume (on by default, safer than CAPA).", type="bool", default=True),
+    )
+
+
+NETWORK_OPTIONS: dict[str, Any] = dict(
+    vpc=opt(
+        "The cluster VPC: managed (created and owned) unless id is given.",
+        type="dict",
+        default={},
+        options=dict(
+            id=opt("An existing VPC to use (bring your own): used, never changed or deleted.", default=""),
+            cidr_block=opt("Primary CIDR block of a managed VPC.", default="10.0.0.0/16"),
+            secondary_cidr_blocks=opt("Secondary CIDR blocks (add-only).", type="list", elements="str", default=[]),
+            availability_zone_usage_limit=opt("How many AZs the default layout uses.", type="int", default=3),
+            availability_zone_selection=opt(
+                "How AZs are picked: Ordered (alphabetical) or Random (stable per cluster).",
+                choices=["Ordered", "Random"],
+                default="Ordered",
+            ),
+        ),
+    ),
+    subnets=opt(
+        "Subnets; empty means CAPA's layout (a public and a private subnet per AZ, CIDRs carved from the VPC). "
+        "Entries with only id are existing subnets (bring your own).",
+        type="list",
+        elements="dict",
+        default=[],
+        options=dict(
+            id=opt("An existing subnet to use."),
+            availability_zone=opt("AZ of a subnet to create."),
+            cidr_block=opt("CIDR block of a subnet to create."),
+            is_public=opt("Public (routes to the internet gateway) or private.", type="bool", default=False),
+            tags=opt("Extra tags for this subnet.", type="dict", default={}),
+        ),
+    ),
+    nat_gateways=opt(
+        "NAT gateways: one per AZ (CAPA), a single one for the cluster, or none (private subnets have no egress).",
+        choices=["per_az", "single", "none"],
+        default="per_az",
+    ),
+    cni_ingress_rules=opt(
+        "CNI rules on the control-plane and node groups: calico (TCP 179 and IP-in-IP), none, or a list of rules "
+        "with description, protocol, from_port and to_port.",
+        type="raw",
+        default="calico",
+    ),
+    security_group_overrides=opt("Role to an existing security group id to use instead (bring your own).", type="dict", default={}),
+    additional_control_plane_ingress_rules=opt(
+        "Extra ingress rules on the control-plane group.", type="list", elements="dict", default=[], options=_rule_options()
+    ),
+    additional_node_ingress_rules=opt(
+        "Extra ingress rules on the node group.", type="list", elements="dict", default=[], options=_rule_options()
+    ),
+    node_port_ingress_cidr_blocks=opt(
+        "Sources allowed to reach NodePort services.", type="list", elements="str", default=["0.0.0.0/0"]
+    ),
+)
+
+CLUSTER_OPTIONS: dict[str, Any] = dict(
+    name=opt("Cluster name: lower-case letters, digits and -, at most 40 characters.", required=True),
+    region=opt("AWS region (default from AWS_REGION / AWS_DEFAULT_REGION)."),
+    kind=opt("unmanaged (kubeadm on EC2) or eks.", choices=["unmanaged", "eks"], default="unmanaged"),
+    state=opt("present reconciles the cluster; absent deletes everything it owns.", choices=["present", "absent"], default="present"),
+    kubernetes_version=opt("Kubernetes version of the machines, e.g. v1.31.2.", default="v1.31.2"),
+    identity=opt("A role to assume for every request of this cluster.", type="dict", options=_role_identity_options(True)),
+    additional_tags=opt("Tags added to every resource the cluster creates.", type="dict", default={}),
+    network=opt("The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
+    bastion=opt(
+        "The bastion host.",
+        type="dict",
+        default={},
+        options=dict(
+            enabled=opt("Create a bastion in a public subnet.", type="bool", default=False),
+            allowed_cidr_blocks=opt("Sources allowed to SSH to the bastion.", type="list", elements="str", default=["0.0.0.0/0"]),
+            instance_type=opt("Instance type of the bastion.", default="t3.micro"),
+            ami_id=opt("AMI of the bastion (default the newest Canonical Ubuntu 24.04).", default=""),
+        ),
+    ),
+    control_plane_load_balancer=opt(
+        "The control-plane load balancer.",
+        type="dict",
+        default={},
+        options=dict(
+            type=opt("Load balancer type.", choices=["classic", "nlb", "external", "disabled"], default="classic"),
+            scheme=opt("Scheme.", choices=["internet-facing", "internal"], default="internet-facing"),
+            name=opt("Name; for external, the existing load balancer to register with.", default=""),
+            health_check_protocol=opt("Health check protocol.", choices=["TCP", "HTTPS"], default="TCP"),
+            additional_listeners=opt(
+                "Extra listeners (NLB).",
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    port=opt("Listener port.", type="int", required=True),
+                    protocol=opt("Listener protocol.", choices=["TCP"], default="TCP"),
+                ),
+            ),
+            ingress_rules=opt(
+                "Ingress rules of the apiserver-lb group (default TCP 6443 from anywhere).",
+                type="list",
+                elements="dict",
+                default=[],
+                options=_rule_options(),
+            ),
+            preserve_client_ip=opt("NLB client IP preservation (off, as in CAPA).", type="bool", default=False),
+            cross_zone_load_balancing=opt("Cross-zone load balancing.", type="bool", default=False),
+        ),
+    ),
+    control_plane=opt(
+        "The control-plane machines.",
+        type="dict",
+        default={},
+        options=dict(
+            replicas=opt("Number of control-plane machines (odd).", type="int", default=1),
+            instance_type=opt("Instance type.", default="t3.large"),
+            ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
+            root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
+            ssh_key_name=opt("SSH key pair name.", default=""),
+            rollout=opt(
+                "Rolling replacement.",
+                type="dict",
+                default={},
+                options=dict(max_surge=opt("Extra machines during a rollout.", type="int", default=1)),
+            ),
+        ),
+    ),
+    machine_deployments=opt(
+        "Worker machine deployments.",
+        type="list",
+        elements="dict",
+        default=[],
+        options=dict(
+            name=opt("Name, unique in the cluster.", required=True),
+            replicas=opt("Number of machines.", type="int", default=1),
+            instance_type=opt("Instance type.", default="t3.large"),
+            failure_domains=opt("AZs to spread over (default all private subnets' AZs).", type="list", elements="str", default=[]),
+            ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
+            root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
+            ssh_key_name=opt("SSH key pair name.", default=""),
+            spot_market_options=opt(
+                "Run on spot.", type="dict", options=dict(max_price=opt("Maximum price (USD/hour); empty = on-demand price.", default=""))
+            ),
+            rollout=opt(
+                "Rolling replacement and scale-in.",
+                type="dict",
+                default={},
+                options=dict(
+                    max_surge=opt("Extra machines during a rollout.", type="int", default=1),
+                    max_unavailable=opt("Machines that may be missing during a rollout.", type="int", default=0),
+                    deletion_policy=opt("Which machines go first on scale-in.", choices=["Random", "Newest", "Oldest"], default="Random"),
+                ),
+            ),
+        ),
+    ),
+    machine_pools=opt(
+        "Machine pools (auto scaling groups or EC2 fleets).",
+        type="list",
+        elements="dict",
+        default=[],
+        options=dict(
+            name=opt("Name, unique in the account and region.", required=True),
+            kind=opt("asg or fleet.", choices=["asg", "fleet"], default="asg"),
+            min_size=opt("Minimum size.", type="int", default=1),
+            max_size=opt("Maximum size.", type="int", default=1),
+            desired_capacity=opt("Desired capacity.", type="int"),
+            externally_managed_replicas=opt("A cluster autoscaler owns desired capacity.", type="bool", default=False),
+            instance_type=opt("Instance type.", default="t3.large"),
+            mixed_instances_policy=opt("Instance type overrides and on-demand/spot distribution.", type="dict", default={}),
+        ),
+    ),
+    eks=opt(
+        "EKS control plane, node groups and Fargate profiles (kind eks).",
+        type="dict",
+        default={},
+        options=dict(
+            version=opt("Kubernetes major.minor.", default="1.31"),
+            endpoint_access=opt("API endpoint access: public, private, public_cidrs.", type="dict", default={}),
+            logging=opt("Control-plane log types to enable.", type="dict", default={}),
+            encryption_config=opt("KMS secrets encryption: provider, resources.", type="dict", default={}),
+            addons=opt("Addons: name, version, conflict_resolution.", type="list", elements="dict", default=[]),
+            associate_oidc_provider=opt("Create the IAM OIDC provider for IRSA.", type="bool", default=False),
+            iam_authenticator=opt("aws-auth mappings: map_roles, map_users.", type="dict", default={}),
+            node_groups=opt("Managed node groups.", type="list", elements="dict", default=[]),
+            fargate_profiles=opt("Fargate profiles.", type="list", elements="dict", default=[]),
+        ),
+    ),
+)
+
+
+def argument_spec(options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``CLUSTER_OPTIONS`` without descriptions: what AnsibleModule takes as ``options``."""
+    result = {}
+    for name, option in (options if options is not None else CLUSTER_OPTIONS).items():
+        option = {k: copy.deepcopy(v) for k, v in option.items() if k != "description"}
+        if "options" in option:
+            option["options"] = argument_spec(option["options"])
+        result[name] = option
+    return result
+
+
+def roles_for(kind: str) -> tuple[str, ...]:
+    return EKS_ROLES if kind == "eks" else UNMANAGED_ROLES
+
+
+def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
+    """Everything an argument spec cannot check, each error naming the field (``capa_cluster.<path>``)."""
+    check_cluster_name(cluster["name"], "capa_cluster.name")
+    check_tags(cluster["additional_tags"], "capa_cluster.additional_tags")
+    region = cluster.get("region") or default_region
+    if not region:
+        raise SpecError("capa_cluster.region", "no region given here nor in AWS_REGION / AWS_DEFAULT_REGION")
+    _check_network(cluster["network"], region, cluster["kind"])
+    for index, cidr in enumerate(cluster["bastion"]["allowed_cidr_blocks"]):
+        _check_source_cidr(cidr, f"capa_cluster.bastion.allowed_cidr_blocks[{index}]")
+    _check_machines(cluster)
+
+
+def _check_network(network: dict[str, Any], region: str, kind: str) -> None:
+    vpc = network["vpc"]
+    field = "capa_cluster.network"
+    check_resource_id(vpc["id"], "vpc", f"{field}.vpc.id")
+    vpc_cidrs = []
+    if not vpc["id"]:
+        vpc_cidrs.append(str(check_vpc_cidr(vpc["cidr_block"], f"{field}.vpc.cidr_block")))
+        for index, cidr in enumerate(vpc["secondary_cidr_blocks"]):
+            check_vpc_cidr(cidr, f"{field}.vpc.secondary_cidr_blocks[{index}]")
+            vpc_cidrs.append(cidr)
+    if vpc["availability_zone_usage_limit"] < 1:
+        raise SpecError(f"{field}.vpc.availability_zone_usage_limit", "must be at least 1")
+    _check_subnets(network["subnets"], vpc_cidrs, bool(vpc["id"]), region, f"{field}.subnets")
+    _check_cni(network["cni_ingress_rules"], f"{field}.cni_ingress_rules")
+    roles = roles_for(kind)
+    for role, group_id in network["security_group_overrides"].items():
+        if role not in roles:
+            raise SpecError(f"{field}.security_group_overrides.{role}", f"is not a security group role ({', '.join(roles)})")
+        check_resource_id(group_id, "sg", f"{field}.security_group_overrides.{role}")
+    for key in ("additional_control_plane_ingress_rules", "additional_node_ingress_rules"):
+        for index, rule in enumerate(network[key]):
+            check_rule(rule, f"{field}.{key}[{index}]", roles)
+    for index, cidr in enumerate(network["node_port_ingress_cidr_blocks"]):
+        _check_source_cidr(cidr, f"{field}.node_port_ingress_cidr_blocks[{index}]")
+
+
+def _check_subnets(subnets: list[dict[str, Any]], vpc_cidrs: list[str], byo_vpc: bool, region: str, field: str) -> None:
+    if byo_vpc and not subnets:
+        raise SpecError(field, "a VPC you bring (network.vpc.id) needs its subnets listed by id")
+    for index, subnet in enumerate(subnets):
+        where = f"{field}[{index}]"
+        if subnet.get("id"):
+            check_resource_id(subnet["id"], "subnet", f"{where}.id")
+            continue
+        if byo_vpc:
+            raise SpecError(where, "subnets of a VPC you bring must be given by id; the collection creates none there")
+        if not subnet.get("availability_zone") or not subnet.get("cidr_block"):
+            raise SpecError(where, "give either id, or availability_zone and cidr_block")
+        check_availability_zone(subnet["availability_zone"], region, f"{where}.availability_zone")
+    check_subnet_cidrs(subnets, vpc_cidrs, field)
+    if subnets and not byo_vpc and not any(s.get("is_public") for s in subnets if not s.get("id")):
+        if not any(s.get("id") for s in subnets):
+            raise SpecError(field, "a managed VPC needs at least one public subnet (is_public: true)")
+
+
+def _check_cni(rules: Any, field: str) -> None:
+    if rules in ("calico", "none", None):
+        return
+    if not isinstance(rules, list):
+        raise SpecError(field, "must be 'calico', 'none' or a list of rules")
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            raise SpecError(f"{field}[{index}]", "must be a rule with description, protocol, from_port and to_port")
+        unknown = set(rule) - {"description", "protocol", "from_port", "to_port"}
+        if unknown:
+            raise SpecError(f"{field}[{index}]", f"unknown key(s) {', '.join(sorted(unknown))}")
+        protocol = str(rule.get("protocol", "tcp"))
+        if protocol not in PROTOCOLS:
+            raise SpecError(f"{field}[{index}].protocol", f"'{protocol}' is not one of {', '.join(PROTOCOLS)}")
+        check_port_range(rule.get("from_port"), rule.get("to_port"), protocol, f"{field}[{index}]")
+
+
+def check_rule(rule: dict[str, Any], field: str, roles: tuple[str, ...] = UNMANAGED_ROLES) -> None:
+    check_port_range(rule.get("from_port"), rule.get("to_port"), rule.get("protocol") or "tcp", field)
+    for index, cidr in enumerate(rule.get("cidr_blocks") or []):
+        _check_source_cidr(cidr, f"{field}.cidr_blocks[{index}]")
+    for index, group_id in enumerate(rule.get("source_security_group_ids") or []):
+        check_resource_id(group_id, "sg", f"{field}.source_security_group_ids[{index}]")
+    for index, role in enumerate(rule.get("source_security_group_roles") or []):
+        if role not in roles:
+            raise SpecError(f"{field}.source_security_group_roles[{index}]", f"'{role}' is not one of {', '.join(roles)}")
+
+
+def _check_source_cidr(cidr: str, field: str) -> None:
+    try:
+        ipaddress.ip_network(cidr, strict=True)
+    except ValueError as e:
+        raise SpecError(field, f"'{cidr}' is not a valid CIDR block ({e})") from None
+
+
+def _check_machines(cluster: dict[str, Any]) -> None:
+    replicas = cluster["control_plane"]["replicas"]
+    if replicas < 1 or replicas % 2 == 0:
+        raise SpecError("capa_cluster.control_plane.replicas", f"{replicas}: etcd needs an odd number of members (1, 3, 5)")
+    names: set[str] = set()
+    for index, deployment in enumerate(cluster["machine_deployments"]):
+        where = f"capa_cluster.machine_deployments[{index}]"
+        check_cluster_name(deployment["name"], f"{where}.name")
+        if deployment["name"] in names:
+            raise SpecError(f"{where}.name", f"'{deployment['name']}' is used twice")
+        names.add(deployment["name"])
+        if deployment["replicas"] < 0:
+            raise SpecError(f"{where}.replicas", "must not be negative")
+        rollout = deployment["rollout"]
+        if rollout["max_surge"] < 0 or rollout["max_unavailable"] < 0:
+            raise SpecError(f"{where}.rollout", "max_surge and max_unavailable must not be negative")
+        if rollout["max_surge"] == 0 and rollout["max_unavailable"] == 0:
+            raise SpecError(f"{where}.rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start")
+
+
+__all__ = ["CLUSTER_OPTIONS", "argument_spec", "check_cluster", "check_rule", "parse_cidr", "roles_for"]
