@@ -66,7 +66,7 @@ def is_read_operation(operation: str) -> bool:
 class ApiCallRecorder:
     """Counts every AWS request made through the session, per ``service:Operation``.
 
-    It listens to botocore's ``before-call`` event, so it sees each call once per attempt that the
+    It listens to botocore's ``before-parameter-build`` event, so it sees each call once per attempt that the
     retry decorator makes, pages of a paginator included, whichever client made it.
     """
 
@@ -74,7 +74,7 @@ class ApiCallRecorder:
         self.counts: collections.Counter[str] = collections.Counter()
 
     def attach(self, session: Any) -> None:
-        session.events.register("before-call", self._record)
+        session.events.register("before-parameter-build", self._record)
 
     def _record(self, model: Any = None, **_kwargs: Any) -> None:
         if model is not None:

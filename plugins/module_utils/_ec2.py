@@ -44,7 +44,9 @@ def tags_of(resource: Mapping[str, Any]) -> dict[str, str]:
     return tags_to_dict(resource.get("Tags"))
 
 
-def ensure_tags(ctx: Context, resource_id: str, label: str, current: Mapping[str, str], desired: Mapping[str, str]) -> None:
+def ensure_tags(
+    ctx: Context, resource_id: str, label: str, current: Mapping[str, str], desired: Mapping[str, str]
+) -> None:
     """Add or update tags on an owned resource (CAPA never removes stale keys on network resources)."""
     todo = missing_tags(current, desired)
     if todo and not is_placeholder(resource_id):
@@ -58,7 +60,9 @@ def ensure_tags(ctx: Context, resource_id: str, label: str, current: Mapping[str
         )
 
 
-def delete_when_free(ctx: Context, attempt: Callable[[], Any], what: str, blockers: Callable[[], str] | None = None) -> None:
+def delete_when_free(
+    ctx: Context, attempt: Callable[[], Any], what: str, blockers: Callable[[], str] | None = None
+) -> None:
     """Run a delete that AWS refuses with DependencyViolation while dependants are still going away.
 
     ENIs of NAT gateways, load balancers and terminated instances take minutes to be released, so a delete is
@@ -85,4 +89,6 @@ def network_interfaces_in(ctx: Context, filters: list[dict[str, Any]]) -> str:
     enis = describe(ctx, "describe_network_interfaces", "NetworkInterfaces", Filters=filters)
     if not enis:
         return "nothing visible yet (AWS may still be releasing network interfaces)"
-    return ", ".join(f"{e['NetworkInterfaceId']} ({e.get('Description') or e.get('InterfaceType', 'interface')})" for e in enis)
+    return ", ".join(
+        f"{e['NetworkInterfaceId']} ({e.get('Description') or e.get('InterfaceType', 'interface')})" for e in enis
+    )

@@ -73,7 +73,9 @@ class Operations:
         ``predicted`` is what check mode returns in place of AWS's answer (placeholders for new ids).
         A parameter that still holds a placeholder can only happen in check mode; it is never sent.
         """
-        self.plan.append(PlannedCall(f"{client.meta.service_model.endpoint_prefix}:{client.api_name(method)}", resource, reason))
+        self.plan.append(
+            PlannedCall(f"{client.meta.service_model.endpoint_prefix}:{client.api_name(method)}", resource, reason)
+        )
         if self.check_mode:
             value = predicted() if callable(predicted) else predicted
             return dict(value or {})

@@ -61,7 +61,9 @@ def _role_identity_options(chained: bool) -> dict[str, Any]:
     )
     if chained:
         options["source_identity"] = opt(
-            "A role assumed first, whose credentials assume role_arn.", type="dict", options=_role_identity_options(False)
+            "A role assumed first, whose credentials assume role_arn.",
+            type="dict",
+            options=_role_identity_options(False),
         )
     return options
 
@@ -125,9 +127,15 @@ NETWORK_OPTIONS: dict[str, Any] = dict(
         type="raw",
         default="calico",
     ),
-    security_group_overrides=opt("Role to an existing security group id to use instead (bring your own).", type="dict", default={}),
+    security_group_overrides=opt(
+        "Role to an existing security group id to use instead (bring your own).", type="dict", default={}
+    ),
     additional_control_plane_ingress_rules=opt(
-        "Extra ingress rules on the control-plane group.", type="list", elements="dict", default=[], options=_rule_options()
+        "Extra ingress rules on the control-plane group.",
+        type="list",
+        elements="dict",
+        default=[],
+        options=_rule_options(),
     ),
     additional_node_ingress_rules=opt(
         "Extra ingress rules on the node group.", type="list", elements="dict", default=[], options=_rule_options()
@@ -141,9 +149,15 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
     name=opt("Cluster name: lower-case letters, digits and -, at most 40 characters.", required=True),
     region=opt("AWS region (default from AWS_REGION / AWS_DEFAULT_REGION)."),
     kind=opt("unmanaged (kubeadm on EC2) or eks.", choices=["unmanaged", "eks"], default="unmanaged"),
-    state=opt("present reconciles the cluster; absent deletes everything it owns.", choices=["present", "absent"], default="present"),
+    state=opt(
+        "present reconciles the cluster; absent deletes everything it owns.",
+        choices=["present", "absent"],
+        default="present",
+    ),
     kubernetes_version=opt("Kubernetes version of the machines, e.g. v1.31.2.", default="v1.31.2"),
-    identity=opt("A role to assume for every request of this cluster.", type="dict", options=_role_identity_options(True)),
+    identity=opt(
+        "A role to assume for every request of this cluster.", type="dict", options=_role_identity_options(True)
+    ),
     additional_tags=opt("Tags added to every resource the cluster creates.", type="dict", default={}),
     network=opt("The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
     bastion=opt(
@@ -152,7 +166,9 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         default={},
         options=dict(
             enabled=opt("Create a bastion in a public subnet.", type="bool", default=False),
-            allowed_cidr_blocks=opt("Sources allowed to SSH to the bastion.", type="list", elements="str", default=["0.0.0.0/0"]),
+            allowed_cidr_blocks=opt(
+                "Sources allowed to SSH to the bastion.", type="list", elements="str", default=["0.0.0.0/0"]
+            ),
             instance_type=opt("Instance type of the bastion.", default="t3.micro"),
             ami_id=opt("AMI of the bastion (default the newest Canonical Ubuntu 24.04).", default=""),
         ),
@@ -214,12 +230,16 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
             name=opt("Name, unique in the cluster.", required=True),
             replicas=opt("Number of machines.", type="int", default=1),
             instance_type=opt("Instance type.", default="t3.large"),
-            failure_domains=opt("AZs to spread over (default all private subnets' AZs).", type="list", elements="str", default=[]),
+            failure_domains=opt(
+                "AZs to spread over (default all private subnets' AZs).", type="list", elements="str", default=[]
+            ),
             ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
             root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
             ssh_key_name=opt("SSH key pair name.", default=""),
             spot_market_options=opt(
-                "Run on spot.", type="dict", options=dict(max_price=opt("Maximum price (USD/hour); empty = on-demand price.", default=""))
+                "Run on spot.",
+                type="dict",
+                options=dict(max_price=opt("Maximum price (USD/hour); empty = on-demand price.", default="")),
             ),
             rollout=opt(
                 "Rolling replacement and scale-in.",
@@ -228,7 +248,9 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
                 options=dict(
                     max_surge=opt("Extra machines during a rollout.", type="int", default=1),
                     max_unavailable=opt("Machines that may be missing during a rollout.", type="int", default=0),
-                    deletion_policy=opt("Which machines go first on scale-in.", choices=["Random", "Newest", "Oldest"], default="Random"),
+                    deletion_policy=opt(
+                        "Which machines go first on scale-in.", choices=["Random", "Newest", "Oldest"], default="Random"
+                    ),
                 ),
             ),
         ),
@@ -246,7 +268,9 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
             desired_capacity=opt("Desired capacity.", type="int"),
             externally_managed_replicas=opt("A cluster autoscaler owns desired capacity.", type="bool", default=False),
             instance_type=opt("Instance type.", default="t3.large"),
-            mixed_instances_policy=opt("Instance type overrides and on-demand/spot distribution.", type="dict", default={}),
+            mixed_instances_policy=opt(
+                "Instance type overrides and on-demand/spot distribution.", type="dict", default={}
+            ),
         ),
     ),
     eks=opt(
@@ -313,7 +337,9 @@ def _check_network(network: dict[str, Any], region: str, kind: str) -> None:
     roles = roles_for(kind)
     for role, group_id in network["security_group_overrides"].items():
         if role not in roles:
-            raise SpecError(f"{field}.security_group_overrides.{role}", f"is not a security group role ({', '.join(roles)})")
+            raise SpecError(
+                f"{field}.security_group_overrides.{role}", f"is not a security group role ({', '.join(roles)})"
+            )
         check_resource_id(group_id, "sg", f"{field}.security_group_overrides.{role}")
     for key in ("additional_control_plane_ingress_rules", "additional_node_ingress_rules"):
         for index, rule in enumerate(network[key]):
@@ -366,7 +392,9 @@ def check_rule(rule: dict[str, Any], field: str, roles: tuple[str, ...] = UNMANA
         check_resource_id(group_id, "sg", f"{field}.source_security_group_ids[{index}]")
     for index, role in enumerate(rule.get("source_security_group_roles") or []):
         if role not in roles:
-            raise SpecError(f"{field}.source_security_group_roles[{index}]", f"'{role}' is not one of {', '.join(roles)}")
+            raise SpecError(
+                f"{field}.source_security_group_roles[{index}]", f"'{role}' is not one of {', '.join(roles)}"
+            )
 
 
 def _check_source_cidr(cidr: str, field: str) -> None:
@@ -379,7 +407,9 @@ def _check_source_cidr(cidr: str, field: str) -> None:
 def _check_machines(cluster: dict[str, Any]) -> None:
     replicas = cluster["control_plane"]["replicas"]
     if replicas < 1 or replicas % 2 == 0:
-        raise SpecError("capa_cluster.control_plane.replicas", f"{replicas}: etcd needs an odd number of members (1, 3, 5)")
+        raise SpecError(
+            "capa_cluster.control_plane.replicas", f"{replicas}: etcd needs an odd number of members (1, 3, 5)"
+        )
     names: set[str] = set()
     for index, deployment in enumerate(cluster["machine_deployments"]):
         where = f"capa_cluster.machine_deployments[{index}]"
@@ -393,7 +423,9 @@ def _check_machines(cluster: dict[str, Any]) -> None:
         if rollout["max_surge"] < 0 or rollout["max_unavailable"] < 0:
             raise SpecError(f"{where}.rollout", "max_surge and max_unavailable must not be negative")
         if rollout["max_surge"] == 0 and rollout["max_unavailable"] == 0:
-            raise SpecError(f"{where}.rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start")
+            raise SpecError(
+                f"{where}.rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start"
+            )
 
 
 __all__ = ["CLUSTER_OPTIONS", "argument_spec", "check_cluster", "check_rule", "parse_cidr", "roles_for"]

@@ -78,7 +78,9 @@ class VpcTier:
 
     def _owned_igws(self, ctx: Context) -> list[dict[str, Any]]:
         if not hasattr(self, "_owned_igw_list"):
-            self._owned_igw_list = describe(ctx, "describe_internet_gateways", "InternetGateways", Filters=ctx.owner_filters())
+            self._owned_igw_list = describe(
+                ctx, "describe_internet_gateways", "InternetGateways", Filters=ctx.owner_filters()
+            )
         return self._owned_igw_list
 
     def _dns_attributes(self, ctx: Context, vpc: dict[str, Any]) -> dict[str, bool]:
@@ -86,7 +88,9 @@ class VpcTier:
         if "_dns" not in vpc:
             ec2 = ctx.client("ec2")
             vpc["_dns"] = {
-                name: ec2.describe_vpc_attribute(VpcId=vpc["VpcId"], Attribute=name)[name[0].upper() + name[1:]]["Value"]
+                name: ec2.describe_vpc_attribute(VpcId=vpc["VpcId"], Attribute=name)[name[0].upper() + name[1:]][
+                    "Value"
+                ]
                 for name in DNS_ATTRIBUTES
             }
         return vpc["_dns"]
@@ -142,7 +146,9 @@ class VpcTier:
                 VpcId=vpc["VpcId"],
                 CidrBlock=cidr,
             )
-            vpc.setdefault("CidrBlockAssociationSet", []).append({"CidrBlock": cidr, "CidrBlockState": {"State": "associated"}})
+            vpc.setdefault("CidrBlockAssociationSet", []).append(
+                {"CidrBlock": cidr, "CidrBlockState": {"State": "associated"}}
+            )
         extra = [c for c in present if c not in wanted and c != vpc.get("CidrBlock")]
         if extra:
             ctx.warn(f"secondary CIDR block(s) {', '.join(extra)} are not in the spec; they are kept (add-only)")
@@ -204,7 +210,9 @@ class VpcTier:
             return
         delete_when_free(
             ctx,
-            lambda: ctx.ops.call(ec2, "delete_vpc", resource=vpc_name(ctx.cluster), reason="cluster deleted", VpcId=vpc_id),
+            lambda: ctx.ops.call(
+                ec2, "delete_vpc", resource=vpc_name(ctx.cluster), reason="cluster deleted", VpcId=vpc_id
+            ),
             f"VPC {vpc_id}",
             blockers=lambda: network_interfaces_in(ctx, [{"Name": "vpc-id", "Values": [vpc_id]}]),
         )

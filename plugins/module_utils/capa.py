@@ -22,11 +22,11 @@ from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleA
 
 from ._connection import AwsSession
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
-from ._validation import check_cluster_name, check_tags
 from ._security_groups import SecurityGroupTier
 from ._spec import argument_spec as cluster_argument_spec
 from ._spec import check_cluster, roles_for
 from ._subnets import SubnetTier
+from ._validation import check_cluster_name, check_tags
 from ._vpc import VpcTier
 
 try:

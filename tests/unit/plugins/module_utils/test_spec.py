@@ -1,0 +1,152 @@
+"""The cluster spec: defaults as CAPA's, and every bad input rejected with the field named (no AWS involved)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils._spec import argument_spec, check_cluster
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+def normalise(cluster: dict) -> dict:
+    result = ArgumentSpecValidator({"cluster": {"type": "dict", "options": argument_spec()}}).validate(
+        {"cluster": cluster}
+    )
+    if result.error_messages:
+        raise ValueError(result.error_messages)
+    return result.validated_parameters["cluster"]
+
+
+def test_minimal_spec_gets_capas_defaults():
+    cluster = normalise({"name": "demo", "region": "us-east-1"})
+    check_cluster(cluster, None)
+    assert cluster["kind"] == "unmanaged"
+    assert cluster["network"]["vpc"]["cidr_block"] == "10.0.0.0/16"
+    assert cluster["network"]["vpc"]["availability_zone_usage_limit"] == 3
+    assert cluster["network"]["nat_gateways"] == "per_az"
+    assert cluster["network"]["cni_ingress_rules"] == "calico"
+    assert cluster["control_plane_load_balancer"]["type"] == "classic"
+    assert cluster["bastion"]["enabled"] is False
+    assert cluster["control_plane"]["replicas"] == 1
+    assert cluster["control_plane"]["root_volume"]["encrypted"] is True
+
+
+def test_unknown_keys_are_rejected():
+    with pytest.raises(ValueError, match="bogus"):
+        normalise({"name": "demo", "network": {"bogus": 1}})
+
+
+BAD = [
+    ({"name": "Demo"}, "capa_cluster.name"),
+    ({"name": "demo", "additional_tags": {"aws:x": "1"}}, "capa_cluster.additional_tags.aws:x"),
+    ({"name": "demo", "network": {"vpc": {"cidr_block": "10.0.0.0/8"}}}, "capa_cluster.network.vpc.cidr_block"),
+    ({"name": "demo", "network": {"vpc": {"cidr_block": "10.0.0/16"}}}, "capa_cluster.network.vpc.cidr_block"),
+    ({"name": "demo", "network": {"vpc": {"id": "vpc-zz"}}}, "capa_cluster.network.vpc.id"),
+    ({"name": "demo", "network": {"vpc": {"id": "vpc-0123456789abcdef0"}}}, "capa_cluster.network.subnets"),
+    (
+        {
+            "name": "demo",
+            "network": {
+                "subnets": [{"availability_zone": "us-east-1a", "cidr_block": "10.1.0.0/24", "is_public": True}]
+            },
+        },
+        "capa_cluster.network.subnets[0].cidr_block",
+    ),
+    (
+        {
+            "name": "demo",
+            "network": {
+                "subnets": [
+                    {"availability_zone": "us-east-1a", "cidr_block": "10.0.0.0/24", "is_public": True},
+                    {"availability_zone": "us-east-1a", "cidr_block": "10.0.0.0/23"},
+                ]
+            },
+        },
+        "capa_cluster.network.subnets[1].cidr_block",
+    ),
+    (
+        {
+            "name": "demo",
+            "network": {
+                "subnets": [{"availability_zone": "eu-west-1a", "cidr_block": "10.0.0.0/24", "is_public": True}]
+            },
+        },
+        "capa_cluster.network.subnets[0].availability_zone",
+    ),
+    ({"name": "demo", "network": {"subnets": [{"cidr_block": "10.0.0.0/24"}]}}, "capa_cluster.network.subnets[0]"),
+    (
+        {"name": "demo", "network": {"subnets": [{"availability_zone": "us-east-1a", "cidr_block": "10.0.0.0/24"}]}},
+        "capa_cluster.network.subnets",
+    ),
+    ({"name": "demo", "network": {"cni_ingress_rules": "flannel"}}, "capa_cluster.network.cni_ingress_rules"),
+    (
+        {"name": "demo", "network": {"cni_ingress_rules": [{"protocol": "tcp", "from_port": 1}]}},
+        "capa_cluster.network.cni_ingress_rules[0].to_port",
+    ),
+    (
+        {"name": "demo", "network": {"security_group_overrides": {"web": "sg-0123456789abcdef0"}}},
+        "capa_cluster.network.security_group_overrides.web",
+    ),
+    (
+        {"name": "demo", "network": {"security_group_overrides": {"node": "sg-x"}}},
+        "capa_cluster.network.security_group_overrides.node",
+    ),
+    (
+        {
+            "name": "demo",
+            "network": {"additional_node_ingress_rules": [{"protocol": "tcp", "from_port": 10, "to_port": 70000}]},
+        },
+        "capa_cluster.network.additional_node_ingress_rules[0].to_port",
+    ),
+    (
+        {
+            "name": "demo",
+            "network": {
+                "additional_node_ingress_rules": [{"from_port": 1, "to_port": 2, "cidr_blocks": ["1.2.3.4/40"]}]
+            },
+        },
+        "capa_cluster.network.additional_node_ingress_rules[0].cidr_blocks[0]",
+    ),
+    (
+        {"name": "demo", "bastion": {"allowed_cidr_blocks": ["300.0.0.0/8"]}},
+        "capa_cluster.bastion.allowed_cidr_blocks[0]",
+    ),
+    ({"name": "demo", "control_plane": {"replicas": 2}}, "capa_cluster.control_plane.replicas"),
+    (
+        {"name": "demo", "machine_deployments": [{"name": "md-0", "rollout": {"max_surge": 0, "max_unavailable": 0}}]},
+        "capa_cluster.machine_deployments[0].rollout",
+    ),
+    (
+        {"name": "demo", "machine_deployments": [{"name": "md-0"}, {"name": "md-0"}]},
+        "capa_cluster.machine_deployments[1].name",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec, field", BAD, ids=[f for _, f in BAD])
+def test_bad_specs_fail_naming_the_field(spec, field):
+    spec = {"region": "us-east-1", **spec}
+    with pytest.raises(SpecError) as error:
+        check_cluster(normalise(spec), None)
+    assert error.value.field == field
+
+
+def test_region_comes_from_the_environment_when_not_in_the_spec():
+    check_cluster(normalise({"name": "demo"}), "us-east-1")
+    with pytest.raises(SpecError, match="region"):
+        check_cluster(normalise({"name": "demo"}), None)
+
+
+def test_generated_docs_and_role_specs_match_the_declaration():
+    """tools/gen_specs.py writes capa_cluster_spec's DOCUMENTATION and the roles' argument specs from _spec.py."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "tools/gen_specs.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
