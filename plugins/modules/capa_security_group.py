@@ -7,7 +7,8 @@ module: capa_security_group
 short_description: Reconcile a cluster's role security groups and their ingress rules as Cluster API Provider AWS does
 version_added: 0.1.0
 description:
-  - Creates the cluster's security groups, one per role, named C(<cluster>-<role>) with the description
+  - >-
+    Creates the cluster's security groups, one per role, named C(<cluster>-<role>) with the description
     C(Kubernetes cluster <cluster>: <role>) and CAPA's ownership, role and Name tags. Self-managed clusters
     (I(kind=unmanaged)) get C(apiserver-lb), C(lb), C(controlplane) and C(node); EKS clusters (I(kind=eks)) get
     C(node-eks-additional). Both get C(bastion) when I(bastion.enabled).
