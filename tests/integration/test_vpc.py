@@ -1,0 +1,154 @@
+"""capa_vpc against the moto server: create, no-op, check mode, drift repair, bring-your-own, identity, delete."""
+
+from __future__ import annotations
+
+import boto3
+
+OWNER = "sigs.k8s.io/cluster-api-provider-aws/cluster/vpc-it"
+MODULE = "clusterapi.aws.capa_vpc"
+
+
+def owned_vpcs(ec2):
+    return ec2.describe_vpcs(Filters=[{"Name": f"tag:{OWNER}", "Values": ["owned"]}])["Vpcs"]
+
+
+def tags(resource):
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
+
+
+def test_create_then_noop(aws, run_module):
+    first = run_module(MODULE, {"cluster_name": "vpc-it", "additional_tags": {"team": "a"}})
+    assert first["changed"] is True, first
+    assert [p["call"] for p in first["plan"]] == [
+        "ec2:CreateVpc",
+        "ec2:ModifyVpcAttribute",
+        "ec2:CreateInternetGateway",
+        "ec2:AttachInternetGateway",
+    ]
+    ec2 = aws.client("ec2")
+    [vpc] = owned_vpcs(ec2)
+    assert vpc["CidrBlock"] == "10.0.0.0/16"
+    assert tags(vpc) == {
+        "Name": "vpc-it-vpc",
+        OWNER: "owned",
+        "sigs.k8s.io/cluster-api-provider-aws/role": "common",
+        "team": "a",
+    }
+    for attribute in ("enableDnsSupport", "enableDnsHostnames"):
+        answer = ec2.describe_vpc_attribute(VpcId=vpc["VpcId"], Attribute=attribute)
+        assert answer[attribute[0].upper() + attribute[1:]]["Value"] is True
+    [igw] = ec2.describe_internet_gateways(Filters=[{"Name": "attachment.vpc-id", "Values": [vpc["VpcId"]]}])[
+        "InternetGateways"
+    ]
+    assert tags(igw)["Name"] == "vpc-it-igw" and tags(igw)[OWNER] == "owned"
+    assert first["vpc"]["id"] == vpc["VpcId"] and first["vpc"]["internet_gateway_id"] == igw["InternetGatewayId"]
+
+    aws.reset_requests()
+    second = run_module(MODULE, {"cluster_name": "vpc-it", "additional_tags": {"team": "a"}})
+    assert second["changed"] is False and second["plan"] == []
+    assert second["api_calls"] == {
+        "ec2:DescribeInternetGateways": 1,
+        "ec2:DescribeVpcAttribute": 2,
+        "ec2:DescribeVpcs": 1,
+    }
+    assert aws.mutating_requests() == []
+    assert len(aws.requests()) == 4  # the server counted what the module reported
+
+
+def test_check_mode_from_empty_plans_everything_and_creates_nothing(aws, run_module):
+    result = run_module(MODULE, {"cluster_name": "vpc-it"}, check=True, diff=True)
+    assert result["changed"] is True
+    assert result["vpc"]["id"] == "planned:vpc:vpc-it-vpc"
+    assert result["vpc"]["internet_gateway_id"] == "planned:igw:vpc-it-igw"
+    assert [p["call"] for p in result["plan"]][0] == "ec2:CreateVpc"
+    assert result["diff"]["before"] is None and result["diff"]["after"]["cidr_block"] == "10.0.0.0/16"
+    assert aws.mutating_requests() == []
+    assert owned_vpcs(aws.client("ec2")) == []
+
+
+def test_drift_is_repaired_and_secondary_cidrs_are_add_only(aws, run_module):
+    run_module(MODULE, {"cluster_name": "vpc-it"})
+    ec2 = aws.client("ec2")
+    [vpc] = owned_vpcs(ec2)
+    ec2.modify_vpc_attribute(VpcId=vpc["VpcId"], EnableDnsHostnames={"Value": False})
+
+    result = run_module(MODULE, {"cluster_name": "vpc-it", "secondary_cidr_blocks": ["10.1.0.0/16"]}, diff=True)
+    assert [(p["call"], p["reason"]) for p in result["plan"]] == [
+        ("ec2:ModifyVpcAttribute", "enableDnsHostnames is off"),
+        ("ec2:AssociateVpcCidrBlock", "secondary CIDR 10.1.0.0/16 missing"),
+    ]
+    assert result["diff"]["before"]["enable_dns_hostnames"] is False
+    assert result["vpc"]["secondary_cidr_blocks"] == ["10.1.0.0/16"]
+
+    dropped = run_module(MODULE, {"cluster_name": "vpc-it"})
+    assert dropped["changed"] is False  # add-only: a block missing from the spec is kept
+    assert any("10.1.0.0/16" in w for w in dropped.get("warnings", []))
+
+
+def test_bring_your_own_vpc_is_used_and_never_changed(aws, run_module):
+    ec2 = aws.client("ec2")
+    vpc_id = ec2.create_vpc(CidrBlock="172.16.0.0/16")["Vpc"]["VpcId"]
+    before = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0]
+
+    result = run_module(MODULE, {"cluster_name": "vpc-it", "id": vpc_id})
+    assert result["changed"] is False and result["vpc"]["managed"] is False
+    deleted = run_module(MODULE, {"cluster_name": "vpc-it", "id": vpc_id, "state": "absent"})
+    assert deleted["changed"] is False
+    assert aws.mutating_requests() == [{"service": "ec2", "operation": "CreateVpc"}]  # only the test's own create
+    assert ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0] == before
+
+
+def test_delete_removes_what_it_owns(aws, run_module):
+    run_module(MODULE, {"cluster_name": "vpc-it"})
+    check = run_module(MODULE, {"cluster_name": "vpc-it", "state": "absent"}, check=True)
+    assert [p["call"] for p in check["plan"]] == [
+        "ec2:DetachInternetGateway",
+        "ec2:DeleteInternetGateway",
+        "ec2:DeleteVpc",
+    ]
+    assert owned_vpcs(aws.client("ec2"))
+
+    result = run_module(MODULE, {"cluster_name": "vpc-it", "state": "absent"})
+    assert result["changed"] is True and result["vpc"] is None
+    ec2 = aws.client("ec2")
+    assert owned_vpcs(ec2) == []
+    assert ec2.describe_internet_gateways(Filters=[{"Name": "tag-key", "Values": [OWNER]}])["InternetGateways"] == []
+    again = run_module(MODULE, {"cluster_name": "vpc-it", "state": "absent"})
+    assert again["changed"] is False
+
+
+def test_bad_input_fails_naming_the_field_before_any_request(aws, run_module):
+    for args, field in [
+        ({"cluster_name": "Bad_Name"}, "cluster_name"),
+        ({"cluster_name": "vpc-it", "cidr_block": "10.0.0.0/8"}, "cidr_block"),
+        ({"cluster_name": "vpc-it", "cidr_block": "10.0.0/16"}, "cidr_block"),
+        ({"cluster_name": "vpc-it", "secondary_cidr_blocks": ["10.0.128.0/17"]}, "secondary_cidr_blocks[0]"),
+        ({"cluster_name": "vpc-it", "id": "vpc-nothex"}, "id"),
+        ({"cluster_name": "vpc-it", "additional_tags": {"aws:x": "y"}}, "additional_tags.aws:x"),
+        ({"cluster_name": "vpc-it", "identity": {"role_arn": "nope"}}, "identity.role_arn"),
+    ]:
+        result = run_module(MODULE, args)
+        assert result.get("failed") is True, args
+        assert result["field"] == field and result["msg"].startswith(field), result["msg"]
+        assert result["api_calls"] == {}
+    assert aws.requests() == []
+
+
+def test_identity_assumes_the_role_and_lands_in_its_account(aws, run_module):
+    """moto gives an assumed role in another account id its own backend: the VPC must land there only."""
+    role_arn = "arn:aws:iam::111111111111:role/team-a"
+    result = run_module(MODULE, {"cluster_name": "vpc-it", "identity": {"role_arn": role_arn, "external_id": "x1"}})
+    assert result["changed"] is True
+    assert result["api_calls"]["sts:AssumeRole"] == 1
+    assert owned_vpcs(aws.client("ec2")) == []  # nothing in the caller's own account
+    credentials = aws.client("sts").assume_role(RoleArn=role_arn, RoleSessionName="check")["Credentials"]
+
+    other = boto3.client(
+        "ec2",
+        endpoint_url=aws.url,
+        region_name="us-east-1",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+    assert [v["VpcId"] for v in owned_vpcs(other)] == [result["vpc"]["id"]]
