@@ -133,10 +133,11 @@ def explode_permissions(permissions: Iterable[Mapping[str, Any]] | None) -> set[
     return rules
 
 
-def to_permissions(rules: Iterable[Rule], with_descriptions: bool = True) -> list[dict[str, Any]]:
+def to_permissions(rules: Iterable[Rule]) -> list[dict[str, Any]]:
     """Single-source rules grouped back into ``IpPermissions`` (one entry per protocol and port range).
 
-    Revocation matches protocol, ports and source only, so it is sent without descriptions.
+    Revocations carry the descriptions too: they come from the described rule, and moto (unlike AWS, as far
+    as AWS documents) only revokes a rule whose description matches.
     """
     grouped: dict[tuple[str, int | None, int | None], dict[str, Any]] = {}
     for rule in sorted(rules):
@@ -149,7 +150,7 @@ def to_permissions(rules: Iterable[Rule], with_descriptions: bool = True) -> lis
             grouped[key] = permission
         list_key, id_key = SOURCE_KINDS[rule.source_kind]
         entry = {id_key: rule.source}
-        if with_descriptions and rule.description:
+        if rule.description:
             entry["Description"] = rule.description
         permission.setdefault(list_key, []).append(entry)
     return list(grouped.values())
@@ -575,7 +576,7 @@ class SecurityGroupTier:
                 resource=group.name,
                 reason=f"{len(revoke)} rule(s) not in the spec: {_brief(revoke)}",
                 GroupId=group.group_id,
-                IpPermissions=to_permissions(revoke, with_descriptions=False),
+                IpPermissions=to_permissions(revoke),
             )
         if authorize:
             ctx.ops.call(
@@ -610,7 +611,7 @@ class SecurityGroupTier:
                     resource=group.name,
                     reason="cluster deleted",
                     GroupId=group.group_id,
-                    IpPermissions=to_permissions(group.rules, with_descriptions=False),
+                    IpPermissions=to_permissions(group.rules),
                 )
         for group in doomed:
             self._delete_group(ctx, group)
