@@ -464,6 +464,7 @@ class _Group:
     managed: bool
     rules: set[Rule]
     tags: dict[str, str]
+    created: bool = False  # by this run
 
 
 class SecurityGroupTier:
@@ -479,17 +480,20 @@ class SecurityGroupTier:
         if is_placeholder(vpc_id) and not ctx.check_mode:
             raise ReconcileError(f"vpc_id {vpc_id} is a check-mode placeholder; run capa_vpc for real first")
         owned = self._observe_owned(ctx, vpc_id)
-        overrides = self._observe_overrides(ctx, spec, vpc_id)
-        before = self._summary(ctx, spec, owned, overrides) or None
         if params["state"] == "absent":
+            # Overrides only need to be left alone here, which their ids alone allow: no describe.
+            before = self._summary(ctx, spec, owned, {}) or None
             self._delete(ctx, owned, set(spec.overrides.values()))
             return before, None
+        overrides = self._observe_overrides(ctx, spec, vpc_id)
+        before = self._summary(ctx, spec, owned, overrides) or None
         groups = self._ensure_groups(ctx, spec, vpc_id, owned, overrides)
         ids = {role: g.group_id for role, g in groups.items()}
         desired = desired_rules(spec, ids)
         for role in spec.roles:
             group = groups[role]
-            if group.managed and (role != LB or role in self._created):
+            # The cloud provider owns the lb group's rules once the group exists; CAPA sets them at creation only.
+            if group.managed and (role != LB or group.created):
                 self._converge_rules(ctx, group, desired.get(role, set()))
         self._warn_unused(ctx, spec, owned)
         return before, self._summary(ctx, spec, {g.name: g for g in groups.values() if g.managed}, overrides)
@@ -532,7 +536,6 @@ class SecurityGroupTier:
         overrides: Mapping[str, _Group],
     ) -> dict[str, _Group]:
         """Every role's group, creating the missing ones first so that rules can reference any of them."""
-        self._created: set[str] = set()
         groups: dict[str, _Group] = {}
         for role in spec.roles:
             if role in overrides:
@@ -543,7 +546,6 @@ class SecurityGroupTier:
             group = owned.get(name)
             if group is None:
                 group = self._create(ctx, role, name, vpc_id, tags)
-                self._created.add(role)
             else:
                 ensure_tags(ctx, group.group_id, name, group.tags, tags)
             group.role = role
@@ -562,7 +564,7 @@ class SecurityGroupTier:
             VpcId=vpc_id,
             TagSpecifications=tag_specifications("security-group", tags),
         )
-        return _Group(role, created["GroupId"], name, True, set(), dict(tags))
+        return _Group(role, created["GroupId"], name, True, set(), dict(tags), created=True)
 
     def _converge_rules(self, ctx: Context, group: _Group, desired: set[Rule]) -> None:
         revoke, authorize = diff_rules(group.rules, desired)
