@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Local moto server for the clusterapi.aws test harness.
 
 Starts moto's WSGI application (``moto.moto_server.werkzeug_app.DomainDispatcherApplication``)
 on 127.0.0.1 behind a request-counting middleware and runs in the foreground until SIGTERM or
 SIGINT.  Usage::
 
-    tools/moto_server.py [--port N] [--host 127.0.0.1] [--pidfile F] [--urlfile F] [--verbose]
+    python tools/moto_server.py [--port N] [--host 127.0.0.1] [--pidfile F] [--urlfile F] [--verbose]
 
 ``--port 0`` (the default) binds a free port.  ``--urlfile`` receives ``http://127.0.0.1:PORT``
 once the socket is bound (written atomically), ``--pidfile`` the process id; both are removed
@@ -111,7 +110,7 @@ class _RestOperationIndex:
             http = op.get("http", {})
             uri = http.get("requestUri", "/")
             method = http.get("method", "POST").upper()
-            path_tpl, _, query_tpl = uri.partition("?")
+            path_tpl, query_tpl = (uri.split("?", 1) + [""])[:2]
             pattern = ""
             literal = 0
             for part in re.split(r"(\{[^}]+\})", path_tpl):

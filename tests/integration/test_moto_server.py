@@ -1,0 +1,246 @@
+"""Tests of the harness' moto server (tools/moto_server.py): request counter, moto fixes, seed data."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from botocore.exceptions import ClientError
+
+CAPA_OWNER = "819546954734"
+CANONICAL_OWNER = "099720109477"
+
+
+def _ops(records: list[dict[str, str]]) -> list[str]:
+    return [f"{r['service']}:{r['operation']}" for r in records]
+
+
+# --------------------------------------------------------------------------------------
+# request counter
+# --------------------------------------------------------------------------------------
+def test_counter_records_query_json_and_rest_requests_in_order(aws):
+    ec2 = aws.client("ec2")
+    ec2.describe_vpcs()
+    ec2.create_vpc(CidrBlock="10.1.0.0/16")
+    aws.client("sts").get_caller_identity()
+    aws.client("iam").list_roles()
+    aws.client("secretsmanager").list_secrets()  # JSON protocol (X-Amz-Target)
+    eks = aws.client("eks")  # rest-json protocol
+    eks.list_clusters()
+    with pytest.raises(ClientError):
+        eks.describe_cluster(name="missing")
+    assert _ops(aws.requests()) == [
+        "ec2:DescribeVpcs",
+        "ec2:CreateVpc",
+        "sts:GetCallerIdentity",
+        "iam:ListRoles",
+        "secretsmanager:ListSecrets",
+        "eks:ListClusters",
+        "eks:DescribeCluster",
+    ]
+    assert _ops(aws.mutating_requests()) == ["ec2:CreateVpc"]
+
+
+def test_counter_maps_rest_xml_operations(aws):
+    s3 = aws.client("s3")
+    s3.create_bucket(Bucket="capa-counter-test")
+    s3.put_object(Bucket="capa-counter-test", Key="a/b.txt", Body=b"x")
+    s3.copy_object(Bucket="capa-counter-test", Key="c.txt", CopySource="capa-counter-test/a/b.txt")
+    s3.list_objects_v2(Bucket="capa-counter-test")
+    s3.delete_object(Bucket="capa-counter-test", Key="c.txt")
+    assert _ops(aws.requests()) == [
+        "s3:CreateBucket",
+        "s3:PutObject",
+        "s3:CopyObject",
+        "s3:ListObjectsV2",
+        "s3:DeleteObject",
+    ]
+
+
+def test_counter_ignores_its_own_and_moto_api_endpoints_and_resets(aws, moto_server):
+    aws.client("ec2").describe_subnets()
+    with urllib.request.urlopen(f"{moto_server.url}/moto-api/data.json") as response:
+        json.load(response)
+    moto_server.requests()
+    moto_server.requests()
+    assert _ops(moto_server.requests()) == ["ec2:DescribeSubnets"]
+    moto_server.reset_requests()
+    assert moto_server.requests() == []
+    request = urllib.request.Request(f"{moto_server.url}/_capa/requests/reset", method="POST", data=b"")
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 200
+    assert moto_server.requests() == []
+
+
+def test_reset_forgets_aws_state(aws, moto_server):
+    vpc_id = aws.client("ec2").create_vpc(CidrBlock="10.2.0.0/16")["Vpc"]["VpcId"]
+    moto_server.reset()
+    assert moto_server.requests() == []
+    vpcs = aws.client("ec2").describe_vpcs()["Vpcs"]
+    assert vpc_id not in [v["VpcId"] for v in vpcs]
+
+
+def test_aws_fixture_sets_environment(aws):
+    import os
+
+    import boto3
+
+    assert os.environ["AWS_ENDPOINT_URL"] == aws.url
+    assert os.environ["AWS_REGION"] == os.environ["AWS_DEFAULT_REGION"] == "us-east-1"
+    # A plain boto3 client, configured only by the environment, talks to moto.
+    boto3.client("ec2").describe_vpcs()
+    assert _ops(aws.requests()) == ["ec2:DescribeVpcs"]
+
+
+# --------------------------------------------------------------------------------------
+# moto fix 1: security group rules of port-less protocols (IP-in-IP, protocol 4)
+# --------------------------------------------------------------------------------------
+@pytest.fixture
+def two_groups(aws):
+    ec2 = aws.client("ec2")
+    vpc_id = ec2.create_vpc(CidrBlock="10.3.0.0/16")["Vpc"]["VpcId"]
+    group = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc_id)["GroupId"]
+    source = ec2.create_security_group(GroupName="peers", Description="peers", VpcId=vpc_id)["GroupId"]
+    return ec2, group, source
+
+
+def _sources(kind: str, source_group: str) -> dict:
+    if kind == "group":
+        return {"UserIdGroupPairs": [{"GroupId": source_group, "Description": "calico IP-in-IP"}]}
+    return {"IpRanges": [{"CidrIp": "10.3.0.0/16", "Description": "calico IP-in-IP"}]}
+
+
+def _ingress(ec2, group_id: str) -> list[dict]:
+    return ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]["IpPermissions"]
+
+
+@pytest.mark.parametrize("kind", ["group", "cidr"])
+def test_ipip_rule_authorize_describe_revoke(two_groups, kind):
+    ec2, group, source = two_groups
+    permission = {"IpProtocol": "4", **_sources(kind, source)}
+
+    added = ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[permission])
+    assert added["Return"] is True
+    (rule,) = added["SecurityGroupRules"]
+    assert rule["IpProtocol"] == "4"
+    assert rule["IsEgress"] is False
+
+    (described,) = _ingress(ec2, group)
+    assert described["IpProtocol"] == "4"
+    assert "FromPort" not in described and "ToPort" not in described
+    if kind == "group":
+        assert [p["GroupId"] for p in described["UserIdGroupPairs"]] == [source]
+        assert described["IpRanges"] == []
+    else:
+        assert [r["CidrIp"] for r in described["IpRanges"]] == ["10.3.0.0/16"]
+        assert described["UserIdGroupPairs"] == []
+
+    rules = ec2.describe_security_group_rules(Filters=[{"Name": "group-id", "Values": [group]}])["SecurityGroupRules"]
+    (ingress_rule,) = [r for r in rules if not r["IsEgress"]]
+    assert ingress_rule["IpProtocol"] == "4"
+
+    # The same rule again is a duplicate, as in AWS.
+    with pytest.raises(ClientError) as duplicate:
+        ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[permission])
+    assert duplicate.value.response["Error"]["Code"] == "InvalidPermission.Duplicate"
+
+    ec2.revoke_security_group_ingress(GroupId=group, IpPermissions=[{"IpProtocol": "4", **_sources(kind, source)}])
+    assert _ingress(ec2, group) == []
+
+
+def test_ipip_rule_ports_are_ignored(two_groups):
+    """AWS ignores ports for protocols other than tcp/udp/icmp: stored and matched without them."""
+    ec2, group, source = two_groups
+    ec2.authorize_security_group_ingress(
+        GroupId=group,
+        IpPermissions=[{"IpProtocol": "4", "FromPort": 0, "ToPort": 0, "UserIdGroupPairs": [{"GroupId": source}]}],
+    )
+    (described,) = _ingress(ec2, group)
+    assert described["IpProtocol"] == "4"
+    assert "FromPort" not in described and "ToPort" not in described
+    ec2.revoke_security_group_ingress(
+        GroupId=group, IpPermissions=[{"IpProtocol": "4", "UserIdGroupPairs": [{"GroupId": source}]}]
+    )
+    assert _ingress(ec2, group) == []
+
+
+def test_ipip_rules_with_both_sources_group_into_one_permission(two_groups):
+    ec2, group, source = two_groups
+    ec2.authorize_security_group_ingress(
+        GroupId=group,
+        IpPermissions=[
+            {"IpProtocol": "4", **_sources("group", source)},
+            {"IpProtocol": "4", **_sources("cidr", source)},
+            {"IpProtocol": "tcp", "FromPort": 179, "ToPort": 179, **_sources("group", source)},
+        ],
+    )
+    permissions = {p["IpProtocol"]: p for p in _ingress(ec2, group)}
+    assert set(permissions) == {"4", "tcp"}
+    assert len(permissions["4"]["UserIdGroupPairs"]) == 1 and len(permissions["4"]["IpRanges"]) == 1
+    assert (permissions["tcp"]["FromPort"], permissions["tcp"]["ToPort"]) == (179, 179)
+
+    # Revoking one source of the IP-in-IP permission leaves the other one and the tcp rule.
+    ec2.revoke_security_group_ingress(GroupId=group, IpPermissions=[{"IpProtocol": "4", **_sources("cidr", source)}])
+    permissions = {p["IpProtocol"]: p for p in _ingress(ec2, group)}
+    assert permissions["4"]["IpRanges"] == [] and len(permissions["4"]["UserIdGroupPairs"]) == 1
+    assert "tcp" in permissions
+
+
+def test_revoking_an_absent_ipip_rule_fails_as_in_aws(two_groups):
+    ec2, group, source = two_groups
+    with pytest.raises(ClientError) as missing:
+        ec2.revoke_security_group_ingress(
+            GroupId=group, IpPermissions=[{"IpProtocol": "4", **_sources("group", source)}]
+        )
+    assert missing.value.response["Error"]["Code"] == "InvalidPermission.NotFound"
+
+
+def test_ipip_egress_rule(two_groups):
+    ec2, group, source = two_groups
+    ec2.authorize_security_group_egress(
+        GroupId=group, IpPermissions=[{"IpProtocol": "4", "IpRanges": [{"CidrIp": "10.3.0.0/16"}]}]
+    )
+    egress = ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["IpPermissionsEgress"]
+    (ipip,) = [p for p in egress if p["IpProtocol"] == "4"]
+    assert "FromPort" not in ipip
+    ec2.revoke_security_group_egress(
+        GroupId=group, IpPermissions=[{"IpProtocol": "4", "IpRanges": [{"CidrIp": "10.3.0.0/16"}]}]
+    )
+    egress = ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["IpPermissionsEgress"]
+    assert [p["IpProtocol"] for p in egress] == ["-1"]
+
+
+# --------------------------------------------------------------------------------------
+# seed data
+# --------------------------------------------------------------------------------------
+def test_capa_and_canonical_images_are_published(aws):
+    ec2 = aws.client("ec2", region="eu-west-1")
+    capa = ec2.describe_images(
+        Owners=[CAPA_OWNER],
+        Filters=[
+            {"Name": "name", "Values": ["capa-ami-ubuntu-24.04-v1.31.2-*"]},
+            {"Name": "architecture", "Values": ["x86_64"]},
+        ],
+    )["Images"]
+    assert len(capa) >= 2
+    latest = max(capa, key=lambda image: image["CreationDate"])
+    assert latest["VirtualizationType"] == "hvm" and latest["State"] == "available"
+    arm = ec2.describe_images(
+        Owners=[CAPA_OWNER],
+        Filters=[
+            {"Name": "name", "Values": ["capa-ami-ubuntu-24.04-v1.32.0-*"]},
+            {"Name": "architecture", "Values": ["arm64"]},
+        ],
+    )["Images"]
+    assert arm
+    canonical = ec2.describe_images(
+        Owners=[CANONICAL_OWNER],
+        Filters=[{"Name": "description", "Values": ["Canonical, Ubuntu, 24.04, amd64 noble image"]}],
+    )["Images"]
+    assert canonical and all(i["Architecture"] == "x86_64" for i in canonical)
+
+
+def test_aws_managed_iam_policies_exist(aws):
+    policy = aws.client("iam").get_policy(PolicyArn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy")["Policy"]
+    assert policy["PolicyName"] == "AmazonEKSClusterPolicy"

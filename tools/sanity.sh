@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Run `ansible-test sanity` on a copy of the working tree (make sanity).
+#
+# ansible-test needs the collection at ansible_collections/<namespace>/<name> and its dependency
+# collections next to it, and takes its file list from git.  So the tracked and untracked,
+# not-ignored files (`git ls-files -co --exclude-standard`) are copied to
+# .build/sanity/ansible_collections/clusterapi/aws (its own throwaway git repository: the repo's
+# .gitignore hides .build from the outer one), amazon.aws is copied from the venv's site-packages,
+# and ansible-test runs there with --requirements: its per-test virtual environments live under
+# HOME=.build/ansible-test-home, pip bootstrapped by tools/ansible_test_get_pip.py (no download).
+#
+# Usage: tools/sanity.sh [extra ansible-test sanity arguments]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+VENV=${VENV:-.venv}
+PY="$ROOT/$VENV/bin/python"
+PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+NAMESPACE=$(sed -n 's/^namespace: *//p' galaxy.yml | tr -d "\"' ")
+NAME=$(sed -n 's/^name: *//p' galaxy.yml | tr -d "\"' ")
+BASE="$ROOT/.build/sanity/ansible_collections"
+DEST="$BASE/$NAMESPACE/$NAME"
+
+rm -rf "$ROOT/.build/sanity"
+mkdir -p "$DEST"
+git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
+    if [[ -e "$f" || -L "$f" ]]; then printf '%s\0' "$f"; fi
+done | xargs -0 --no-run-if-empty cp -P --parents -t "$DEST"
+
+# Dependency collections (galaxy.yml dependencies) from the venv's ansible package.
+for dep in $("$PY" -c 'import yaml; print(" ".join((yaml.safe_load(open("galaxy.yml")) or {}).get("dependencies") or {}))'); do
+    src="$SITE/ansible_collections/${dep%%.*}/${dep#*.}"
+    if [[ ! -d "$src" ]]; then echo "sanity: dependency $dep not found in $SITE/ansible_collections" >&2; exit 1; fi
+    mkdir -p "$BASE/${dep%%.*}"
+    cp -a "$src" "$BASE/${dep%%.*}/${dep#*.}"
+done
+
+(cd "$DEST" && git init -q . && git add -A . >/dev/null)
+
+export HOME="$ROOT/.build/ansible-test-home"
+PIP_VERSION=$("$PY" -c '
+import types
+from ansible_test._internal.python_requirements import get_venv_packages
+print(get_venv_packages(types.SimpleNamespace(version="'"$PYVER"'"))["pip"])')
+mkdir -p "$HOME/.ansible/test/cache"
+cp tools/ansible_test_get_pip.py "$HOME/.ansible/test/cache/get_pip_${PIP_VERSION//./_}.py"
+
+unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_CONFIG
+export PATH="$ROOT/$VENV/bin:$PATH"
+cd "$DEST"
+echo "sanity: ansible-test sanity --python $PYVER --requirements $* (in ${DEST#"$ROOT"/})"
+exec ansible-test sanity --python "$PYVER" --requirements --color no "$@"
