@@ -29,6 +29,7 @@ from ._ownership import (
     ROLE_TAG,
     SHARED,
     cloud_provider_tag_key,
+    cluster_tag_key,
     dict_to_tags,
     eip_name,
     is_owned,
@@ -596,7 +597,7 @@ class _Deletion:
         if self.vpc_id:
             return describe(self.ctx, "describe_subnets", "Subnets", Filters=_vpc_filter(self.vpc_id))
         # Without a VPC: subnets that carry either cluster key (values in one filter are OR-ed).
-        keys = [f"{self.ctx.owner_filters()[0]['Name'][4:]}", cloud_provider_tag_key(self.ctx.cluster)]
+        keys = [cluster_tag_key(self.ctx.cluster), cloud_provider_tag_key(self.ctx.cluster)]
         return describe(self.ctx, "describe_subnets", "Subnets", Filters=[{"Name": "tag-key", "Values": keys}])
 
     def _delete_route_tables(self, tables: list[dict[str, Any]]) -> None:

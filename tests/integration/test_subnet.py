@@ -194,6 +194,10 @@ def test_no_nat_gateways(aws, run_module):
         public = subnet["CidrBlock"].endswith("/24")
         route = default_route(table_of(state["tables"], subnet["SubnetId"]))
         assert route == (network["internet_gateway_id"] if public else None)
+    # Without vpc_id, absent finds the cluster's subnets and route tables by their tags.
+    gone = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent"})
+    assert gone["changed"] is True
+    assert owned(aws.client("ec2")) == {"subnets": [], "tables": [], "nats": [], "eips": []}
 
 
 def test_bring_your_own_vpc_and_subnets(aws, run_module):
