@@ -410,7 +410,7 @@ options:
                 type: str
                 default: ''
               name_format:
-                description: Name format of the lookup (default capa-ami-{{.BaseOS}}-?{{.K8sVersion}}-*).
+                description: Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).
                 type: str
                 default: ''
           root_volume:
@@ -484,7 +484,7 @@ options:
                 type: str
                 default: ''
               name_format:
-                description: Name format of the lookup (default capa-ami-{{.BaseOS}}-?{{.K8sVersion}}-*).
+                description: Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).
                 type: str
                 default: ''
           root_volume:
