@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: Contributors to clusterapi.aws
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
 
 DOCUMENTATION = r"""
 module: capa_security_group
@@ -26,7 +27,7 @@ description:
     deletes them, waiting within I(wait_timeout) while network interfaces still use them. Groups given in
     I(security_group_overrides) and groups without the ownership tag are left alone.
 author:
-  - clusterapi.aws maintainers
+  - clusterapi.aws maintainers (@clusterapi)
 options:
   vpc_id:
     description:

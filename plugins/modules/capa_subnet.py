@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: Contributors to clusterapi.aws
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
 
 DOCUMENTATION = r"""
 module: capa_subnet
@@ -19,7 +20,7 @@ description:
   - C(state=absent) deletes, in dependency order, the route tables, NAT gateways (waiting until they are gone),
     Elastic IPs and subnets the cluster owns, and removes the C(shared) cloud-provider tag from subnets it does not.
 author:
-  - clusterapi.aws maintainers
+  - clusterapi.aws maintainers (@clusterapi)
 options:
   vpc_id:
     description:

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: Contributors to clusterapi.aws
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
 
 DOCUMENTATION = r"""
 module: capa_vpc
@@ -16,7 +17,7 @@ description:
     first (M(clusterapi.aws.capa_subnet), M(clusterapi.aws.capa_security_group)); the VPC deletion waits, within
     I(wait_timeout), while AWS still releases their network interfaces.
 author:
-  - clusterapi.aws maintainers
+  - clusterapi.aws maintainers (@clusterapi)
 options:
   id:
     description:
