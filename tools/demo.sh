@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `make demo`: reconcile the example clusters on a local moto server twice and show that the
+# second run changes nothing and sends no mutating request.
+#
+# Environment: VENV (default .venv), DEMO_INVENTORY (examples/inventory.yml),
+# DEMO_PLAYBOOK (playbooks/site.yml), DEMO_MOTO_STATE (.build/moto: the `make moto-start` server
+# is reused when running, otherwise one is started here and stopped on exit).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+VENV=${VENV:-.venv}
+PY="$ROOT/$VENV/bin/python"
+INVENTORY=${DEMO_INVENTORY:-examples/inventory.yml}
+PLAYBOOK=${DEMO_PLAYBOOK:-playbooks/site.yml}
+STATE=${DEMO_MOTO_STATE:-.build/moto}
+LOGDIR=.build/demo
+mkdir -p "$LOGDIR"
+
+for f in "$INVENTORY" "$PLAYBOOK"; do
+    [[ -f "$f" ]] || { echo "demo: $f does not exist" >&2; exit 1; }
+done
+
+started_here=0
+if ! "$PY" tools/moto_ctl.py url --state "$STATE" >/dev/null 2>&1 \
+    || ! "$PY" tools/moto_ctl.py requests --state "$STATE" --count >/dev/null 2>&1; then
+    started_here=1
+fi
+cleanup() {
+    if [[ $started_here == 1 ]]; then "$PY" tools/moto_ctl.py stop --state "$STATE" || true; fi
+}
+trap cleanup EXIT
+URL=$("$PY" tools/moto_ctl.py start --state "$STATE")
+
+export AWS_ENDPOINT_URL="$URL"
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_SECURITY_TOKEN
+export ANSIBLE_CONFIG="$ROOT/ansible.cfg"
+export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
+export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
+export PATH="$ROOT/$VENV/bin:$PATH"
+
+recap_changed() { # sum of changed=N over the PLAY RECAP lines of a log
+    awk '/^PLAY RECAP/ {r=1; next} r && /changed=/ { for (i = 1; i <= NF; i++) if ($i ~ /^changed=/) { split($i, a, "="); s += a[2] } } END { print s + 0 }' "$1"
+}
+
+touch "$LOGDIR/run1.started"
+echo "=== demo: first run (ansible-playbook -i $INVENTORY $PLAYBOOK) against $URL"
+"$PY" tools/moto_ctl.py reset-requests --url "$URL"
+ansible-playbook -i "$INVENTORY" "$PLAYBOOK" 2>&1 | tee "$LOGDIR/run1.log"
+first_changed=$(recap_changed "$LOGDIR/run1.log")
+first_requests=$("$PY" tools/moto_ctl.py requests --url "$URL" --count)
+first_mutating=$("$PY" tools/moto_ctl.py requests --url "$URL" --mutating --count)
+
+echo "=== demo: second run (must change nothing)"
+"$PY" tools/moto_ctl.py reset-requests --url "$URL"
+ansible-playbook -i "$INVENTORY" "$PLAYBOOK" 2>&1 | tee "$LOGDIR/run2.log"
+second_changed=$(recap_changed "$LOGDIR/run2.log")
+second_requests=$("$PY" tools/moto_ctl.py requests --url "$URL" --count)
+second_mutating=$("$PY" tools/moto_ctl.py requests --url "$URL" --mutating --count)
+
+echo
+echo "=== demo summary"
+echo "first run:  changed=$first_changed, $first_requests AWS requests, $first_mutating mutating"
+echo "second run: changed=$second_changed, $second_requests AWS requests, $second_mutating mutating (non Describe/List/Get)"
+if [[ $second_mutating != 0 ]]; then
+    echo "mutating requests during the second run:"
+    "$PY" tools/moto_ctl.py requests --url "$URL" --mutating --summary
+fi
+mapfile -t statuses < <(find . \( -path ./.venv -o -path ./.build -o -path ./.git \) -prune -o \
+    -path '*/.capa/*/status.json' -newer "$LOGDIR/run1.started" -print | sed 's|^\./||' | sort)
+if ((${#statuses[@]})); then
+    echo "cluster status (.capa/<cluster>/status.json):"
+    for s in "${statuses[@]}"; do echo "  $ROOT/$s"; done
+else
+    echo "cluster status: no .capa/<cluster>/status.json was written"
+fi
+echo "logs: $LOGDIR/run1.log $LOGDIR/run2.log"
+
+status=0
+if [[ $second_changed != 0 ]]; then echo "demo FAILED: the second run reported changed=$second_changed" >&2; status=1; fi
+if [[ $second_mutating != 0 ]]; then echo "demo FAILED: the second run sent $second_mutating mutating request(s)" >&2; status=1; fi
+if [[ $status == 0 ]]; then echo "demo OK: the second run changed nothing and sent no mutating request"; fi
+exit $status
