@@ -101,7 +101,7 @@ def start(prefix: str, timeout: float) -> int:
 
 
 def stop(prefix: str) -> int:
-    urlfile, pidfile, _ = _state(prefix)
+    urlfile, pidfile = _state(prefix)[:2]
     pid_text = _read(pidfile)
     if not pid_text.isdigit() or not _alive(int(pid_text)):
         print("moto server not running", file=sys.stderr)
