@@ -73,7 +73,9 @@ def _ami_options() -> dict[str, Any]:
         id=opt("AMI id; empty means CAPA's lookup.", default=""),
         base_os=opt("Base OS of the looked-up AMI.", default="ubuntu-24.04"),
         owner=opt("Owner account of the looked-up AMI (default CAPA's 819546954734).", default=""),
-        name_format=opt("Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).", default=""),
+        name_format=opt(
+            "Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).", default=""
+        ),
     )
 
 
