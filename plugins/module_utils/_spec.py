@@ -79,6 +79,45 @@ def _ami_options() -> dict[str, Any]:
     )
 
 
+def _machine_options() -> dict[str, Any]:
+    """What every group of machines (control plane, machine deployment) takes besides its size."""
+    return dict(
+        instance_type=opt("Instance type.", default="t3.large"),
+        ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
+        root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
+        ssh_key_name=opt("SSH key pair name; empty means the cluster's ssh_key_name.", default=""),
+        iam_instance_profile=opt(
+            "Instance profile of the machines (clusterawsadm's are control-plane.cluster-api-provider-aws.sigs.k8s.io "
+            "and nodes.cluster-api-provider-aws.sigs.k8s.io); empty means none.",
+            default="",
+        ),
+        additional_security_group_ids=opt(
+            "Security groups added to the role's groups.", type="list", elements="str", default=[]
+        ),
+        tenancy=opt("Placement tenancy.", choices=["default", "dedicated", "host"], default="default"),
+        placement_group_name=opt("Placement group.", default=""),
+        spot_market_options=opt(
+            "Run on spot.",
+            type="dict",
+            options=dict(max_price=opt("Maximum price (USD/hour); empty = on-demand price.", default="")),
+        ),
+        imds=opt(
+            "Instance metadata options (IMDSv2 required by default, safer than CAPA).",
+            type="dict",
+            default={},
+            options=dict(
+                http_tokens=opt("IMDSv2 tokens.", choices=["required", "optional"], default="required"),
+                http_put_response_hop_limit=opt("Hop limit.", type="int", default=1),
+            ),
+        ),
+        bootstrap_backend=opt(
+            "Where bootstrap data waits for the machine.",
+            choices=["secrets-manager", "ssm-parameter-store"],
+            default="secrets-manager",
+        ),
+    )
+
+
 def _root_volume_options() -> dict[str, Any]:
     return dict(
         size=opt("Size in GiB.", type="int", default=80),
@@ -161,6 +200,7 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         "A role to assume for every request of this cluster.", type="dict", options=_role_identity_options(True)
     ),
     additional_tags=opt("Tags added to every resource the cluster creates.", type="dict", default={}),
+    ssh_key_name=opt("SSH key pair for machines that name none; empty means no key.", default=""),
     network=opt("The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
     bastion=opt(
         "The bastion host.",
@@ -173,6 +213,7 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
             ),
             instance_type=opt("Instance type of the bastion.", default="t3.micro"),
             ami_id=opt("AMI of the bastion (default the newest Canonical Ubuntu 24.04).", default=""),
+            ssh_key_name=opt("SSH key pair of the bastion; empty means the cluster's ssh_key_name.", default=""),
         ),
     ),
     control_plane_load_balancer=opt(
@@ -211,10 +252,7 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         default={},
         options=dict(
             replicas=opt("Number of control-plane machines (odd).", type="int", default=1),
-            instance_type=opt("Instance type.", default="t3.large"),
-            ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
-            root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
-            ssh_key_name=opt("SSH key pair name.", default=""),
+            **_machine_options(),
             rollout=opt(
                 "Rolling replacement.",
                 type="dict",
@@ -231,17 +269,9 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         options=dict(
             name=opt("Name, unique in the cluster.", required=True),
             replicas=opt("Number of machines.", type="int", default=1),
-            instance_type=opt("Instance type.", default="t3.large"),
+            **_machine_options(),
             failure_domains=opt(
                 "AZs to spread over (default all private subnets' AZs).", type="list", elements="str", default=[]
-            ),
-            ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
-            root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
-            ssh_key_name=opt("SSH key pair name.", default=""),
-            spot_market_options=opt(
-                "Run on spot.",
-                type="dict",
-                options=dict(max_price=opt("Maximum price (USD/hour); empty = on-demand price.", default="")),
             ),
             rollout=opt(
                 "Rolling replacement and scale-in.",

@@ -90,6 +90,10 @@ options:
         description: Tags added to every resource the cluster creates.
         type: dict
         default: {}
+      ssh_key_name:
+        description: SSH key pair for machines that name none; empty means no key.
+        type: str
+        default: ''
       network:
         description: The cluster network.
         type: dict
@@ -281,6 +285,10 @@ options:
             description: AMI of the bastion (default the newest Canonical Ubuntu 24.04).
             type: str
             default: ''
+          ssh_key_name:
+            description: SSH key pair of the bastion; empty means the cluster's ssh_key_name.
+            type: str
+            default: ''
       control_plane_load_balancer:
         description: The control-plane load balancer.
         type: dict
@@ -432,9 +440,62 @@ options:
                 type: bool
                 default: true
           ssh_key_name:
-            description: SSH key pair name.
+            description: SSH key pair name; empty means the cluster's ssh_key_name.
             type: str
             default: ''
+          iam_instance_profile:
+            description: Instance profile of the machines (clusterawsadm's are control-plane.cluster-api-provider-aws.sigs.k8s.io
+              and nodes.cluster-api-provider-aws.sigs.k8s.io); empty means none.
+            type: str
+            default: ''
+          additional_security_group_ids:
+            description: Security groups added to the role's groups.
+            type: list
+            elements: str
+            default: []
+          tenancy:
+            description: Placement tenancy.
+            type: str
+            choices:
+            - default
+            - dedicated
+            - host
+            default: default
+          placement_group_name:
+            description: Placement group.
+            type: str
+            default: ''
+          spot_market_options:
+            description: Run on spot.
+            type: dict
+            suboptions:
+              max_price:
+                description: Maximum price (USD/hour); empty = on-demand price.
+                type: str
+                default: ''
+          imds:
+            description: Instance metadata options (IMDSv2 required by default, safer than CAPA).
+            type: dict
+            default: {}
+            suboptions:
+              http_tokens:
+                description: IMDSv2 tokens.
+                type: str
+                choices:
+                - required
+                - optional
+                default: required
+              http_put_response_hop_limit:
+                description: Hop limit.
+                type: int
+                default: 1
+          bootstrap_backend:
+            description: Where bootstrap data waits for the machine.
+            type: str
+            choices:
+            - secrets-manager
+            - ssm-parameter-store
+            default: secrets-manager
           rollout:
             description: Rolling replacement.
             type: dict
@@ -462,11 +523,6 @@ options:
             description: Instance type.
             type: str
             default: t3.large
-          failure_domains:
-            description: AZs to spread over (default all private subnets' AZs).
-            type: list
-            elements: str
-            default: []
           ami:
             description: AMI or its lookup.
             type: dict
@@ -506,7 +562,29 @@ options:
                 type: bool
                 default: true
           ssh_key_name:
-            description: SSH key pair name.
+            description: SSH key pair name; empty means the cluster's ssh_key_name.
+            type: str
+            default: ''
+          iam_instance_profile:
+            description: Instance profile of the machines (clusterawsadm's are control-plane.cluster-api-provider-aws.sigs.k8s.io
+              and nodes.cluster-api-provider-aws.sigs.k8s.io); empty means none.
+            type: str
+            default: ''
+          additional_security_group_ids:
+            description: Security groups added to the role's groups.
+            type: list
+            elements: str
+            default: []
+          tenancy:
+            description: Placement tenancy.
+            type: str
+            choices:
+            - default
+            - dedicated
+            - host
+            default: default
+          placement_group_name:
+            description: Placement group.
             type: str
             default: ''
           spot_market_options:
@@ -517,6 +595,34 @@ options:
                 description: Maximum price (USD/hour); empty = on-demand price.
                 type: str
                 default: ''
+          imds:
+            description: Instance metadata options (IMDSv2 required by default, safer than CAPA).
+            type: dict
+            default: {}
+            suboptions:
+              http_tokens:
+                description: IMDSv2 tokens.
+                type: str
+                choices:
+                - required
+                - optional
+                default: required
+              http_put_response_hop_limit:
+                description: Hop limit.
+                type: int
+                default: 1
+          bootstrap_backend:
+            description: Where bootstrap data waits for the machine.
+            type: str
+            choices:
+            - secrets-manager
+            - ssm-parameter-store
+            default: secrets-manager
+          failure_domains:
+            description: AZs to spread over (default all private subnets' AZs).
+            type: list
+            elements: str
+            default: []
           rollout:
             description: Rolling replacement and scale-in.
             type: dict
