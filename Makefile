@@ -75,10 +75,14 @@ demo: venv collection
 	VENV=$(VENV) bash tools/demo.sh
 
 # --- tests -------------------------------------------------------------------------------------
+# All three linters run; the target fails if any of them failed.
 lint: venv collection
-	ruff check plugins tests tools
-	ruff format --check plugins tests tools
-	ansible-lint --profile production roles playbooks
+	@status=0; \
+	echo "+ ruff check plugins tests tools"; ruff check plugins tests tools || status=1; \
+	echo "+ ruff format --check plugins tests tools"; ruff format --check plugins tests tools || status=1; \
+	echo "+ ansible-lint --profile production roles playbooks"; \
+	ansible-lint --nocolor --profile production roles playbooks || status=1; \
+	exit $$status
 
 unit: venv collection
 	pytest -q tests/unit $(PYTEST_ARGS)
@@ -99,6 +103,7 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 test: venv collection
+	@echo "make test: lint, unit, sanity, integration, molecule"
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory sanity

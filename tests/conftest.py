@@ -114,6 +114,7 @@ class MotoServer:
                 str(self.urlfile),
                 "--pidfile",
                 str(self.pidfile),
+                "--exit-with-parent",
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,

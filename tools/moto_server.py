@@ -356,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pidfile", help="write the process id here")
     parser.add_argument("--urlfile", help="write http://HOST:PORT here once listening")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    parser.add_argument(
+        "--exit-with-parent", action="store_true", help="stop when the parent process exits (test fixtures)"
+    )
     args = parser.parse_args(argv)
 
     from moto.moto_server.werkzeug_app import MotoRequestHandler
@@ -388,10 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.urlfile:
         _write_atomic(args.urlfile, f"{url}\n")
     print(f"moto server listening on {url} (pid {os.getpid()}; fixes: {', '.join(fixes) or 'none'})", flush=True)
+    parent = os.getppid()
     try:
         while not stop.wait(0.5):
             if not thread.is_alive():
                 return 1
+            if args.exit_with_parent and os.getppid() != parent:
+                break
     finally:
         server.shutdown()
         server.server_close()
