@@ -227,7 +227,12 @@ def classify(environ: dict[str, Any]) -> dict[str, str]:
     if service:
         header_names = {k[5:].replace("_", "-").lower() for k in environ if k.startswith("HTTP_")}
         header_names |= {k.replace("_", "-").lower() for k in ("CONTENT_TYPE", "CONTENT_LENGTH") if k in environ}
-        operation = _REST_INDEX.lookup(service, method, path, query, header_names)
+        # Match on the raw (still percent-encoded) path: a label such as an ARN may contain an encoded "/".
+        raw_path = (environ.get("RAW_URI") or environ.get("REQUEST_URI") or "").split("?", 1)[0]
+        raw_path = re.sub(r"^[a-z]+://[^/]*", "", raw_path) or path
+        operation = _REST_INDEX.lookup(service, method, raw_path, query, header_names)
+        if operation is None and raw_path != path:
+            operation = _REST_INDEX.lookup(service, method, path, query, header_names)
     return {"service": service, "operation": operation or f"{method} {path}"}
 
 

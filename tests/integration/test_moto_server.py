@@ -42,6 +42,31 @@ def test_counter_records_query_json_and_rest_requests_in_order(aws):
     assert _ops(aws.mutating_requests()) == ["ec2:CreateVpc"]
 
 
+def test_counter_maps_rest_json_operations_with_arn_labels(aws):
+    role = aws.client("iam").create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks = aws.client("eks")
+    arn = eks.create_cluster(name="counted", roleArn=role, resourcesVpcConfig={"subnetIds": []})["cluster"]["arn"]
+    eks.tag_resource(resourceArn=arn, tags={"a": "b"})  # the ARN label holds an encoded "/"
+    eks.list_tags_for_resource(resourceArn=arn)
+    eks.untag_resource(resourceArn=arn, tagKeys=["a"])
+    eks.delete_cluster(name="counted")
+    assert _ops(aws.requests()) == [
+        "iam:CreateRole",
+        "eks:CreateCluster",
+        "eks:TagResource",
+        "eks:ListTagsForResource",
+        "eks:UntagResource",
+        "eks:DeleteCluster",
+    ]
+    assert _ops(aws.mutating_requests()) == [
+        "iam:CreateRole",
+        "eks:CreateCluster",
+        "eks:TagResource",
+        "eks:UntagResource",
+        "eks:DeleteCluster",
+    ]
+
+
 def test_counter_maps_rest_xml_operations(aws):
     s3 = aws.client("s3")
     s3.create_bucket(Bucket="capa-counter-test")
