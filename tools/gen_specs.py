@@ -40,7 +40,8 @@ COMMON_ROLE_OPTIONS = {
     "capa_output_dir": {
         "type": "str",
         "default": ".capa",
-        "description": "Directory under which each cluster's outputs go (<dir>/<cluster>/status.json).",
+        "description": "Directory under which each cluster's outputs go (<dir>/<cluster>/status.json); "
+        "a relative path is taken from where ansible-playbook runs.",
     },
 }
 
@@ -60,8 +61,8 @@ def to_doc(options: dict, nested_key: str) -> dict:
     out = {}
     for name, option in options.items():
         entry: dict = {"description": option["description"], "type": option["type"]}
-        for key in ("required", "choices", "elements", "default", "no_log"):
-            if key in option and not (key == "no_log" and nested_key == "options"):
+        for key in ("required", "choices", "elements", "default"):
+            if key in option:
                 entry[key] = option[key]
         if "options" in option:
             entry[nested_key] = to_doc(option["options"], nested_key)
@@ -69,8 +70,15 @@ def to_doc(options: dict, nested_key: str) -> dict:
     return out
 
 
+class _IndentedDumper(yaml.SafeDumper):
+    """Indents list items under their key, as yamllint and ansible-lint expect."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
 def dump(data: dict, indent: int) -> str:
-    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=110)
+    text = yaml.dump(data, Dumper=_IndentedDumper, sort_keys=False, default_flow_style=False, width=80)
     return "".join(" " * indent + line if line.strip() else line for line in text.splitlines(True))
 
 

@@ -87,8 +87,8 @@ def _machine_options() -> dict[str, Any]:
         root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
         ssh_key_name=opt("SSH key pair name; empty means the cluster's ssh_key_name.", default=""),
         iam_instance_profile=opt(
-            "Instance profile of the machines (clusterawsadm's are control-plane.cluster-api-provider-aws.sigs.k8s.io "
-            "and nodes.cluster-api-provider-aws.sigs.k8s.io); empty means none.",
+            "Instance profile of the machines; empty means none. clusterawsadm's are named control-plane.<suffix> "
+            "and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.",
             default="",
         ),
         additional_security_group_ids=opt(

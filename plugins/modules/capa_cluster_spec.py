@@ -34,15 +34,15 @@ options:
         description: unmanaged (kubeadm on EC2) or eks.
         type: str
         choices:
-        - unmanaged
-        - eks
+          - unmanaged
+          - eks
         default: unmanaged
       state:
         description: present reconciles the cluster; absent deletes everything it owns.
         type: str
         choices:
-        - present
-        - absent
+          - present
+          - absent
         default: present
       kubernetes_version:
         description: Kubernetes version of the machines, e.g. v1.31.2.
@@ -59,7 +59,6 @@ options:
           external_id:
             description: External id the role's trust policy requires.
             type: str
-            no_log: false
           session_name:
             description: Session name (default capa-<cluster>).
             type: str
@@ -78,7 +77,6 @@ options:
               external_id:
                 description: External id the role's trust policy requires.
                 type: str
-                no_log: false
               session_name:
                 description: Session name (default capa-<cluster>).
                 type: str
@@ -100,12 +98,14 @@ options:
         default: {}
         suboptions:
           vpc:
-            description: 'The cluster VPC: managed (created and owned) unless id is given.'
+            description: 'The cluster VPC: managed (created and owned) unless id is
+              given.'
             type: dict
             default: {}
             suboptions:
               id:
-                description: 'An existing VPC to use (bring your own): used, never changed or deleted.'
+                description: 'An existing VPC to use (bring your own): used, never changed
+                  or deleted.'
                 type: str
                 default: ''
               cidr_block:
@@ -122,15 +122,17 @@ options:
                 type: int
                 default: 3
               availability_zone_selection:
-                description: 'How AZs are picked: Ordered (alphabetical) or Random (stable per cluster).'
+                description: 'How AZs are picked: Ordered (alphabetical) or Random (stable
+                  per cluster).'
                 type: str
                 choices:
-                - Ordered
-                - Random
+                  - Ordered
+                  - Random
                 default: Ordered
           subnets:
-            description: Subnets; empty means CAPA's layout (a public and a private subnet per AZ, CIDRs carved from
-              the VPC). Entries with only id are existing subnets (bring your own).
+            description: Subnets; empty means CAPA's layout (a public and a private
+              subnet per AZ, CIDRs carved from the VPC). Entries with only id are existing
+              subnets (bring your own).
             type: list
             elements: dict
             default: []
@@ -153,21 +155,23 @@ options:
                 type: dict
                 default: {}
           nat_gateways:
-            description: 'NAT gateways: one per AZ (CAPA), a single one for the cluster, or none (private subnets
-              have no egress).'
+            description: 'NAT gateways: one per AZ (CAPA), a single one for the cluster,
+              or none (private subnets have no egress).'
             type: str
             choices:
-            - per_az
-            - single
-            - none
+              - per_az
+              - single
+              - none
             default: per_az
           cni_ingress_rules:
-            description: 'CNI rules on the control-plane and node groups: calico (TCP 179 and IP-in-IP), none, or
-              a list of rules with description, protocol, from_port and to_port.'
+            description: 'CNI rules on the control-plane and node groups: calico (TCP
+              179 and IP-in-IP), none, or a list of rules with description, protocol,
+              from_port and to_port.'
             type: raw
             default: calico
           security_group_overrides:
-            description: Role to an existing security group id to use instead (bring your own).
+            description: Role to an existing security group id to use instead (bring
+              your own).
             type: dict
             default: {}
           additional_control_plane_ingress_rules:
@@ -184,13 +188,13 @@ options:
                 description: IP protocol.
                 type: str
                 choices:
-                - tcp
-                - udp
-                - icmp
-                - '-1'
-                - '4'
-                - '50'
-                - '58'
+                  - tcp
+                  - udp
+                  - icmp
+                  - '-1'
+                  - '4'
+                  - '50'
+                  - '58'
                 default: tcp
               from_port:
                 description: First port (not for protocols -1, 4, 50).
@@ -209,7 +213,8 @@ options:
                 elements: str
                 default: []
               source_security_group_roles:
-                description: Source security groups by cluster role (bastion, apiserver-lb, lb, controlplane, node).
+                description: Source security groups by cluster role (bastion, apiserver-lb,
+                  lb, controlplane, node).
                 type: list
                 elements: str
                 default: []
@@ -227,13 +232,13 @@ options:
                 description: IP protocol.
                 type: str
                 choices:
-                - tcp
-                - udp
-                - icmp
-                - '-1'
-                - '4'
-                - '50'
-                - '58'
+                  - tcp
+                  - udp
+                  - icmp
+                  - '-1'
+                  - '4'
+                  - '50'
+                  - '58'
                 default: tcp
               from_port:
                 description: First port (not for protocols -1, 4, 50).
@@ -252,7 +257,8 @@ options:
                 elements: str
                 default: []
               source_security_group_roles:
-                description: Source security groups by cluster role (bastion, apiserver-lb, lb, controlplane, node).
+                description: Source security groups by cluster role (bastion, apiserver-lb,
+                  lb, controlplane, node).
                 type: list
                 elements: str
                 default: []
@@ -261,7 +267,7 @@ options:
             type: list
             elements: str
             default:
-            - 0.0.0.0/0
+              - 0.0.0.0/0
       bastion:
         description: The bastion host.
         type: dict
@@ -276,7 +282,7 @@ options:
             type: list
             elements: str
             default:
-            - 0.0.0.0/0
+              - 0.0.0.0/0
           instance_type:
             description: Instance type of the bastion.
             type: str
@@ -298,28 +304,29 @@ options:
             description: Load balancer type.
             type: str
             choices:
-            - classic
-            - nlb
-            - external
-            - disabled
+              - classic
+              - nlb
+              - external
+              - disabled
             default: classic
           scheme:
             description: Scheme.
             type: str
             choices:
-            - internet-facing
-            - internal
+              - internet-facing
+              - internal
             default: internet-facing
           name:
-            description: Name; for external, the existing load balancer to register with.
+            description: Name; for external, the existing load balancer to register
+              with.
             type: str
             default: ''
           health_check_protocol:
             description: Health check protocol.
             type: str
             choices:
-            - TCP
-            - HTTPS
+              - TCP
+              - HTTPS
             default: TCP
           additional_listeners:
             description: Extra listeners (NLB).
@@ -335,10 +342,11 @@ options:
                 description: Listener protocol.
                 type: str
                 choices:
-                - TCP
+                  - TCP
                 default: TCP
           ingress_rules:
-            description: Ingress rules of the apiserver-lb group (default TCP 6443 from anywhere).
+            description: Ingress rules of the apiserver-lb group (default TCP 6443 from
+              anywhere).
             type: list
             elements: dict
             default: []
@@ -351,13 +359,13 @@ options:
                 description: IP protocol.
                 type: str
                 choices:
-                - tcp
-                - udp
-                - icmp
-                - '-1'
-                - '4'
-                - '50'
-                - '58'
+                  - tcp
+                  - udp
+                  - icmp
+                  - '-1'
+                  - '4'
+                  - '50'
+                  - '58'
                 default: tcp
               from_port:
                 description: First port (not for protocols -1, 4, 50).
@@ -376,7 +384,8 @@ options:
                 elements: str
                 default: []
               source_security_group_roles:
-                description: Source security groups by cluster role (bastion, apiserver-lb, lb, controlplane, node).
+                description: Source security groups by cluster role (bastion, apiserver-lb,
+                  lb, controlplane, node).
                 type: list
                 elements: str
                 default: []
@@ -444,8 +453,8 @@ options:
             type: str
             default: ''
           iam_instance_profile:
-            description: Instance profile of the machines (clusterawsadm's are control-plane.cluster-api-provider-aws.sigs.k8s.io
-              and nodes.cluster-api-provider-aws.sigs.k8s.io); empty means none.
+            description: Instance profile of the machines; empty means none. clusterawsadm's
+              are named control-plane.<suffix> and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.
             type: str
             default: ''
           additional_security_group_ids:
@@ -457,9 +466,9 @@ options:
             description: Placement tenancy.
             type: str
             choices:
-            - default
-            - dedicated
-            - host
+              - default
+              - dedicated
+              - host
             default: default
           placement_group_name:
             description: Placement group.
@@ -474,7 +483,8 @@ options:
                 type: str
                 default: ''
           imds:
-            description: Instance metadata options (IMDSv2 required by default, safer than CAPA).
+            description: Instance metadata options (IMDSv2 required by default, safer
+              than CAPA).
             type: dict
             default: {}
             suboptions:
@@ -482,8 +492,8 @@ options:
                 description: IMDSv2 tokens.
                 type: str
                 choices:
-                - required
-                - optional
+                  - required
+                  - optional
                 default: required
               http_put_response_hop_limit:
                 description: Hop limit.
@@ -493,8 +503,8 @@ options:
             description: Where bootstrap data waits for the machine.
             type: str
             choices:
-            - secrets-manager
-            - ssm-parameter-store
+              - secrets-manager
+              - ssm-parameter-store
             default: secrets-manager
           rollout:
             description: Rolling replacement.
@@ -566,8 +576,8 @@ options:
             type: str
             default: ''
           iam_instance_profile:
-            description: Instance profile of the machines (clusterawsadm's are control-plane.cluster-api-provider-aws.sigs.k8s.io
-              and nodes.cluster-api-provider-aws.sigs.k8s.io); empty means none.
+            description: Instance profile of the machines; empty means none. clusterawsadm's
+              are named control-plane.<suffix> and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.
             type: str
             default: ''
           additional_security_group_ids:
@@ -579,9 +589,9 @@ options:
             description: Placement tenancy.
             type: str
             choices:
-            - default
-            - dedicated
-            - host
+              - default
+              - dedicated
+              - host
             default: default
           placement_group_name:
             description: Placement group.
@@ -596,7 +606,8 @@ options:
                 type: str
                 default: ''
           imds:
-            description: Instance metadata options (IMDSv2 required by default, safer than CAPA).
+            description: Instance metadata options (IMDSv2 required by default, safer
+              than CAPA).
             type: dict
             default: {}
             suboptions:
@@ -604,8 +615,8 @@ options:
                 description: IMDSv2 tokens.
                 type: str
                 choices:
-                - required
-                - optional
+                  - required
+                  - optional
                 default: required
               http_put_response_hop_limit:
                 description: Hop limit.
@@ -615,8 +626,8 @@ options:
             description: Where bootstrap data waits for the machine.
             type: str
             choices:
-            - secrets-manager
-            - ssm-parameter-store
+              - secrets-manager
+              - ssm-parameter-store
             default: secrets-manager
           failure_domains:
             description: AZs to spread over (default all private subnets' AZs).
@@ -640,9 +651,9 @@ options:
                 description: Which machines go first on scale-in.
                 type: str
                 choices:
-                - Random
-                - Newest
-                - Oldest
+                  - Random
+                  - Newest
+                  - Oldest
                 default: Random
       machine_pools:
         description: Machine pools (auto scaling groups or EC2 fleets).
@@ -658,8 +669,8 @@ options:
             description: asg or fleet.
             type: str
             choices:
-            - asg
-            - fleet
+              - asg
+              - fleet
             default: asg
           min_size:
             description: Minimum size.
