@@ -1,0 +1,124 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Bootstrap data off user data: chunking per backend, names, tokens, the boot hook and the MIME document."""
+
+from __future__ import annotations
+
+import base64
+import email
+import gzip
+import os
+import uuid
+
+import pytest
+
+from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import (
+    SECRETS_MANAGER,
+    SSM,
+    BootstrapRef,
+    boot_script,
+    chunks_for,
+    compress,
+    new_prefix,
+    request_token,
+    user_data,
+)
+
+UID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+# Random bytes do not compress: sizes of the stored data are then predictable.
+NOISE = os.urandom(20000)
+
+
+def test_secrets_manager_chunks_are_7000_byte_gzip_pieces():
+    parts = chunks_for(SECRETS_MANAGER, NOISE)
+    assert all(isinstance(p, bytes) for p in parts)
+    assert [len(p) for p in parts[:-1]] == [7000] * (len(parts) - 1)
+    assert 0 < len(parts[-1]) <= 7000
+    assert gzip.decompress(b"".join(parts)) == NOISE
+
+
+def test_ssm_chunks_are_4000_char_base64_pieces():
+    parts = chunks_for(SSM, NOISE)
+    assert all(isinstance(p, str) for p in parts)
+    assert [len(p) for p in parts[:-1]] == [4000] * (len(parts) - 1)
+    assert gzip.decompress(base64.b64decode("".join(parts))) == NOISE
+
+
+@pytest.mark.parametrize("backend", [SECRETS_MANAGER, SSM])
+def test_a_small_document_is_one_entry(backend):
+    assert len(chunks_for(backend, b"#cloud-config\n{}\n")) == 1
+
+
+def test_compression_is_deterministic():
+    assert compress(b"x" * 1000) == compress(b"x" * 1000)
+
+
+def test_prefixes_and_entry_names_follow_capa():
+    sm = BootstrapRef(SECRETS_MANAGER, new_prefix(SECRETS_MANAGER, UID), 3)
+    assert sm.prefix == f"aws.cluster.x-k8s.io/{UID}"
+    assert sm.entry_names() == [f"aws.cluster.x-k8s.io/{UID}-{i}" for i in range(3)]
+    ssm = BootstrapRef(SSM, new_prefix(SSM, UID), 2)
+    assert ssm.prefix == f"/cluster.x-k8s.io/{UID}"
+    assert ssm.entry_names() == [f"/cluster.x-k8s.io/{UID}/0", f"/cluster.x-k8s.io/{UID}/1"]
+
+
+@pytest.mark.parametrize("backend", [SECRETS_MANAGER, SSM])
+def test_the_tag_value_round_trips(backend):
+    ref = BootstrapRef(backend, new_prefix(backend, UID), 4)
+    assert BootstrapRef.from_tag(ref.tag_value()) == ref
+
+
+@pytest.mark.parametrize("value", [None, "", "s3:x:1", "secrets-manager:x", "secrets-manager:x:0", "ssm:x:y"])
+def test_bad_tag_values_are_ignored(value):
+    assert BootstrapRef.from_tag(value) is None
+
+
+def test_request_tokens_are_deterministic_per_machine_and_chunk():
+    token = request_token("demo-md-0-abcde", 0)
+    assert token == request_token("demo-md-0-abcde", 0)
+    assert token != request_token("demo-md-0-abcde", 1)
+    assert token != request_token("demo-md-0-vwxyz", 0)
+    assert 32 <= len(token) <= 64
+
+
+@pytest.mark.parametrize(
+    "backend, fetch, delete",
+    [
+        (SECRETS_MANAGER, "secretsmanager get-secret-value", 'delete-secret --region "$REGION" --force-delete'),
+        (SSM, 'ssm get-parameter --region "$REGION" --with-decryption', "ssm delete-parameter"),
+    ],
+)
+def test_boot_script_fetches_deletes_and_restarts_cloud_init(backend, fetch, delete):
+    ref = BootstrapRef(backend, new_prefix(backend, UID), 3)
+    script = boot_script("eu-west-1", ref)
+    assert script.startswith("#!/bin/bash\n")
+    assert 'REGION="eu-west-1"' in script
+    assert f'PREFIX="{ref.prefix}"' in script
+    assert "CHUNKS=3" in script
+    assert fetch in script and delete in script
+    assert "seq 1 10" in script and "sleep 10" in script  # retries
+    assert "/etc/secret-userdata.txt" in script
+    assert "gunzip" in script and script.rstrip().endswith("systemctl restart cloud-init")
+    assert script.index("delete") > script.index("get-")
+
+
+def test_user_data_is_mime_with_a_boothook_and_an_include():
+    script = boot_script("us-east-1", BootstrapRef(SECRETS_MANAGER, new_prefix(SECRETS_MANAGER, UID), 1))
+    document = user_data(script)
+    assert document == user_data(script)  # deterministic (fixed boundary)
+    message = email.message_from_string(document)
+    assert message.get_content_type() == "multipart/mixed"
+    parts = message.get_payload()
+    assert [p.get_content_type() for p in parts] == ["text/cloud-boothook", "text/x-include-url"]
+    assert parts[0].get_payload(decode=True).decode() == script
+    assert parts[1].get_payload(decode=True).decode().strip() == "file:///etc/secret-userdata.txt"
+    assert len(document.encode()) < 16384  # EC2's user-data limit
+
+
+def test_user_data_carries_no_secret():
+    secret_document = b"#cloud-config\nwrite_files: [{content: '-----BEGIN RSA PRIVATE KEY-----'}]\n"
+    ref = BootstrapRef(
+        SECRETS_MANAGER, new_prefix(SECRETS_MANAGER, UID), len(chunks_for(SECRETS_MANAGER, secret_document))
+    )
+    document = user_data(boot_script("us-east-1", ref))
+    assert "PRIVATE KEY" not in document and "write_files" not in document
