@@ -21,6 +21,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ._connection import AwsSession
+from ._elb import ElbTier
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
 from ._security_groups import SecurityGroupTier
 from ._spec import argument_spec as cluster_argument_spec
@@ -36,6 +37,7 @@ except ImportError:
 
 __all__ = [
     "Context",
+    "ElbTier",
     "ReconcileError",
     "SpecError",
     "SecurityGroupTier",
