@@ -22,6 +22,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleA
 
 from ._connection import AwsSession
 from ._elb import ElbTier
+from ._pki_store import KubeadmTier
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
 from ._security_groups import SecurityGroupTier
 from ._spec import argument_spec as cluster_argument_spec
@@ -38,6 +39,7 @@ except ImportError:
 __all__ = [
     "Context",
     "ElbTier",
+    "KubeadmTier",
     "ReconcileError",
     "SpecError",
     "SecurityGroupTier",
