@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the cluster spec's documentation from its one declaration (plugins/module_utils/_spec.py).
 
 Writes the options block of ``plugins/modules/capa_cluster_spec.py``'s DOCUMENTATION and every role's
@@ -93,7 +92,7 @@ def module_doc(spec) -> str:
     }
     current = MODULE.read_text()
     head, rest = current.split(BEGIN + "\n", 1)
-    _, tail = rest.split(END + "\n", 1)
+    _generated, tail = rest.split(END + "\n", 1)
     return head + BEGIN + "\n" + dump(cluster, 2) + END + "\n" + tail
 
 

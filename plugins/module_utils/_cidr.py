@@ -24,7 +24,7 @@ def split_ipv4(cidr: str, count: int) -> list[ipaddress.IPv4Network]:
     if new_prefix > SMALLEST_SUBNET_PREFIX:
         raise CarvingError(f"{cidr} is too small to split into {count} blocks of at least /{SMALLEST_SUBNET_PREFIX}")
     blocks = network.subnets(new_prefix=new_prefix)
-    return [next(blocks) for _ in range(count)]
+    return [next(blocks) for _index in range(count)]
 
 
 def default_layout(vpc_cidr: str, zone_count: int) -> tuple[list[str], list[str]]:

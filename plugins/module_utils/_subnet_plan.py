@@ -8,9 +8,10 @@ makes about the network shape is unit-testable without an endpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ._cidr import CarvingError, default_layout
@@ -33,7 +34,7 @@ class DesiredSubnet:
     availability_zone: str | None
     cidr_block: str | None
     is_public: bool
-    tags: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = dataclasses.field(default_factory=dict)
     id: str | None = None
     index: int | None = None  # position in the ``subnets`` option, for error messages
 

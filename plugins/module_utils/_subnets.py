@@ -399,7 +399,7 @@ class _Build:
     # NAT gateways and Elastic IPs ------------------------------------------------------------------------------
     def _ensure_nat_gateways(self, vpc: VpcView, states: list[SubnetState], slots: list[NatSlot]) -> dict[str, str]:
         by_cidr = {s.cidr: s for s in states if s.managed}
-        free = [n for n in self.nats]
+        free = list(self.nats)
         nat_by_zone: dict[str, str] = {}
         waiting: list[str] = []
         for slot in slots:

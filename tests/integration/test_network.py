@@ -234,7 +234,7 @@ BAD_SPECS = [
 ]
 
 
-@pytest.mark.parametrize("overrides, field", BAD_SPECS, ids=[f for _, f in BAD_SPECS])
+@pytest.mark.parametrize("overrides, field", BAD_SPECS, ids=[case[1] for case in BAD_SPECS])
 def test_bad_specs_fail_naming_the_field_with_zero_requests(aws, run_playbook, tmp_path, overrides, field):
     spec = {"name": "bad-it", "region": "us-east-1", **overrides}
     inv = inventory(tmp_path, [spec], tmp_path / "out")

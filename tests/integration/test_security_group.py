@@ -154,8 +154,8 @@ def test_check_mode_from_an_empty_account_plans_everything_and_calls_nothing(aws
     creates = [r for c, r in plan if c == "ec2:CreateSecurityGroup"]
     assert sorted(creates) == sorted(f"{CLUSTER}-{r}" for r in DEFAULT_ROLES | {"bastion"})
     # Every create comes before the first rule, so rules can reference any group.
-    first_rule = min(i for i, (c, _) in enumerate(plan) if c == "ec2:AuthorizeSecurityGroupIngress")
-    assert all(c == "ec2:CreateSecurityGroup" for c, _ in plan[:first_rule])
+    first_rule = min(i for i, (c, _reason) in enumerate(plan) if c == "ec2:AuthorizeSecurityGroupIngress")
+    assert all(c == "ec2:CreateSecurityGroup" for c, _reason in plan[:first_rule])
     assert sorted(r for c, r in plan if c == "ec2:AuthorizeSecurityGroupIngress") == sorted(
         f"{CLUSTER}-{r}" for r in ("bastion", "apiserver-lb", "controlplane", "node")
     )

@@ -119,7 +119,7 @@ class TestRetries:
         assert recorder.as_dict() == {"ec2:DescribeVpcs": 2}
 
     def test_eventual_consistency_codes_are_retried_on_writes_only(self):
-        ec2, stubber, _ = stubbed_ec2()
+        ec2, stubber, _recorder = stubbed_ec2()
         stubber.add_client_error("create_subnet", "InvalidVpcID.NotFound")
         stubber.add_response("create_subnet", {"Subnet": {"SubnetId": "subnet-12345678"}})
         with stubber:

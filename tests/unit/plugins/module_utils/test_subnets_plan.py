@@ -43,7 +43,7 @@ def test_random_is_seeded_by_cluster_name_and_stable():
     first = choose_zones(ZONES, 3, "Random", "demo")
     assert len(first) == 3 and set(first) <= set(ZONES) and first == sorted(first)
     # Same cluster, any input order, any number of runs: same zones.
-    assert all(choose_zones(list(reversed(ZONES)), 3, "Random", "demo") == first for _ in range(5))
+    assert all(choose_zones(list(reversed(ZONES)), 3, "Random", "demo") == first for _attempt in range(5))
     # Different clusters do not all land on the same zones (the seed matters).
     picks = {tuple(choose_zones(ZONES, 3, "Random", f"c{i}")) for i in range(20)}
     assert len(picks) > 1
