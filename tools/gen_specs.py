@@ -31,9 +31,80 @@ ROLES: dict[str, dict] = {
                 "choices": ["present", "absent"],
                 "description": "Overrides capa_cluster.state for this role (delete.yml sets absent).",
             },
+            "network_write_status": {
+                "type": "bool",
+                "default": True,
+                "description": "Write <capa_output_dir>/<cluster>/status.json (the cluster role writes its own).",
+            },
         },
     },
 }
+
+ROLES.update(
+    {
+        "bastion": {
+            "short_description": "Reconcile or delete a cluster's bastion host",
+            "description": [
+                "The bastion of capa_cluster.bastion: one machine in the first public subnet with only the bastion "
+                "security group; removed when disabled. Needs the network role's network_outputs.",
+            ],
+            "extra": {
+                "bastion_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state for this role.",
+                },
+            },
+        },
+        "control_plane": {
+            "short_description": "Reconcile or delete a cluster's control plane: load balancer, PKI and machines",
+            "description": [
+                "The control-plane load balancer (capa_elb), the cluster PKI and admin kubeconfig (capa_kubeadm) and "
+                "the control-plane machines (capa_instance), rolled one at a time. Needs network_outputs.",
+            ],
+            "extra": {
+                "control_plane_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state for this role.",
+                },
+            },
+        },
+        "machine_deployment": {
+            "short_description": "Reconcile or delete a cluster's worker machine deployments",
+            "description": [
+                "Each of capa_cluster.machine_deployments as a group of machines (capa_instance) joining the cluster "
+                "through the control-plane endpoint. Needs network_outputs and control_plane_outputs.",
+            ],
+            "extra": {
+                "machine_deployment_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state for this role.",
+                },
+                "machine_deployment_names": {
+                    "type": "list",
+                    "elements": "str",
+                    "description": "Delete these groups too (groups found in AWS that the spec no longer lists).",
+                },
+            },
+        },
+        "cluster": {
+            "short_description": "Reconcile or delete a whole cluster in CAPA's order",
+            "description": [
+                "Validates capa_cluster, then network, bastion, control plane and machine deployments in CAPA's "
+                "order (the reverse, machines first, to delete), and writes <capa_output_dir>/<cluster>/status.json.",
+            ],
+            "extra": {
+                "cluster_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state (delete.yml sets absent).",
+                },
+            },
+        },
+    }
+)
 
 COMMON_ROLE_OPTIONS = {
     "capa_output_dir": {

@@ -216,6 +216,15 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
             ssh_key_name=opt("SSH key pair of the bastion; empty means the cluster's ssh_key_name.", default=""),
         ),
     ),
+    control_plane_endpoint=opt(
+        "The API endpoint when control_plane_load_balancer.type is disabled (CAPA waits for someone to set it).",
+        type="dict",
+        default={},
+        options=dict(
+            host=opt("DNS name or address of the API endpoint.", default=""),
+            port=opt("Port of the API endpoint.", type="int", default=6443),
+        ),
+    ),
     control_plane_load_balancer=opt(
         "The control-plane load balancer.",
         type="dict",
@@ -349,7 +358,24 @@ def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
     _check_network(cluster["network"], region, cluster["kind"])
     for index, cidr in enumerate(cluster["bastion"]["allowed_cidr_blocks"]):
         _check_source_cidr(cidr, f"capa_cluster.bastion.allowed_cidr_blocks[{index}]")
+    _check_load_balancer(cluster)
     _check_machines(cluster)
+
+
+def _check_load_balancer(cluster: dict[str, Any]) -> None:
+    balancer = cluster["control_plane_load_balancer"]
+    field = "capa_cluster.control_plane_load_balancer"
+    if balancer["type"] == "external" and not balancer["name"]:
+        raise SpecError(f"{field}.name", "an external load balancer is given by its name")
+    if balancer["type"] == "disabled" and not cluster["control_plane_endpoint"]["host"]:
+        raise SpecError(
+            "capa_cluster.control_plane_endpoint.host",
+            "with no load balancer (type disabled), the API endpoint must be given here",
+        )
+    if balancer["additional_listeners"] and balancer["type"] != "nlb":
+        raise SpecError(f"{field}.additional_listeners", "additional listeners need type nlb")
+    if len(balancer["name"]) > 32:
+        raise SpecError(f"{field}.name", "load balancer names are at most 32 characters")
 
 
 def _check_network(network: dict[str, Any], region: str, kind: str) -> None:

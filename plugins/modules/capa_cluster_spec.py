@@ -295,6 +295,20 @@ options:
             description: SSH key pair of the bastion; empty means the cluster's ssh_key_name.
             type: str
             default: ''
+      control_plane_endpoint:
+        description: The API endpoint when control_plane_load_balancer.type is disabled
+          (CAPA waits for someone to set it).
+        type: dict
+        default: {}
+        suboptions:
+          host:
+            description: DNS name or address of the API endpoint.
+            type: str
+            default: ''
+          port:
+            description: Port of the API endpoint.
+            type: int
+            default: 6443
       control_plane_load_balancer:
         description: The control-plane load balancer.
         type: dict

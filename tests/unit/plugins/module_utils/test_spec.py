@@ -120,6 +120,15 @@ BAD = [
     ),
     ({"name": "demo", "control_plane": {"replicas": 2}}, "capa_cluster.control_plane.replicas"),
     (
+        {"name": "demo", "control_plane_load_balancer": {"type": "external"}},
+        "capa_cluster.control_plane_load_balancer.name",
+    ),
+    ({"name": "demo", "control_plane_load_balancer": {"type": "disabled"}}, "capa_cluster.control_plane_endpoint.host"),
+    (
+        {"name": "demo", "control_plane_load_balancer": {"additional_listeners": [{"port": 8443}]}},
+        "capa_cluster.control_plane_load_balancer.additional_listeners",
+    ),
+    (
         {"name": "demo", "machine_deployments": [{"name": "md-0", "rollout": {"max_surge": 0, "max_unavailable": 0}}]},
         "capa_cluster.machine_deployments[0].rollout",
     ),
