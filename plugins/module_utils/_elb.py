@@ -763,7 +763,13 @@ def _v2_summary(lb: LbSpec, state: V2State) -> dict[str, Any]:
         "state": _state_code(d),
         "subnets": sorted(z["SubnetId"] for z in d.get("AvailabilityZones") or [] if z.get("SubnetId")),
         "security_groups": sorted(d.get("SecurityGroups") or []),
-        "target_group_arns": [g["TargetGroupArn"] for g in state.target_groups],
+        # The API server's target group first, then by port: stable however AWS orders them.
+        "target_group_arns": [
+            g["TargetGroupArn"]
+            for g in sorted(
+                state.target_groups, key=lambda g: (g is not api, int(g.get("Port") or 0), g["TargetGroupName"])
+            )
+        ],
         "health_check": (
             {
                 "protocol": api.get("HealthCheckProtocol"),
