@@ -225,7 +225,7 @@ def parse_spec(params: Mapping[str, Any], cluster: str) -> ElbSpec:
     protocol = str(params.get("health_check_protocol") or "TCP").upper()
     if protocol not in HEALTH_CHECK_PROTOCOLS:
         raise SpecError("health_check_protocol", f"'{protocol}' is not one of {', '.join(HEALTH_CHECK_PROTOCOLS)}")
-    port = int(params.get("api_server_port") or KUBE_API_PORT)
+    port = KUBE_API_PORT if params.get("api_server_port") is None else int(params["api_server_port"])
     if not 1 <= port <= 65535:
         raise SpecError("api_server_port", f"{port} is not a port number")
     name = params.get("name")
