@@ -22,6 +22,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleA
 
 from ._connection import AwsSession
 from ._elb import ElbTier
+from ._instances import InstanceTier
 from ._pki_store import KubeadmTier
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
 from ._security_groups import SecurityGroupTier
@@ -39,6 +40,7 @@ except ImportError:
 __all__ = [
     "Context",
     "ElbTier",
+    "InstanceTier",
     "KubeadmTier",
     "ReconcileError",
     "SpecError",

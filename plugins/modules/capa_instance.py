@@ -1,0 +1,503 @@
+#!/usr/bin/python
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
+
+DOCUMENTATION = r"""
+module: capa_instance
+short_description: Reconcile a group of identical EC2 machines (control plane, machine deployment, bastion) as CAPA does
+version_added: 0.1.0
+description:
+  - Keeps I(replicas) EC2 instances of one named group - a control plane, a machine deployment or the bastion - the
+    way Cluster API and its AWS provider do - machines named C(<cluster_name>-<name>-<5 random characters>), spread
+    over the failure domains (a new machine goes to the zone with the fewest, ties alphabetical, into that zone's
+    first private subnet, or public subnet with I(public_ip)), tagged with CAPA's tags on the instance, its volume
+    and its network interface.
+  - "Besides CAPA's tags (C(Name), ownership, role, C(kubernetes.io/cluster/<cluster_name>=owned),
+    C(MachineName=<cluster_name>/<machine>)) each instance carries C(clusterapi.aws/machine-group=<name>),
+    C(clusterapi.aws/template-hash=<hash>) and, when it has bootstrap data,
+    C(clusterapi.aws/bootstrap-data=<backend>:<prefix>:<count>); the module finds its machines and their bootstrap
+    entries by these tags."
+  - The AMI is I(ami.id) or CAPA's lookup - the newest available HVM image of the instance type's architecture
+    owned by I(ami.owner) whose name matches I(ami.name_format). The bastion looks up Canonical's newest Ubuntu 24.04
+    image instead. No image found is an error before anything changes.
+  - A machine whose template hash (AMI, instance type, root volume, key, profile, security groups, spot, tenancy,
+    placement group, public IP, bootstrap settings) differs from the group's is outdated and replaced by a rolling
+    update - never more than I(replicas) + I(rollout.max_surge) machines and never fewer than
+    I(replicas) - I(rollout.max_unavailable) running ones. A control plane replaces one machine at a time. Drift of
+    the instance metadata options and of tags is repaired in place.
+  - Bootstrap data never travels in EC2 user data - it is gzipped and stored in Secrets Manager or SSM Parameter
+    Store; user data only carries a boot hook that fetches it with the AWS CLI, deletes it and restarts cloud-init
+    (the AMI needs the AWS CLI, the instance profile C(GetSecretValue)/C(DeleteSecret) or
+    C(GetParameter)/C(DeleteParameter) on the entries). The module deletes a machine's entries when it deletes
+    the machine.
+  - Control-plane machines are registered with the I(load_balancers) once running and deregistered before they
+    are terminated. Worker machines are never registered.
+  - A run that changes nothing makes one C(DescribeInstances), one C(DescribeInstanceTypes) and one
+    C(DescribeImages) (and a load-balancer read for control planes), however many machines the group has.
+  - C(state=absent) deregisters and terminates every machine of the group and deletes their bootstrap entries.
+author:
+  - clusterapi.aws maintainers (@clusterapi)
+options:
+  name:
+    description:
+      - Name of the group, e.g. C(control-plane), C(md-0), C(bastion). Lower-case letters, digits and C(-).
+    type: str
+    required: true
+  role:
+    description:
+      - What the machines are - their role tag, whether they are registered with load balancers (C(control-plane)
+        only), and the kubeadm role of their bootstrap data.
+    type: str
+    choices: [control-plane, node, bastion]
+    default: node
+  replicas:
+    description:
+      - Number of machines. Odd for a control plane (etcd quorum); at most 1 for the bastion.
+    type: int
+    default: 1
+  subnets:
+    description:
+      - The cluster's subnets as M(clusterapi.aws.capa_subnet) returns them; each needs C(id),
+        C(availability_zone) and C(is_public) (other keys are ignored). Ids may be check-mode placeholders.
+    type: list
+    elements: dict
+    default: []
+  failure_domains:
+    description:
+      - Availability zones to spread the machines over. Default - the zones of the private subnets (public subnets
+        with I(public_ip)); for the bastion, the zone of the first public subnet.
+      - Every zone needs a subnet of the wanted kind among I(subnets).
+    type: list
+    elements: str
+  public_ip:
+    description:
+      - Give the machines a public IP and place them in public subnets. Default C(true) for the bastion, else C(false).
+    type: bool
+  kubernetes_version:
+    description:
+      - Kubernetes version of the machines, e.g. C(v1.31.2). Used by the AMI lookup and by kubeadm bootstrap.
+    type: str
+  ami:
+    description:
+      - The machine image, or how to look it up.
+    type: dict
+    default: {}
+    suboptions:
+      id:
+        description: AMI id; no lookup when given.
+        type: str
+      base_os:
+        description: Base OS in the looked-up image name.
+        type: str
+        default: ubuntu-24.04
+      owner:
+        description:
+          - Owner account of the looked-up image. Default CAPA's C(819546954734); for the bastion Canonical's
+            C(099720109477).
+        type: str
+      name_format:
+        description:
+          - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version}) (the version
+            without its leading C(v); images named with or without the C(v) are both found). Default
+            C(capa-ami-{base_os}-?{k8s_version}-*).
+          - CAPA's Go-template spelling with C(.BaseOS) and C(.K8sVersion) in double braces is understood too, but
+            Ansible would template the braces - escape it with raw/endraw or use our placeholders.
+        type: str
+  instance_type:
+    description:
+      - EC2 instance type. Required except for the bastion (default C(t3.micro)).
+    type: str
+  root_volume:
+    description:
+      - Root volume. The device name comes from the AMI; the volume is deleted with the instance.
+    type: dict
+    default: {}
+    suboptions:
+      size:
+        description: Size in GiB (at least the AMI's); default the AMI's size.
+        type: int
+      type:
+        description: EBS volume type.
+        type: str
+        default: gp3
+      encrypted:
+        description: Encrypt the volume (safer than CAPA, which leaves it to the AMI).
+        type: bool
+        default: true
+  ssh_key_name:
+    description: EC2 key pair of the machines; none when empty.
+    type: str
+  iam_instance_profile:
+    description:
+      - Instance profile name (clusterawsadm's are C(control-plane.cluster-api-provider-aws.sigs.k8s.io) and
+        C(nodes.cluster-api-provider-aws.sigs.k8s.io)).
+    type: str
+  security_group_ids:
+    description:
+      - Security groups of the machines - the role's groups from M(clusterapi.aws.capa_security_group) plus any
+        extra ones. Ids may be check-mode placeholders.
+    type: list
+    elements: str
+    default: []
+  spot_market_options:
+    description:
+      - Run the machines as one-time spot instances that terminate on interruption.
+    type: dict
+    suboptions:
+      max_price:
+        description: Maximum price in USD per hour; empty means the on-demand price.
+        type: str
+  tenancy:
+    description: Placement tenancy.
+    type: str
+    choices: [default, dedicated, host]
+    default: default
+  placement_group_name:
+    description: Placement group to launch into.
+    type: str
+  imds:
+    description:
+      - Instance metadata service options; drift is repaired in place with C(ModifyInstanceMetadataOptions).
+    type: dict
+    default: {}
+    suboptions:
+      http_tokens:
+        description: C(required) means IMDSv2 only (safer than CAPA's default C(optional)).
+        type: str
+        choices: [required, optional]
+        default: required
+      http_put_response_hop_limit:
+        description: Hop limit of metadata responses (1 to 64).
+        type: int
+        default: 1
+  bootstrap:
+    description:
+      - The machines' bootstrap data.
+    type: dict
+    default: {}
+    suboptions:
+      type:
+        description:
+          - C(kubeadm) - kubeadm init/join cloud-init rendered from the cluster PKI that M(clusterapi.aws.capa_kubeadm)
+            stored. In a control-plane group with no machine the first one runs C(kubeadm init) and later ones join
+            as control planes; node groups join as workers.
+          - C(raw) - the cloud-init document in I(bootstrap.data).
+          - C(none) - no user data.
+          - Default C(none) for the bastion, C(kubeadm) otherwise.
+        type: str
+        choices: [kubeadm, raw, none]
+      endpoint_host:
+        description: Host name of the Kubernetes API endpoint (the control-plane load balancer's DNS name); kubeadm.
+        type: str
+      endpoint_port:
+        description: Port of the Kubernetes API endpoint; kubeadm.
+        type: int
+        default: 6443
+      data:
+        description: The cloud-init document for C(raw). Never logged or returned.
+        type: str
+      backend:
+        description:
+          - Where the document waits for the machine. C(secrets-manager) - C(aws.cluster.x-k8s.io/<uuid>-<n>) secrets
+            of 7000-byte gzip chunks. C(ssm-parameter-store) - C(/cluster.x-k8s.io/<uuid>/<n>) SecureString
+            parameters of 4000-byte base64 chunks.
+        type: str
+        choices: [secrets-manager, ssm-parameter-store]
+        default: secrets-manager
+  load_balancers:
+    description:
+      - Load balancers of the API server; control-plane groups only. Machines are registered when running and
+        deregistered before termination.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      type:
+        description: C(classic) (by I(name)) or C(nlb) (by I(target_group_arns)).
+        type: str
+        choices: [classic, nlb]
+        required: true
+      name:
+        description: Name of the classic load balancer (may be a check-mode placeholder).
+        type: str
+      target_group_arns:
+        description: Target groups of the network load balancer (may be check-mode placeholders).
+        type: list
+        elements: str
+  rollout:
+    description:
+      - How machines are replaced and removed.
+    type: dict
+    default: {}
+    suboptions:
+      max_surge:
+        description: Machines allowed above I(replicas) during a rolling replacement.
+        type: int
+        default: 1
+      max_unavailable:
+        description:
+          - Running machines allowed below I(replicas) during a rolling replacement. Must be 0 for a control plane;
+            I(max_surge) and I(max_unavailable) cannot both be 0.
+        type: int
+        default: 0
+      deletion_policy:
+        description:
+          - Which machines go first on scale-in (machines that are not running always go first). C(Oldest) and
+            C(Newest) by launch time. A control plane also takes from the most crowded zone first.
+        type: str
+        choices: [Random, Newest, Oldest]
+        default: Random
+notes:
+  - With I(wait), a rolling replacement runs to its end within I(wait_timeout) (launch, wait until running,
+    register, then deregister and terminate outdated machines, step by step); without it the run makes one step
+    and reports. Check mode shows the whole rollout as if every new machine came up.
+  - C(RunInstances) carries an idempotency token derived from the machine name, and C(CreateSecret) one derived
+    from the machine name and chunk index, so a request retried after a lost answer creates nothing twice.
+  - Replacing machines that were stopped or terminated behind the module's back is not done; they are reported
+    with CAPA's C(InstanceReady) reasons (C(InstanceStopped), C(InstanceTerminated)), and terminated ones do not
+    count towards I(replicas).
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+  - clusterapi.aws.common
+"""
+
+EXAMPLES = r"""
+- name: Two workers of machine deployment md-0, spread over the private subnets' zones
+  clusterapi.aws.capa_instance:
+    cluster_name: demo
+    name: md-0
+    role: node
+    replicas: 2
+    kubernetes_version: v1.31.2
+    instance_type: t3.large
+    subnets: "{{ network_subnets.subnets }}"
+    security_group_ids: ["{{ network_groups.security_groups.node.id }}"]
+    iam_instance_profile: nodes.cluster-api-provider-aws.sigs.k8s.io
+    bootstrap:
+      type: kubeadm
+      endpoint_host: "{{ network_elb.load_balancer.dns_name }}"
+    rollout: {max_surge: 1, max_unavailable: 0, deletion_policy: Oldest}
+
+- name: Three control-plane machines behind the classic load balancer
+  clusterapi.aws.capa_instance:
+    cluster_name: demo
+    name: control-plane
+    role: control-plane
+    replicas: 3
+    kubernetes_version: v1.31.2
+    instance_type: t3.large
+    subnets: "{{ network_subnets.subnets }}"
+    security_group_ids: ["{{ network_groups.security_groups.controlplane.id }}"]
+    bootstrap: {type: kubeadm, endpoint_host: "{{ network_elb.load_balancer.dns_name }}"}
+    load_balancers:
+      - {type: classic, name: demo-apiserver}
+
+- name: Own AMIs with a name pattern
+  clusterapi.aws.capa_instance:
+    cluster_name: demo
+    name: md-arm
+    instance_type: m7g.large
+    kubernetes_version: v1.31.2
+    ami: {owner: "111122223333", name_format: "team-k8s-{base_os}-{k8s_version}-*"}
+    subnets: "{{ network_subnets.subnets }}"
+    bootstrap: {type: raw, data: "{{ lookup('file', 'node.cloud-config') }}"}
+
+- name: Bastion in the first public subnet
+  clusterapi.aws.capa_instance:
+    cluster_name: demo
+    name: bastion
+    role: bastion
+    subnets: "{{ network_subnets.subnets }}"
+    security_group_ids: ["{{ network_groups.security_groups.bastion.id }}"]
+    ssh_key_name: default
+
+- name: Remove the machine deployment
+  clusterapi.aws.capa_instance:
+    cluster_name: demo
+    name: md-0
+    state: absent
+"""
+
+RETURN = r"""
+machines:
+  description: The group's machines after the run (in check mode, as they would be), sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: Instance id; C(planned:instance:<name>) in check mode when it would be launched.
+      type: str
+      sample: i-0a1b2c3d4e5f67890
+    name:
+      description: Machine name (the Name tag).
+      type: str
+      sample: demo-md-0-x7k2p
+    availability_zone:
+      description: Zone of the machine.
+      type: str
+      sample: us-east-1a
+    subnet_id:
+      description: Subnet of the machine.
+      type: str
+      sample: subnet-0a1b2c3d4e5f67890
+    private_ip:
+      description: Private IPv4 address.
+      type: str
+      sample: 10.0.64.12
+    public_ip:
+      description: Public IPv4 address, if any.
+      type: str
+      sample: 203.0.113.7
+    state:
+      description: EC2 state (C(shutting-down) for machines leaving).
+      type: str
+      sample: running
+    launch_time:
+      description: Launch time (ISO 8601).
+      type: str
+      sample: "2024-11-12T08:26:40+00:00"
+    template_hash:
+      description: Template hash the machine was made from.
+      type: str
+      sample: 3f9a1c0b2d
+    ami_id:
+      description: AMI of the machine.
+      type: str
+      sample: ami-0a1b2c3d4e5f67890
+    instance_type:
+      description: Instance type of the machine.
+      type: str
+      sample: t3.large
+    registered:
+      description: Whether the machine is in every load balancer of I(load_balancers).
+      type: bool
+      returned: when load_balancers are given
+      sample: true
+    status:
+      description: CAPA's C(InstanceReady) condition - C(status) and C(reason) (C(InstanceProvisionStarted),
+        C(InstanceNotReady), C(InstanceStopped), C(InstanceTerminated); empty when ready).
+      type: dict
+      sample: {"InstanceReady": {"status": true, "reason": ""}}
+replicas:
+  description: C(desired), C(ready) (running) and C(updated) (made from the current template) machine counts.
+  returned: always
+  type: dict
+  sample: {"desired": 2, "ready": 2, "updated": 2}
+template_hash:
+  description: The group's current template hash (null when the group has no machine and wants none).
+  returned: always
+  type: str
+  sample: 3f9a1c0b2d
+ami_id:
+  description: The AMI new machines get (looked up or given).
+  returned: always
+  type: str
+  sample: ami-0a1b2c3d4e5f67890
+plan:
+  description: The mutating AWS calls the run made, or in check mode would make, in order.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"call": "ec2:RunInstances", "resource": "demo-md-0-x7k2p", "reason": "replicas: us-east-1a"}]
+api_calls:
+  description: Number of AWS requests the run made, per C(service:Operation).
+  returned: always
+  type: dict
+  sample: {"ec2:DescribeInstances": 1, "ec2:DescribeImages": 1, "ec2:DescribeInstanceTypes": 1}
+diff:
+  description: The group before and after the run (with C(--diff)).
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import InstanceTier, run_tier
+
+
+def main():
+    run_tier(
+        dict(
+            name=dict(type="str", required=True),
+            role=dict(type="str", default="node", choices=["control-plane", "node", "bastion"]),
+            replicas=dict(type="int", default=1),
+            subnets=dict(type="list", elements="dict", default=[]),
+            failure_domains=dict(type="list", elements="str"),
+            public_ip=dict(type="bool"),
+            kubernetes_version=dict(type="str"),
+            ami=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    id=dict(type="str"),
+                    base_os=dict(type="str", default="ubuntu-24.04"),
+                    owner=dict(type="str"),
+                    name_format=dict(type="str"),
+                ),
+            ),
+            instance_type=dict(type="str"),
+            root_volume=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    size=dict(type="int"),
+                    type=dict(type="str", default="gp3"),
+                    encrypted=dict(type="bool", default=True),
+                ),
+            ),
+            ssh_key_name=dict(type="str", no_log=False),
+            iam_instance_profile=dict(type="str"),
+            security_group_ids=dict(type="list", elements="str", default=[]),
+            spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
+            tenancy=dict(type="str", default="default", choices=["default", "dedicated", "host"]),
+            placement_group_name=dict(type="str"),
+            imds=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
+                    http_put_response_hop_limit=dict(type="int", default=1),
+                ),
+            ),
+            bootstrap=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    type=dict(type="str", choices=["kubeadm", "raw", "none"]),
+                    endpoint_host=dict(type="str"),
+                    endpoint_port=dict(type="int", default=6443),
+                    data=dict(type="str", no_log=True),
+                    backend=dict(
+                        type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]
+                    ),
+                ),
+            ),
+            load_balancers=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    type=dict(type="str", required=True, choices=["classic", "nlb"]),
+                    name=dict(type="str"),
+                    target_group_arns=dict(type="list", elements="str"),
+                ),
+            ),
+            rollout=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    max_surge=dict(type="int", default=1),
+                    max_unavailable=dict(type="int", default=0),
+                    deletion_policy=dict(type="str", default="Random", choices=["Random", "Newest", "Oldest"]),
+                ),
+            ),
+        ),
+        tier=InstanceTier(),
+        result_key=None,
+    )
+
+
+if __name__ == "__main__":
+    main()
