@@ -73,7 +73,7 @@ def generate_lb_name(base: str) -> str:
 def target_group_name(prefix: str, rng: random.Random | None = None) -> str:
     """A target group name as CAPA generates it: the prefix and 5 random characters (found later by prefix)."""
     rng = rng or random.SystemRandom()
-    return prefix + "".join(rng.choice(_NAME_SUFFIX_CHARS) for _ in range(5))
+    return prefix + "".join(rng.choice(_NAME_SUFFIX_CHARS) for _position in range(5))
 
 
 def chunks(items: Sequence[Any], size: int = DESCRIBE_TAGS_CHUNK) -> list[list[Any]]:
