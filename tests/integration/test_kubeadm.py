@@ -1,0 +1,293 @@
+"""capa_kubeadm against the moto server, plus the rendered bootstrap data checked by the real tools.
+
+The tool checks call binaries: ``cloud-init`` (Debian: ``apt-get install -y --no-install-recommends cloud-init``)
+and ``openssl``. A missing binary fails the test with the command that installs it; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.clusterapi.aws.plugins.module_utils import _kubeadm as k
+
+MODULE = "clusterapi.aws.capa_kubeadm"
+CLUSTER = "kadm-it"
+SECRET = f"clusterapi.aws/{CLUSTER}/pki"
+OWNER = f"sigs.k8s.io/cluster-api-provider-aws/cluster/{CLUSTER}"
+HOST = "kadm-it-apiserver-123.us-east-1.elb.amazonaws.com"
+
+
+def args(tmp_path: Path, **extra):
+    return {
+        "cluster_name": CLUSTER,
+        "kubernetes_version": "v1.31.2",
+        "endpoint": {"host": HOST},
+        "output_dir": str(tmp_path / "out"),
+        "additional_tags": {"team": "a"},
+        **extra,
+    }
+
+
+def kubeconfig_file(tmp_path: Path) -> Path:
+    return tmp_path / "out" / CLUSTER / "kubeconfig"
+
+
+def stored_pki(aws) -> k.ClusterPki:
+    text = aws.client("secretsmanager").get_secret_value(SecretId=SECRET)["SecretString"]
+    return k.ClusterPki.from_secret_string(text, SECRET)
+
+
+def assert_no_secrets(result, pki: k.ClusterPki | None = None):
+    text = json.dumps(result)
+    assert "BEGIN" not in text
+    if pki is not None:
+        assert pki.bootstrap_token not in text
+        assert pki.bootstrap_token.split(".")[1] not in text
+
+
+def require(binary: str, install: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        pytest.fail(f"'{binary}' is not installed; install it with: {install}")
+    return path
+
+
+def test_create_then_noop(aws, run_module, tmp_path):
+    first = run_module(MODULE, args(tmp_path))
+    assert first["changed"] is True, first
+    assert [(p["call"], p["resource"]) for p in first["plan"]] == [
+        ("secretsmanager:CreateSecret", SECRET),
+        ("file:WriteFile", str(kubeconfig_file(tmp_path))),
+    ]
+    sm = aws.client("secretsmanager")
+    described = sm.describe_secret(SecretId=SECRET)
+    assert {t["Key"]: t["Value"] for t in described["Tags"]} == {
+        "Name": SECRET,
+        "team": "a",
+        OWNER: "owned",
+        "sigs.k8s.io/cluster-api-provider-aws/role": "control-plane",
+    }
+    pki = stored_pki(aws)
+    assert first["pki"]["secret_arn"] == described["ARN"]
+    assert first["pki"]["secret_name"] == SECRET
+    assert first["pki"]["ca_cert_hash"] == pki.ca_cert_hash
+    assert first["pki"]["service_cidr"] == "10.96.0.0/12" and first["pki"]["pod_cidr"] == "192.168.0.0/16"
+    assert_no_secrets(first, pki)
+
+    path = kubeconfig_file(tmp_path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    config = yaml.safe_load(path.read_text())
+    assert config["current-context"] == f"{CLUSTER}-admin@{CLUSTER}"
+    assert config["clusters"][0]["name"] == CLUSTER
+    assert config["clusters"][0]["cluster"]["server"] == f"https://{HOST}:6443"
+    assert config["users"][0]["name"] == f"{CLUSTER}-admin"
+    assert first["kubeconfig"]["path"] == str(path)
+    assert first["kubeconfig"]["context"] == f"{CLUSTER}-admin@{CLUSTER}"
+    content = path.read_text()
+
+    aws.reset_requests()
+    second = run_module(MODULE, args(tmp_path))
+    assert second["changed"] is False and second["plan"] == [], second
+    assert second["api_calls"] == {"secretsmanager:GetSecretValue": 1}
+    assert aws.mutating_requests() == []
+    assert len(aws.requests()) == 1
+    assert path.read_text() == content  # not rewritten with a fresh certificate
+    assert second["pki"] == first["pki"]
+    assert_no_secrets(second, pki)
+
+
+def test_check_mode_from_empty_creates_nothing(aws, run_module, tmp_path):
+    result = run_module(MODULE, args(tmp_path), check=True, diff=True)
+    assert result["changed"] is True
+    assert [p["call"] for p in result["plan"]] == ["secretsmanager:CreateSecret", "file:WriteFile"]
+    assert result["pki"]["secret_arn"] == f"planned:secret:{SECRET}"
+    assert result["pki"]["ca_cert_hash"] is None
+    assert result["diff"]["before"] == {"pki": None, "kubeconfig": None}
+    assert aws.mutating_requests() == []
+    assert aws.client("secretsmanager").list_secrets()["SecretList"] == []
+    assert not (tmp_path / "out").exists()
+    assert_no_secrets(result)
+
+
+def test_check_mode_accepts_a_placeholder_endpoint_and_apply_refuses_it(aws, run_module, tmp_path):
+    placeholder = {"endpoint": {"host": f"planned:elb:{CLUSTER}-apiserver"}}
+    planned = run_module(MODULE, args(tmp_path, **placeholder), check=True)
+    assert planned.get("failed") is not True, planned
+    assert [p["call"] for p in planned["plan"]] == ["secretsmanager:CreateSecret", "file:WriteFile"]
+    applied = run_module(MODULE, args(tmp_path, **placeholder))
+    assert applied["failed"] is True and "placeholder" in applied["msg"]
+
+
+def test_admin_certificate_verifies_with_openssl(aws, run_module, tmp_path):
+    openssl = require("openssl", "apt-get install -y openssl")
+    run_module(MODULE, args(tmp_path))
+    config = yaml.safe_load(kubeconfig_file(tmp_path).read_text())
+    ca = tmp_path / "ca.crt"
+    client = tmp_path / "admin.crt"
+    ca.write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
+    client.write_bytes(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]))
+    assert ca.read_text() == stored_pki(aws).cluster_ca_cert
+    verified = subprocess.run(
+        [openssl, "verify", "-CAfile", str(ca), "-purpose", "sslclient", str(client)], capture_output=True, text=True
+    )
+    assert verified.returncode == 0 and verified.stdout.strip().endswith(": OK"), verified
+    subject = subprocess.run(
+        [openssl, "x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in", str(client)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert subject.stdout.strip() == "subject=CN=kubernetes-admin,O=system:masters"
+
+
+def _render_like_cloud_init(cloud_init: str, document: bytes, out: Path) -> Path:
+    """Render the jinja header the way cloud-init does on the node, with cloud-init's own code and EC2-like data."""
+    interpreter = Path(cloud_init).read_text().splitlines()[0].removeprefix("#!").strip()
+    script = (
+        "import json, sys\n"
+        "from cloudinit.handlers.jinja_template import render_jinja_payload\n"
+        "data = {'ds': {'meta_data': {'local-hostname': 'ip-10-0-1-23.ec2.internal'}}}\n"
+        "sys.stdout.write(render_jinja_payload(sys.stdin.read(), 'user-data', data))\n"
+    )
+    rendered = subprocess.run(
+        interpreter.split() + ["-c", script], input=document.decode(), capture_output=True, text=True, check=True
+    )
+    out.write_text(rendered.stdout)
+    return out
+
+
+def test_cloud_init_of_every_role_passes_the_cloud_init_schema(aws, run_module, tmp_path):
+    cloud_init = require("cloud-init", "apt-get update && apt-get install -y --no-install-recommends cloud-init")
+    run_module(MODULE, args(tmp_path))
+    pki = stored_pki(aws)  # rendered from what the module stored, as machine modules do
+    for role in k.ROLES:
+        document = k.render_cloud_init(
+            pki,
+            role,
+            cluster=CLUSTER,
+            endpoint_host=HOST,
+            endpoint_port=6443,
+            kubernetes_version="v1.31.2",
+            machine_name=f"{CLUSTER}-{role}-0",
+        )
+        rendered = _render_like_cloud_init(cloud_init, document, tmp_path / f"{role}.yaml")
+        text = rendered.read_text()
+        assert text.startswith("#cloud-config\n")
+        assert "name: 'ip-10-0-1-23.ec2.internal'" in text
+        checked = subprocess.run([cloud_init, "schema", "--config-file", str(rendered)], capture_output=True, text=True)
+        assert checked.returncode == 0, f"{role}: {checked.stdout}{checked.stderr}"
+        assert "Valid cloud-config" in checked.stdout, role
+
+
+def _supplied(pki: k.ClusterPki, *pairs: str) -> dict[str, str]:
+    supplied = {}
+    for name in pairs:
+        if name == "service_account":
+            supplied["service_account_public_key"] = pki.service_account_public_key
+            supplied["service_account_private_key"] = pki.service_account_private_key
+        else:
+            supplied[f"{name}_cert"] = getattr(pki, f"{name}_cert")
+            supplied[f"{name}_key"] = getattr(pki, f"{name}_key")
+    return supplied
+
+
+def test_supplied_pki_is_stored_and_updated_only_when_it_differs(aws, run_module, tmp_path):
+    mine = k.generate_pki()
+    first = run_module(MODULE, args(tmp_path, pki=_supplied(mine, "cluster_ca", "service_account")))
+    assert first["changed"] is True, first
+    stored = stored_pki(aws)
+    assert stored.cluster_ca_cert == mine.cluster_ca_cert and stored.cluster_ca_key == mine.cluster_ca_key
+    assert stored.service_account_private_key == mine.service_account_private_key
+    assert stored.etcd_ca_cert != mine.etcd_ca_cert  # not supplied: generated
+    assert first["pki"]["ca_cert_hash"] == mine.ca_cert_hash
+    assert_no_secrets(first, stored)
+
+    aws.reset_requests()
+    again = run_module(MODULE, args(tmp_path, pki=_supplied(mine, "cluster_ca", "service_account")))
+    assert again["changed"] is False and aws.mutating_requests() == []
+
+    newer = k.generate_pki()
+    replaced = run_module(MODULE, args(tmp_path, pki=_supplied(newer, "cluster_ca")), diff=True)
+    assert [(p["call"], p["reason"]) for p in replaced["plan"]] == [
+        ("secretsmanager:PutSecretValue", "differs: cluster_ca_cert, cluster_ca_key"),
+        ("file:WriteFile", "cluster CA differs"),
+    ]
+    assert stored_pki(aws).cluster_ca_cert == newer.cluster_ca_cert
+    assert stored_pki(aws).bootstrap_token == stored.bootstrap_token
+    assert replaced["diff"]["before"]["pki"]["ca_cert_hash"] == mine.ca_cert_hash
+    assert replaced["diff"]["after"]["pki"]["ca_cert_hash"] == newer.ca_cert_hash
+    config = yaml.safe_load(kubeconfig_file(tmp_path).read_text())
+    ca_data = config["clusters"][0]["cluster"]["certificate-authority-data"]
+    assert base64.b64decode(ca_data).decode() == newer.cluster_ca_cert
+    assert_no_secrets(replaced, newer)
+
+
+def test_bad_supplied_pki_fails_before_any_request(aws, run_module, tmp_path):
+    one, two = k.generate_pki(), k.generate_pki()
+    bad = {"cluster_ca_cert": one.cluster_ca_cert, "cluster_ca_key": two.cluster_ca_key}
+    result = run_module(MODULE, args(tmp_path, pki=bad))
+    assert result["failed"] is True
+    assert result["field"] == "pki.cluster_ca_key" and "does not match" in result["msg"]
+    assert aws.requests() == []
+    assert_no_secrets(result)
+
+
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        ({"kubernetes_version": "latest"}, "kubernetes_version"),
+        ({"pod_cidr": "10.96.0.0/16"}, "pod_cidr"),
+        ({"endpoint": {"host": HOST, "port": 70000}}, "endpoint.port"),
+    ],
+)
+def test_bad_input_names_the_field(aws, run_module, tmp_path, override, field):
+    result = run_module(MODULE, args(tmp_path, **override))
+    assert result["failed"] is True and result["field"] == field, result
+    assert aws.requests() == []
+
+
+def test_absent_deletes_secret_and_kubeconfig(aws, run_module, tmp_path):
+    run_module(MODULE, args(tmp_path))
+    path = kubeconfig_file(tmp_path)
+    assert path.exists()
+    absent = {"cluster_name": CLUSTER, "state": "absent", "output_dir": str(tmp_path / "out")}
+
+    planned = run_module(MODULE, absent, check=True)
+    assert [p["call"] for p in planned["plan"]] == ["secretsmanager:DeleteSecret", "file:DeleteFile"]
+    assert path.exists()
+
+    aws.reset_requests()
+    result = run_module(MODULE, absent)
+    assert result["changed"] is True and result["pki"] is None and result["kubeconfig"] is None
+    assert [r["operation"] for r in aws.mutating_requests()] == ["DeleteSecret"]
+    assert aws.client("secretsmanager").list_secrets()["SecretList"] == []
+    assert not path.exists()
+
+    again = run_module(MODULE, absent)
+    assert again["changed"] is False and again["plan"] == []
+
+
+def test_a_secret_the_cluster_does_not_own_is_never_changed(aws, run_module, tmp_path):
+    sm = aws.client("secretsmanager")
+    foreign = k.generate_pki()
+    sm.create_secret(Name=SECRET, SecretString=foreign.to_secret_string())
+
+    used = run_module(MODULE, args(tmp_path))  # readable and identical: used as it is
+    assert used["changed"] is True and [p["call"] for p in used["plan"]] == ["file:WriteFile"]
+    assert used["pki"]["ca_cert_hash"] == foreign.ca_cert_hash
+
+    refused = run_module(MODULE, args(tmp_path, pki=_supplied(k.generate_pki(), "etcd_ca")))
+    assert refused["failed"] is True and "not ours to change" in refused["msg"]
+
+    left = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent", "output_dir": str(tmp_path / "out")})
+    assert [p["call"] for p in left["plan"]] == ["file:DeleteFile"]
+    assert any("not owned" in w for w in left.get("warnings", []))
+    assert stored_pki(aws) == foreign
