@@ -83,3 +83,16 @@ notes:
     C(planned:<kind>:<name>), which the other modules of this collection accept, so a whole playbook runs in
     check mode.
 """
+
+    # The same options for read-only (_info) modules, which take no state.
+    INFO = DOCUMENTATION.replace(
+        """  state:
+    description:
+      - C(present) reconciles AWS towards the options; C(absent) deletes what the cluster owns for this tier, in
+        dependency order, and leaves everything else alone.
+    type: str
+    choices: [present, absent]
+    default: present
+""",
+        "",
+    )

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
+from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
 from ._elb import ElbTier
 from ._instances import InstanceTier
@@ -38,6 +39,7 @@ except ImportError:
     pass  # AnsibleAWSModule reports a missing SDK.
 
 __all__ = [
+    "ClusterInfoTier",
     "Context",
     "ElbTier",
     "InstanceTier",
@@ -71,9 +73,12 @@ def _identity_spec() -> dict[str, Any]:
     return spec
 
 
-def common_argument_spec() -> dict[str, Any]:
-    """Our options on every module (documented by the ``clusterapi.aws.common`` doc fragment)."""
-    return dict(
+def common_argument_spec(info: bool = False) -> dict[str, Any]:
+    """Our options on every module (documented by the ``clusterapi.aws.common`` doc fragment).
+
+    ``info`` modules only read, so they take no ``state`` (documented by ``clusterapi.aws.common.info``).
+    """
+    spec = dict(
         cluster_name=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         identity=dict(type="dict", options=_identity_spec()),
@@ -81,6 +86,9 @@ def common_argument_spec() -> dict[str, Any]:
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=600),
     )
+    if info:
+        del spec["state"]
+    return spec
 
 
 class Tier(Protocol):
@@ -118,9 +126,15 @@ def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSessio
     return session
 
 
-def run_tier(argument_spec: dict[str, Any], tier: Tier, result_key: str | None, **module_kwargs: Any) -> None:
-    """Run ``tier`` as a module. With ``result_key`` None, ``after`` is a dict of result keys (several resources)."""
-    spec = common_argument_spec()
+def run_tier(
+    argument_spec: dict[str, Any], tier: Tier, result_key: str | None, info: bool = False, **module_kwargs: Any
+) -> None:
+    """Run ``tier`` as a module. With ``result_key`` None, ``after`` is a dict of result keys (several resources).
+
+    ``info=True`` runs a read-only tier: no ``state`` option, and a tier that planned a mutating call fails
+    instead of reporting ``changed`` (an ``_info`` module must never change anything).
+    """
+    spec = common_argument_spec(info=info)
     spec.update(argument_spec)
     module = AnsibleAWSModule(argument_spec=spec, supports_check_mode=True, **module_kwargs)
     params = module.params
@@ -146,6 +160,8 @@ def run_tier(argument_spec: dict[str, Any], tier: Tier, result_key: str | None, 
     except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
         module.fail_json_aws(e, msg=_describe_failure(e), **_progress(session, ctx))
 
+    if info and ctx.ops.plan:
+        module.fail_json(msg="an info tier planned a mutating call (a bug)", **_progress(session, ctx))
     for message in ctx.warnings:
         module.warn(message)
     result: dict[str, Any] = {"changed": ctx.ops.changed}

@@ -1,0 +1,159 @@
+#!/usr/bin/python
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
+
+DOCUMENTATION = r"""
+module: capa_cluster_info
+short_description: Report everything a cluster owns, CAPA's conditions and orphans
+version_added: 0.1.0
+description:
+  - Finds every resource tagged for the cluster with one request per resource type (each filtered by the cluster's
+    tags and paginated), whatever the number of resources - VPCs, internet gateways, subnets, route tables, NAT
+    gateways (deleted ones skipped), Elastic IPs, security groups, instances (terminated ones skipped), classic
+    load balancers, and through one Resource Groups Tagging API request the network load balancers, target
+    groups, bootstrap secrets and SSM parameters the cluster owns.
+  - Reports CAPA's conditions (C(VpcReady), C(SubnetsReady), C(InternetGatewayReady), C(NatGatewaysReady),
+    C(RouteTablesReady), C(ClusterSecurityGroupsReady), C(BastionHostReady) when the bastion is enabled,
+    C(LoadBalancerReady) for self-managed clusters), and a readiness summary per machine group.
+  - Lists orphans - resources tagged as owned by the cluster that the spec no longer explains - and the resources
+    the in-cluster cloud provider created (tagged C(kubernetes.io/cluster/<cluster_name>=owned) without CAPA's
+    ownership tag). Nothing is changed or deleted; the module never reports C(changed).
+author:
+  - clusterapi.aws maintainers (@clusterapi)
+options:
+  spec:
+    description:
+      - The normalised cluster spec, as M(clusterapi.aws.capa_cluster_spec) returns it under C(cluster). Empty means
+        CAPA's defaults (managed VPC, a public and a private subnet per AZ, a NAT gateway per AZ, classic load
+        balancer, no bastion, one control-plane machine, no workers).
+      - Keys read - C(name) (must equal I(cluster_name) when set), C(kind), C(network.vpc.id),
+        C(network.vpc.availability_zone_usage_limit), C(network.subnets) (C(id), C(availability_zone),
+        C(cidr_block), C(is_public)), C(network.nat_gateways), C(network.security_group_overrides),
+        C(bastion.enabled), C(control_plane_load_balancer.type) and C(.name), C(control_plane.replicas), and
+        C(machine_deployments) (C(name), C(replicas)). Other keys are ignored.
+    type: dict
+    default: {}
+  vpc_id:
+    description:
+      - The cluster's VPC (for example C(vpc.id) of M(clusterapi.aws.capa_vpc)). Other VPCs the cluster owns are
+        then orphans. Without it the owned VPC named C(<cluster_name>-vpc) is the cluster's. A VPC brought by id
+        comes from C(spec.network.vpc.id) instead.
+    type: str
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+  - clusterapi.aws.common.info
+notes:
+  - Classic load balancers are listed with the ELB API (all of the region, tags in chunks of 20), as CAPA does;
+    network load balancers and target groups the cloud provider created are not looked up.
+  - Instances are grouped by their C(clusterapi.aws/machine-group) tag; bootstrap secrets and parameters are
+    matched to machines by their C(Name) tag.
+"""
+
+EXAMPLES = r"""
+- name: Build the cluster spec
+  clusterapi.aws.capa_cluster_spec:
+    cluster: "{{ capa_cluster }}"
+  register: spec
+
+- name: Report the cluster's status
+  clusterapi.aws.capa_cluster_info:
+    cluster_name: "{{ spec.cluster.name }}"
+    region: "{{ spec.cluster.region }}"
+    spec: "{{ spec.cluster }}"
+  register: status
+
+- name: Fail when something is tagged for the cluster that the spec does not explain
+  ansible.builtin.assert:
+    that: status.orphans | length == 0
+    fail_msg: "{{ status.orphans }}"
+"""
+
+RETURN = r"""
+vpc_id:
+  description: The cluster's VPC, or C(null) when none was found.
+  returned: always
+  type: str
+  sample: vpc-0a1b2c3d4e5f67890
+resources:
+  description:
+    - Resources carrying the cluster's ownership tag, per kind (C(vpc), C(internet_gateway), C(subnet),
+      C(route_table), C(nat_gateway), C(elastic_ip), C(security_group), C(instance), C(load_balancer),
+      C(load_balancer_v2), C(target_group), C(secret), C(ssm_parameter)).
+    - Each has C(id), C(name), C(role) (CAPA's role tag), C(state) (C(null) where AWS reports none), C(tags) and
+      a few fields of its kind (C(vpc_id), C(availability_zone), C(cidr_block), C(public), C(subnet_ids),
+      C(default_route), C(allocation_ids), C(group), C(dns_name), C(machine)).
+  returned: always
+  type: dict
+  sample: {"vpc": [{"id": "vpc-0a1b2c3d4e5f67890", "name": "demo-vpc", "role": "common", "state": "available"}]}
+counts:
+  description: Number of owned resources per kind.
+  returned: always
+  type: dict
+  sample: {"vpc": 1, "subnet": 6, "nat_gateway": 3, "elastic_ip": 3, "route_table": 6, "security_group": 4}
+conditions:
+  description:
+    - CAPA's conditions, each with C(status) (bool), C(reason) and C(message). C(BastionHostReady) only when
+      the bastion is enabled; C(LoadBalancerReady) only for C(kind=unmanaged) (reason
+      C(WaitForExternalControlPlaneEndpoint) when the load balancer is disabled).
+  returned: always
+  type: dict
+  sample: {"VpcReady": {"status": true, "reason": "Available", "message": "vpc-0a1b2c3d4e5f67890"}}
+machines:
+  description:
+    - Per machine group of the spec (C(control-plane), C(bastion) when enabled, each machine deployment) -
+      C(desired), C(running), C(states) (count per instance state), C(instances) (ids), C(ready), and an
+      InstanceReady-like C(reason) (C(InstanceReady), C(InstanceProvisionStarted), C(InstanceStopped),
+      C(InstanceNotFound), C(InstanceNotReady)) with a C(message).
+  returned: always
+  type: dict
+  sample: {"control-plane": {"desired": 1, "running": 1, "ready": true, "reason": "InstanceReady"}}
+ready:
+  description: Whether every condition is true and every machine group is ready.
+  returned: always
+  type: bool
+  sample: false
+orphans:
+  description: Owned resources the spec does not explain, each with C(kind), C(id), C(name) and C(reason).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"kind": "instance", "id": "i-0123456789abcdef0", "name": "old-0",
+            "reason": "machine group 'md-old' is not in the spec"}]
+cloud_provider_resources:
+  description:
+    - Resources tagged C(kubernetes.io/cluster/<cluster_name>=owned) without CAPA's ownership tag - what the
+      in-cluster cloud provider created (load balancers, their security groups). Reported, never deleted here.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"kind": "load_balancer", "id": "a1b2c3d4e5", "name": "a1b2c3d4e5"}]
+plan:
+  description: Always empty - the module makes no mutating call.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+api_calls:
+  description: Number of AWS requests the run made, per C(service:Operation) - one per resource type.
+  returned: always
+  type: dict
+  sample: {"ec2:DescribeVpcs": 1, "ec2:DescribeSubnets": 1, "tagging:GetResources": 1}
+"""
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import ClusterInfoTier, run_tier
+
+
+def main():
+    run_tier(
+        dict(spec=dict(type="dict", default={}), vpc_id=dict(type="str")),
+        tier=ClusterInfoTier(),
+        result_key=None,
+        info=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
