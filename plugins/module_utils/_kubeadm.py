@@ -99,7 +99,7 @@ CA_PAIRS = (
     ("front_proxy_ca", "front_proxy_ca_cert", "front_proxy_ca_key", "front-proxy-ca"),
 )
 SA_PAIR = ("service_account", "service_account_public_key", "service_account_private_key")
-PEM_FIELDS = tuple(f for _, cert, key, _ in CA_PAIRS for f in (cert, key)) + SA_PAIR[1:]
+PEM_FIELDS = tuple(f for pair in CA_PAIRS for f in pair[1:3]) + SA_PAIR[1:]
 
 
 @dataclass(frozen=True)
@@ -220,13 +220,13 @@ def new_ca(common_name: str, now: datetime.datetime | None = None) -> tuple[str,
 def new_bootstrap_token() -> str:
     """A kubeadm bootstrap token ``[a-z0-9]{6}.[a-z0-9]{16}`` from the OS's CSPRNG."""
     pick = secrets.choice
-    return "".join(pick(_TOKEN_ALPHABET) for _ in range(6)) + "." + "".join(pick(_TOKEN_ALPHABET) for _ in range(16))
+    return "".join(pick(_TOKEN_ALPHABET) for i in range(6)) + "." + "".join(pick(_TOKEN_ALPHABET) for i in range(16))
 
 
 def generate_pki(service_cidr: str = DEFAULT_SERVICE_CIDR, pod_cidr: str = DEFAULT_POD_CIDR) -> ClusterPki:
     now = _now()
     pems: dict[str, str] = {}
-    for _, cert_field, key_field, common_name in CA_PAIRS:
+    for _name, cert_field, key_field, common_name in CA_PAIRS:
         pems[cert_field], pems[key_field] = new_ca(common_name, now)
     sa_key = new_private_key()
     pems[SA_PAIR[1]] = public_key_pem(sa_key.public_key())
@@ -288,7 +288,7 @@ def check_supplied_pki(
     """Each supplied pair complete and consistent: the key matches the certificate, which is an unexpired CA."""
     supplied = supplied or {}
     now = now or _now()
-    pairs = [(name, cert, key) for name, cert, key, _ in CA_PAIRS] + [SA_PAIR]
+    pairs = [pair[:3] for pair in CA_PAIRS] + [SA_PAIR]
     for _name, first, second in pairs:
         given = {f: supplied.get(f) for f in (first, second)}
         if not any(given.values()):
@@ -366,7 +366,7 @@ def normalise_version(version: str) -> str:
 
 def kubeadm_api_version(kubernetes_version: str) -> str:
     """kubeadm.k8s.io/v1beta4 from Kubernetes 1.31 (where it became the default), v1beta3 before."""
-    major, minor, _ = parse_version(kubernetes_version)
+    major, minor = parse_version(kubernetes_version)[:2]
     return "kubeadm.k8s.io/v1beta4" if (major, minor) >= (1, 31) else "kubeadm.k8s.io/v1beta3"
 
 
@@ -556,7 +556,7 @@ def cloud_init_hash(
         "kubernetes_version": normalise_version(kubernetes_version),
         "service_cidr": pki.service_cidr,
         "pod_cidr": pki.pod_cidr,
-        "cas": [ca_cert_hash(getattr(pki, cert)) for _, cert, _, _ in CA_PAIRS],
+        "cas": [ca_cert_hash(getattr(pki, pair[1])) for pair in CA_PAIRS],
         "service_account": hashlib.sha256(pki.service_account_public_key.strip().encode()).hexdigest(),
         "token": hashlib.sha256(pki.bootstrap_token.encode()).hexdigest(),
     }
@@ -741,7 +741,7 @@ def load_cluster_pki(ctx: Context, cluster: str, *, missing_ok: bool = False) ->
 
     Missing: ``ReconcileError`` (or ``None`` with ``missing_ok``, e.g. for a check-mode run before the PKI exists).
     """
-    pki, _ = read_pki_secret(ctx, cluster)
+    pki = read_pki_secret(ctx, cluster)[0]
     if pki is None and not missing_ok:
         raise ReconcileError(
             f"cluster {cluster} has no PKI (secret {secret_name(cluster)} not found): run capa_kubeadm first"
