@@ -66,6 +66,9 @@ def is_read_operation(operation: str) -> bool:
 class ApiCallRecorder:
     """Counts every AWS request made through the session, per ``service:Operation``.
 
+    ``service`` is boto3's client name (``ec2``, ``elb``, ``elbv2``, ``eks`` …), so the classic and v2 load
+    balancer APIs, which share one endpoint, stay apart.
+
     It listens to botocore's ``before-parameter-build`` event, so it sees each call once per attempt that the
     retry decorator makes, pages of a paginator included, whichever client made it.
     """
@@ -78,7 +81,7 @@ class ApiCallRecorder:
 
     def _record(self, model: Any = None, **_kwargs: Any) -> None:
         if model is not None:
-            self.counts[f"{model.service_model.endpoint_prefix}:{model.name}"] += 1
+            self.counts[f"{model.service_model.service_name}:{model.name}"] += 1
 
     def as_dict(self) -> dict[str, int]:
         return dict(sorted(self.counts.items()))

@@ -74,7 +74,7 @@ class Operations:
         A parameter that still holds a placeholder can only happen in check mode; it is never sent.
         """
         self.plan.append(
-            PlannedCall(f"{client.meta.service_model.endpoint_prefix}:{client.api_name(method)}", resource, reason)
+            PlannedCall(f"{client.meta.service_model.service_name}:{client.api_name(method)}", resource, reason)
         )
         if self.check_mode:
             value = predicted() if callable(predicted) else predicted

@@ -30,8 +30,8 @@ EXPECTED_CALLS = {
     "ec2:DescribeAddresses": 1,
     "ec2:DescribeSecurityGroups": 1,
     "ec2:DescribeInstances": 1,
-    "elasticloadbalancing:DescribeLoadBalancers": 1,
-    "tagging:GetResources": 1,
+    "elb:DescribeLoadBalancers": 1,
+    "resourcegroupstaggingapi:GetResources": 1,
 }
 
 
@@ -147,7 +147,7 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
     # Orphans do not make the network unready.
     for name in NETWORK_CONDITIONS:
         assert result["conditions"][name]["status"] is True, (name, result["conditions"][name])
-    assert result["api_calls"]["elasticloadbalancing:DescribeTags"] == 1
+    assert result["api_calls"]["elb:DescribeTags"] == 1
 
     # A spec that lists the subnets explicitly: the stray one is still an orphan, now for the spec's list.
     listed = [

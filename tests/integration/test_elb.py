@@ -108,9 +108,9 @@ def test_classic_create_noop_drift_and_delete(aws, run_module, network):
     assert second["plan"] == []
     assert aws.mutating_requests() == []
     assert second["api_calls"] == {
-        "elasticloadbalancing:DescribeLoadBalancerAttributes": 1,
-        "elasticloadbalancing:DescribeLoadBalancers": 1,
-        "elasticloadbalancing:DescribeTags": 1,
+        "elb:DescribeLoadBalancerAttributes": 1,
+        "elb:DescribeLoadBalancers": 1,
+        "elb:DescribeTags": 1,
     }
 
     # Drift: attributes, health check, a subnet, the security groups and a tag value.
@@ -130,11 +130,11 @@ def test_classic_create_noop_drift_and_delete(aws, run_module, network):
     calls = sorted(p["call"] for p in repaired["plan"])
     assert calls == sorted(
         [
-            "elasticloadbalancing:ModifyLoadBalancerAttributes",
-            "elasticloadbalancing:ConfigureHealthCheck",
-            "elasticloadbalancing:AddTags",
-            "elasticloadbalancing:AttachLoadBalancerToSubnets",
-            "elasticloadbalancing:ApplySecurityGroupsToLoadBalancer",
+            "elb:ModifyLoadBalancerAttributes",
+            "elb:ConfigureHealthCheck",
+            "elb:AddTags",
+            "elb:AttachLoadBalancerToSubnets",
+            "elb:ApplySecurityGroupsToLoadBalancer",
         ]
     )
     [described] = elb.describe_load_balancers(LoadBalancerNames=[LB_NAME])["LoadBalancerDescriptions"]
@@ -149,7 +149,7 @@ def test_classic_create_noop_drift_and_delete(aws, run_module, network):
 
     gone = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent", "wait_timeout": 30})
     assert gone["changed"]
-    assert [p["call"] for p in gone["plan"]] == ["elasticloadbalancing:DeleteLoadBalancer"]
+    assert [p["call"] for p in gone["plan"]] == ["elb:DeleteLoadBalancer"]
     assert gone["load_balancer"] is None
     assert elb.describe_load_balancers()["LoadBalancerDescriptions"] == []
     again = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent", "wait_timeout": 30})
@@ -210,20 +210,20 @@ def test_nlb_create_noop_and_delete_in_order(aws, run_module, network):
     assert not second["changed"], second["plan"]
     assert aws.mutating_requests() == []
     assert second["api_calls"] == {
-        "elasticloadbalancing:DescribeListeners": 1,
-        "elasticloadbalancing:DescribeLoadBalancerAttributes": 1,
-        "elasticloadbalancing:DescribeLoadBalancers": 1,
-        "elasticloadbalancing:DescribeTags": 1,
-        "elasticloadbalancing:DescribeTargetGroupAttributes": 2,
-        "elasticloadbalancing:DescribeTargetGroups": 1,
+        "elbv2:DescribeListeners": 1,
+        "elbv2:DescribeLoadBalancerAttributes": 1,
+        "elbv2:DescribeLoadBalancers": 1,
+        "elbv2:DescribeTags": 1,
+        "elbv2:DescribeTargetGroupAttributes": 2,
+        "elbv2:DescribeTargetGroups": 1,
     }
     assert second["load_balancer"] == lb
 
     # Dropping the additional listener removes its listener and target group (and nothing else).
     fewer = run_module(MODULE, elb_args(network, type="nlb", health_check_protocol="HTTPS"))
     assert [p["call"] for p in fewer["plan"]] == [
-        "elasticloadbalancing:DeleteListener",
-        "elasticloadbalancing:DeleteTargetGroup",
+        "elbv2:DeleteListener",
+        "elbv2:DeleteTargetGroup",
     ]
     assert [g["Port"] for g in v2.describe_target_groups(LoadBalancerArn=arn)["TargetGroups"]] == [6443]
 
@@ -231,10 +231,11 @@ def test_nlb_create_noop_and_delete_in_order(aws, run_module, network):
     gone = run_module(MODULE, {"cluster_name": CLUSTER, "type": "nlb", "state": "absent", "wait_timeout": 30})
     assert gone["changed"]
     assert [p["call"] for p in gone["plan"]] == [
-        "elasticloadbalancing:DeleteListener",
-        "elasticloadbalancing:DeleteLoadBalancer",
-        "elasticloadbalancing:DeleteTargetGroup",
+        "elbv2:DeleteListener",
+        "elbv2:DeleteLoadBalancer",
+        "elbv2:DeleteTargetGroup",
     ]
+    # The server names both load balancer APIs by their shared endpoint.
     assert _ops(aws.mutating_requests()) == [
         "elasticloadbalancing:DeleteListener",
         "elasticloadbalancing:DeleteLoadBalancer",
@@ -256,8 +257,8 @@ def test_nlb_with_internal_secondary(aws, run_module, network):
     assert first["endpoint"]["host"] == primary["dns_name"]
     second = run_module(MODULE, args)
     assert not second["changed"], second["plan"]
-    assert second["api_calls"]["elasticloadbalancing:DescribeLoadBalancers"] == 1
-    assert second["api_calls"]["elasticloadbalancing:DescribeTags"] == 1
+    assert second["api_calls"]["elbv2:DescribeLoadBalancers"] == 1
+    assert second["api_calls"]["elbv2:DescribeTags"] == 1
     gone = run_module(MODULE, {**args, "state": "absent"})
     assert gone["changed"]
     assert aws.client("elbv2").describe_load_balancers()["LoadBalancers"] == []
@@ -323,7 +324,7 @@ def test_absent_deletes_cloud_provider_elbs_only(aws, run_module, network):
         )
     gone = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent", "wait_timeout": 30})
     assert [(p["call"], p["resource"]) for p in gone["plan"]] == [
-        ("elasticloadbalancing:DeleteLoadBalancer", "a1b2c3-service")
+        ("elb:DeleteLoadBalancer", "a1b2c3-service")
     ]
     left = sorted(d["LoadBalancerName"] for d in elb.describe_load_balancers()["LoadBalancerDescriptions"])
     assert left == ["other-service", "someone-else"]
