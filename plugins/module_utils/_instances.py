@@ -552,7 +552,9 @@ class GroupRun:
         _terminate(self.ctx, step.delete, "outdated or beyond replicas")
         for machine in step.delete:
             _delete_bootstrap(self.ctx, machine)
-            machine.state = "shutting-down"
+        # The result lists what stays; machines found leaving at the start are still reported.
+        gone = {id(m) for m in step.delete}
+        self.machines = [m for m in self.machines if id(m) not in gone]
         for _ in range(step.create):
             self.machines.append(self._launch())
 

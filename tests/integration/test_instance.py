@@ -38,11 +38,15 @@ def _ops(records: list[dict[str, str]]) -> list[str]:
 
 
 def _instances(aws, group: str, states=("pending", "running")) -> list[dict[str, Any]]:
-    pages = aws.client("ec2").get_paginator("describe_instances").paginate(
-        Filters=[
-            {"Name": f"tag:{GROUP_TAG}", "Values": [group]},
-            {"Name": "instance-state-name", "Values": list(states)},
-        ]
+    pages = (
+        aws.client("ec2")
+        .get_paginator("describe_instances")
+        .paginate(
+            Filters=[
+                {"Name": f"tag:{GROUP_TAG}", "Values": [group]},
+                {"Name": "instance-state-name", "Values": list(states)},
+            ]
+        )
     )
     return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
 
@@ -176,3 +180,301 @@ def test_ssm_backend_stores_securestring_chunks(aws, run_module, network):
 
     run_ok(run_module, args(network, state="absent"))
     assert aws.client("ssm").describe_parameters()["Parameters"] == []
+
+
+# scaling and deletion policy ----------------------------------------------------------------------------------
+def _secret_names(aws) -> set[str]:
+    return {s["Name"] for s in aws.client("secretsmanager").list_secrets()["SecretList"]}
+
+
+def _bootstrap_secrets(instances: list[dict[str, Any]]) -> set[str]:
+    names = set()
+    for instance in instances:
+        backend, prefix, count = _tags(instance["Tags"])[BOOTSTRAP_TAG].split(":")
+        names.update(f"{prefix}-{i}" for i in range(int(count)))
+    return names
+
+
+def test_scale_out_and_in_with_newest_and_oldest(aws, run_module, network):
+    first = run_ok(run_module, args(network, replicas=2))
+    batch1 = {m["id"] for m in first["machines"]}
+    time.sleep(1.1)  # launch times have one-second resolution
+    grown = run_ok(run_module, args(network, replicas=5))
+    assert grown["replicas"] == {"desired": 5, "ready": 5, "updated": 5}
+    batch2 = {m["id"] for m in grown["machines"]} - batch1
+    assert len(batch2) == 3 and [p["call"] for p in grown["plan"]].count("ec2:RunInstances") == 3
+    zones = sorted(m["availability_zone"] for m in grown["machines"])
+    assert zones.count(zones[0]) in (2, 3)  # 5 machines over 2 zones: 3 + 2
+
+    newest = run_ok(run_module, args(network, replicas=3, rollout={"deletion_policy": "Newest"}))
+    kept = {m["id"] for m in newest["machines"]}
+    assert len(kept) == 3 and batch1 <= kept and len(kept & batch2) == 1
+    assert {i["InstanceId"] for i in _instances(aws, "md-0")} == kept
+    assert _secret_names(aws) == _bootstrap_secrets(_instances(aws, "md-0"))  # the removed machines' entries went
+
+    oldest = run_ok(run_module, args(network, replicas=1, rollout={"deletion_policy": "Oldest"}))
+    assert {m["id"] for m in oldest["machines"]} == kept & batch2
+    assert {i["InstanceId"] for i in _instances(aws, "md-0")} == kept & batch2
+    assert _secret_names(aws) == _bootstrap_secrets(_instances(aws, "md-0"))
+    terminations = [p for p in oldest["plan"] if p["call"] == "ec2:TerminateInstances"]
+    assert len(terminations) == 1  # both outdated-free removals in one request
+
+
+# rolling replacement ------------------------------------------------------------------------------------------
+class Poller(threading.Thread):
+    """Counts the group's pending+running and running instances as often as it can while a run goes on."""
+
+    def __init__(self, aws, group: str) -> None:
+        super().__init__(daemon=True)
+        self.ec2 = aws.client("ec2")
+        self.group = group
+        self.samples: list[tuple[int, int]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            reservations = self.ec2.describe_instances(
+                Filters=[
+                    {"Name": f"tag:{GROUP_TAG}", "Values": [self.group]},
+                    {"Name": "instance-state-name", "Values": ["pending", "running"]},
+                ]
+            )["Reservations"]
+            states = [i["State"]["Name"] for r in reservations for i in r["Instances"]]
+            self.samples.append((len(states), states.count("running")))
+            time.sleep(0.02)
+
+
+def _replay(plan: list[dict[str, str]], start: int) -> list[int]:
+    """Machine count after each launch/termination of a plan (terminations may name several machines)."""
+    counts, total = [], start
+    for p in plan:
+        if p["call"] == "ec2:RunInstances":
+            total += 1
+        elif p["call"] == "ec2:TerminateInstances":
+            total -= len(p["resource"].split(", "))
+        counts.append(total)
+    return counts
+
+
+@pytest.mark.parametrize("surge, unavailable", [(1, 0), (0, 1)])
+def test_instance_type_change_replaces_all_within_surge_and_unavailable(aws, run_module, network, surge, unavailable):
+    rollout = {"max_surge": surge, "max_unavailable": unavailable}
+    first = run_ok(run_module, args(network, replicas=3, rollout=rollout))
+    old_ids = {m["id"] for m in first["machines"]}
+    poller = Poller(aws, "md-0")
+    poller.start()
+    try:
+        result = run_ok(run_module, args(network, replicas=3, rollout=rollout, instance_type="t3.xlarge"))
+    finally:
+        poller.stop.set()
+        poller.join()
+    assert result["changed"] and result["template_hash"] != first["template_hash"]
+    assert result["replicas"] == {"desired": 3, "ready": 3, "updated": 3}
+    final = _instances(aws, "md-0")
+    assert len(final) == 3 and not ({i["InstanceId"] for i in final} & old_ids)
+    assert {i["InstanceType"] for i in final} == {"t3.xlarge"}
+    assert len(poller.samples) > 5
+    assert max(total for total, _ in poller.samples) <= 3 + surge, poller.samples
+    assert min(running for _, running in poller.samples) >= 3 - unavailable, poller.samples
+    counts = _replay(result["plan"], 3)
+    assert max(counts) <= 3 + surge and min(counts) >= 3 - unavailable
+    assert [p["call"] for p in result["plan"]].count("ec2:RunInstances") == 3
+
+
+def test_wait_false_makes_one_step(aws, run_module, network):
+    run_ok(run_module, args(network, replicas=2))
+    step = run_ok(run_module, args(network, replicas=2, instance_type="t3.xlarge", wait=False))
+    assert [p["call"] for p in step["plan"]] == ["secretsmanager:CreateSecret", "ec2:RunInstances"]
+    assert step["replicas"]["updated"] == 1
+
+
+# control plane: kubeadm roles, classic load balancer registration ----------------------------------------------
+def _classic_lb(aws, network) -> str:
+    public = [s["id"] for s in network["subnets"] if s["is_public"]]
+    aws.client("elb").create_load_balancer(
+        LoadBalancerName=f"{CLUSTER}-apiserver",
+        Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 6443, "InstanceProtocol": "TCP", "InstancePort": 6443}],
+        Subnets=public,
+    )
+    return f"{CLUSTER}-apiserver"
+
+
+def _lb_instances(aws, name: str) -> set[str]:
+    lb = aws.client("elb").describe_load_balancers(LoadBalancerNames=[name])["LoadBalancerDescriptions"][0]
+    return {i["InstanceId"] for i in lb["Instances"]}
+
+
+def _document(aws, instance: dict[str, Any]) -> str:
+    backend, prefix, count = _tags(instance["Tags"])[BOOTSTRAP_TAG].split(":")
+    sm = aws.client("secretsmanager")
+    data = b"".join(sm.get_secret_value(SecretId=f"{prefix}-{i}")["SecretBinary"] for i in range(int(count)))
+    return gzip.decompress(data).decode()
+
+
+def test_control_plane_kubeadm_roles_registration_rollout_and_absent(aws, run_module, network):
+    lb_name = _classic_lb(aws, network)
+    pki = run_module(
+        "clusterapi.aws.capa_kubeadm",
+        {
+            "cluster_name": CLUSTER,
+            "kubernetes_version": "v1.31.2",
+            "endpoint": {"host": "api.example.test"},
+            "output_dir": str(aws.env["AWS_CONFIG_FILE"]) + ".d",
+        },
+    )
+    assert not pki.get("failed"), pki
+    cp = args(
+        network,
+        name="control-plane",
+        role="control-plane",
+        replicas=3,
+        security_group_ids=[network["groups"]["controlplane"]["id"]],
+        bootstrap={"type": "kubeadm", "endpoint_host": "api.example.test"},
+        load_balancers=[{"type": "classic", "name": lb_name}],
+    )
+    first = run_ok(run_module, cp)
+    assert first["replicas"] == {"desired": 3, "ready": 3, "updated": 3}
+    assert all(m["registered"] for m in first["machines"])
+    instances = sorted(_instances(aws, "control-plane"), key=lambda i: (i["LaunchTime"], _tags(i["Tags"])["Name"]))
+    assert _lb_instances(aws, lb_name) == {i["InstanceId"] for i in instances}
+    roles = ["init" if "kubeadm init" in _document(aws, i) else "join" for i in instances]
+    assert roles.count("init") == 1 and roles.count("join") == 2
+    # One at a time: launch, register, launch, register, ...
+    calls = [p["call"] for p in first["plan"] if p["call"].startswith(("ec2:", "elb:"))]
+    assert calls == ["ec2:RunInstances", "elb:RegisterInstancesWithLoadBalancer"] * 3
+    for i in instances:
+        user_data = aws.client("ec2").describe_instance_attribute(InstanceId=i["InstanceId"], Attribute="userData")
+        text = base64.b64decode(user_data["UserData"]["Value"]).decode()
+        assert "PRIVATE KEY" not in text and "kubeadm" not in text
+
+    aws.reset_requests()
+    again = run_ok(run_module, cp)
+    assert not again["changed"] and aws.mutating_requests() == []
+    assert again["api_calls"]["elb:DescribeLoadBalancers"] == 1
+    assert "secretsmanager:GetSecretValue" not in again["api_calls"]  # the PKI is read only to launch
+
+    old_ids = {i["InstanceId"] for i in instances}
+    rolled = run_ok(run_module, {**cp, "instance_type": "t3.xlarge"})
+    plan = rolled["plan"]
+    assert max(_replay(plan, 3)) <= 4 and min(_replay(plan, 3)) >= 3
+    new_ids = {m["id"] for m in rolled["machines"]}
+    assert len(new_ids) == 3 and not (new_ids & old_ids)
+    assert _lb_instances(aws, lb_name) == new_ids
+    for p in plan:  # every old machine left the load balancer before its termination
+        if p["call"] == "ec2:TerminateInstances":
+            names = p["resource"].split(", ")
+            deregistered = [
+                q["resource"] for q in plan[: plan.index(p)] if q["call"] == "elb:DeregisterInstancesFromLoadBalancer"
+            ]
+            assert set(names) <= set(deregistered)
+    assert all("kubeadm join" in _document(aws, i) for i in _instances(aws, "control-plane"))
+
+    gone = run_ok(run_module, {**cp, "state": "absent"})
+    assert gone["changed"] and gone["machines"] == []
+    assert _instances(aws, "control-plane") == [] and _lb_instances(aws, lb_name) == set()
+    calls = [p["call"] for p in gone["plan"]]
+    assert calls.index("elb:DeregisterInstancesFromLoadBalancer") < calls.index("ec2:TerminateInstances")
+    assert not any(n.startswith("aws.cluster.x-k8s.io/") for n in _secret_names(aws))
+    aws.reset_requests()
+    assert not run_ok(run_module, {**cp, "state": "absent"})["changed"]
+    assert aws.mutating_requests() == []
+
+
+# check mode, bad input ----------------------------------------------------------------------------------------
+PLANNED_SUBNETS = [
+    {"id": "planned:subnet:inst-it-subnet-private-us-east-1a", "availability_zone": "us-east-1a", "is_public": False},
+    {"id": "planned:subnet:inst-it-subnet-private-us-east-1b", "availability_zone": "us-east-1b", "is_public": False},
+    {"id": "planned:subnet:inst-it-subnet-public-us-east-1a", "availability_zone": "us-east-1a", "is_public": True},
+]
+
+
+def test_check_mode_from_an_empty_account_plans_everything_with_placeholders(aws, run_module):
+    aws.reset_requests()
+    result = run_module(
+        MODULE,
+        {
+            "cluster_name": CLUSTER,
+            "name": "control-plane",
+            "role": "control-plane",
+            "replicas": 3,
+            "kubernetes_version": "v1.31.2",
+            "instance_type": "t3.large",
+            "subnets": PLANNED_SUBNETS,
+            "security_group_ids": ["planned:sg:inst-it-controlplane"],
+            "bootstrap": {"type": "kubeadm", "endpoint_host": "planned:elb:inst-it-apiserver"},
+            "load_balancers": [{"type": "classic", "name": "planned:elb:inst-it-apiserver"}],
+        },
+        check=True,
+    )
+    assert not result.get("failed"), result
+    assert result["changed"]
+    assert aws.mutating_requests() == []
+    calls = [p["call"] for p in result["plan"]]
+    assert calls == ["secretsmanager:CreateSecret", "ec2:RunInstances", "elb:RegisterInstancesWithLoadBalancer"] * 3
+    assert all(m["id"].startswith("planned:instance:inst-it-control-plane-") for m in result["machines"])
+    assert sorted(m["availability_zone"] for m in result["machines"]) == ["us-east-1a", "us-east-1a", "us-east-1b"]
+    assert result["ami_id"] == LATEST_CAPA_AMI_X86
+
+
+def test_check_mode_shows_a_rollout_and_changes_nothing(aws, run_module, network):
+    run_ok(run_module, args(network, replicas=2))
+    before = {i["InstanceId"] for i in _instances(aws, "md-0")}
+    aws.reset_requests()
+    result = run_ok(run_module, args(network, replicas=2, instance_type="t3.xlarge"), check=True)
+    assert aws.mutating_requests() == []
+    calls = [p["call"] for p in result["plan"]]
+    assert calls.count("ec2:RunInstances") == 2 and calls.count("ec2:TerminateInstances") == 2
+    assert max(_replay(result["plan"], 2)) <= 3
+    assert {i["InstanceId"] for i in _instances(aws, "md-0")} == before
+
+
+def test_bastion_gets_canonical_ubuntu_in_the_first_public_subnet(aws, run_module, network):
+    result = run_ok(
+        run_module,
+        {
+            "cluster_name": CLUSTER,
+            "name": "bastion",
+            "role": "bastion",
+            "subnets": network["subnets"],
+            "security_group_ids": [network["groups"]["node"]["id"]],
+        },
+    )
+    first_public = next(s for s in network["subnets"] if s["is_public"])
+    (machine,) = result["machines"]
+    assert result["ami_id"] == LATEST_CANONICAL_X86 and machine["subnet_id"] == first_public["id"]
+    (instance,) = _instances(aws, "bastion")
+    assert instance["InstanceType"] == "t3.micro" and _tags(instance["Tags"])[ROLE] == "bastion"
+    assert BOOTSTRAP_TAG not in _tags(instance["Tags"])
+
+
+BAD_INPUTS = [
+    ({"role": "control-plane", "replicas": 2}, "replicas"),
+    ({"rollout": {"max_surge": 0, "max_unavailable": 0}}, "rollout"),
+    ({"failure_domains": ["us-east-1c"]}, "failure_domains[0]"),
+    ({"kubernetes_version": "v1.99.0"}, None),  # AMI lookup finds nothing
+    ({"bootstrap": {"type": "kubeadm"}}, "bootstrap.endpoint_host"),
+    ({"load_balancers": [{"type": "classic", "name": "x"}]}, "load_balancers"),
+    ({"instance_type": None}, "instance_type"),
+]
+
+
+@pytest.mark.parametrize("change, field", BAD_INPUTS)
+def test_bad_input_fails_before_any_change(aws, run_module, change, field):
+    module_args = {
+        "cluster_name": CLUSTER,
+        "name": "md-0",
+        "replicas": 1,
+        "kubernetes_version": "v1.31.2",
+        "instance_type": "t3.large",
+        "subnets": [{"id": "subnet-0123456789abcdef0", "availability_zone": "us-east-1a", "is_public": False}],
+        "bootstrap": {"type": "none"},
+        **change,
+    }
+    aws.reset_requests()
+    result = run_module(MODULE, module_args)
+    assert result.get("failed"), result
+    assert aws.mutating_requests() == []
+    if field:
+        assert result["field"] == field, result["msg"]
+    else:
+        assert "no x86_64 image" in result["msg"] and "v1.99.0" in result["msg"]
