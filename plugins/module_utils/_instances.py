@@ -501,7 +501,7 @@ class GroupRun:
         if sum(m.updated for m in live) < self.spec.replicas and self.spec.bootstrap["type"] == KUBEADM:
             self._load_pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
-        for _ in range(MAX_STEPS):
+        for _attempt in range(MAX_STEPS):
             if self.ctx.wait:
                 self._wait_pending()
             self._register_running()
@@ -555,7 +555,7 @@ class GroupRun:
         # The result lists what stays; machines found leaving at the start are still reported.
         gone = {id(m) for m in step.delete}
         self.machines = [m for m in self.machines if id(m) not in gone]
-        for _ in range(step.create):
+        for _launch in range(step.create):
             self.machines.append(self._launch())
 
     def _launch(self) -> Machine:

@@ -74,7 +74,7 @@ def machine_name(cluster: str, group: str, taken: Iterable[str], rng: random.Ran
     """``<cluster>-<group>-<5 random [a-z0-9]>``, as CAPI names a MachineSet's machines, never one in use."""
     taken = set(taken)
     while True:
-        suffix = "".join(rng.choice(NAME_SUFFIX_CHARS) for _ in range(NAME_SUFFIX_LENGTH))
+        suffix = "".join(rng.choice(NAME_SUFFIX_CHARS) for _position in range(NAME_SUFFIX_LENGTH))
         name = f"{cluster}-{group}-{suffix}"
         if name not in taken:
             return name

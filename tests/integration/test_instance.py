@@ -274,8 +274,8 @@ def test_instance_type_change_replaces_all_within_surge_and_unavailable(aws, run
     assert len(final) == 3 and not ({i["InstanceId"] for i in final} & old_ids)
     assert {i["InstanceType"] for i in final} == {"t3.xlarge"}
     assert len(poller.samples) > 5
-    assert max(total for total, _ in poller.samples) <= 3 + surge, poller.samples
-    assert min(running for _, running in poller.samples) >= 3 - unavailable, poller.samples
+    assert max(sample[0] for sample in poller.samples) <= 3 + surge, poller.samples
+    assert min(sample[1] for sample in poller.samples) >= 3 - unavailable, poller.samples
     counts = _replay(result["plan"], 3)
     assert max(counts) <= 3 + surge and min(counts) >= 3 - unavailable
     assert [p["call"] for p in result["plan"]].count("ec2:RunInstances") == 3

@@ -185,7 +185,7 @@ def simulate(replicas, surge, unavailable, machines, one_at_a_time=False):
     current = list(machines)
     history = []
     counter = 0
-    for _ in range(100):
+    for _round in range(100):
         for x in current:
             if x.state == "pending":
                 x.state = "running"
@@ -195,7 +195,7 @@ def simulate(replicas, surge, unavailable, machines, one_at_a_time=False):
         gone = {id(x) for x in step.delete}
         current = [x for x in current if id(x) not in gone]
         available = sum(x.available for x in current)
-        for _ in range(step.create):
+        for _launch in range(step.create):
             counter += 1
             current.append(m(f"new{counter}", choose_zone(current, ["a", "b", "c"]), "pending", f"z{counter}"))
         history.append((step.create, len(step.delete), len(current), available))
@@ -219,25 +219,25 @@ def test_rolling_replacement_respects_surge_and_unavailable(replicas, surge, una
 
 
 def test_a_surge_rollout_launches_before_it_removes():
-    _, history = simulate(2, 1, 0, outdated(2))
+    history = simulate(2, 1, 0, outdated(2))[1]
     assert history[0][:2] == (1, 0)  # launch one, remove nothing while it is not running
     assert history[1][1] == 1  # then an outdated one goes
 
 
 def test_an_unavailable_rollout_removes_before_it_launches():
-    _, history = simulate(3, 0, 1, outdated(3))
+    history = simulate(3, 0, 1, outdated(3))[1]
     assert history[0][:2] == (0, 1)
 
 
 def test_rollout_ends_spread_over_zones():
-    final, _ = simulate(3, 1, 0, outdated(3))
+    final = simulate(3, 1, 0, outdated(3))[0]
     assert sorted(x.zone for x in final) == ["a", "b", "c"]
 
 
 def test_control_plane_replaces_one_at_a_time():
-    _, history = simulate(3, 1, 0, outdated(3), one_at_a_time=True)
-    assert all(create <= 1 for create, *_ in history)
-    assert all(total <= 4 for _, _, total, _ in history)
+    history = simulate(3, 1, 0, outdated(3), one_at_a_time=True)[1]
+    assert all(entry[0] <= 1 for entry in history)
+    assert all(entry[2] <= 4 for entry in history)
 
 
 def test_control_plane_scale_up_launches_one_at_a_time():
@@ -274,7 +274,7 @@ def test_stopped_outdated_machines_go_at_once():
 def test_scale_in_during_a_rollout_converges():
     final, history = simulate(1, 1, 0, outdated(3))
     assert len(final) == 1 and final[0].updated
-    assert all(available >= 1 for *_, available in history)
+    assert all(entry[3] >= 1 for entry in history)
 
 
 def test_step_empty():
