@@ -478,3 +478,43 @@ def test_bad_input_fails_before_any_change(aws, run_module, change, field):
         assert result["field"] == field, result["msg"]
     else:
         assert "no x86_64 image" in result["msg"] and "v1.99.0" in result["msg"]
+
+
+def test_nlb_target_registration_and_deregistration(aws, run_module):
+    """A control plane behind an NLB target group; the network is made with boto3 to keep the test short."""
+    ec2 = aws.client("ec2")
+    vpc_id = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    subnet_id = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.1.0.0/24", AvailabilityZone="us-east-1a")["Subnet"][
+        "SubnetId"
+    ]
+    elbv2 = aws.client("elbv2")
+    elbv2.create_load_balancer(Name="inst-it-nlb", Subnets=[subnet_id], Type="network", Scheme="internal")
+    tg_arn = elbv2.create_target_group(
+        Name="inst-it-apiserver", Protocol="TCP", Port=6443, VpcId=vpc_id, TargetType="instance"
+    )["TargetGroups"][0]["TargetGroupArn"]
+    cp = {
+        "cluster_name": CLUSTER,
+        "name": "control-plane",
+        "role": "control-plane",
+        "replicas": 1,
+        "kubernetes_version": "v1.31.2",
+        "instance_type": "t3.large",
+        "subnets": [{"id": subnet_id, "availability_zone": "us-east-1a", "is_public": False}],
+        "bootstrap": {"type": "none"},
+        "load_balancers": [{"type": "nlb", "target_group_arns": [tg_arn]}],
+    }
+    first = run_ok(run_module, cp)
+    (machine,) = first["machines"]
+    assert machine["registered"]
+    targets = elbv2.describe_target_health(TargetGroupArn=tg_arn)["TargetHealthDescriptions"]
+    assert [t["Target"]["Id"] for t in targets] == [machine["id"]]
+
+    aws.reset_requests()
+    again = run_ok(run_module, cp)
+    assert not again["changed"] and aws.mutating_requests() == []
+    assert again["api_calls"].get("elbv2:DescribeTargetHealth") == 1, again["api_calls"]
+
+    gone = run_ok(run_module, {**cp, "state": "absent"})
+    assert [p["call"] for p in gone["plan"]] == ["elbv2:DeregisterTargets", "ec2:TerminateInstances"]
+    targets = elbv2.describe_target_health(TargetGroupArn=tg_arn)["TargetHealthDescriptions"]
+    assert [t for t in targets if t["TargetHealth"]["State"] != "draining"] == []

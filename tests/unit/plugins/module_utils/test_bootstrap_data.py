@@ -122,3 +122,67 @@ def test_user_data_carries_no_secret():
     )
     document = user_data(boot_script("us-east-1", ref))
     assert "PRIVATE KEY" not in document and "write_files" not in document
+
+
+# AWS side (botocore Stubber: the leftover-secret path cannot be produced on demand against moto) -------------------
+class _StubContext:
+    """Just what ``store``/``delete`` use from a Context: clients and the plan recorder."""
+
+    def __init__(self, client) -> None:
+        from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
+        from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Operations
+
+        self._client = RetryingClient(client, retries=0)
+        self.ops = Operations(check_mode=False)
+
+    def client(self, service):
+        return self._client
+
+
+def _secrets_client():
+    import boto3
+
+    return boto3.client("secretsmanager", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+
+
+def test_a_leftover_secret_is_force_deleted_and_created_again():
+    from botocore.stub import ANY, Stubber
+
+    from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import store
+
+    client = _secrets_client()
+    name = f"aws.cluster.x-k8s.io/{UID}-0"
+    create = {
+        "Name": name,
+        "SecretBinary": ANY,
+        "ClientRequestToken": request_token("demo-md-0-abcde", 0),
+        "Tags": [{"Key": "Name", "Value": "demo-md-0-abcde"}],
+        "Description": ANY,
+    }
+    with Stubber(client) as stub:
+        stub.add_client_error("create_secret", "ResourceExistsException", expected_params=create)
+        stub.add_response("delete_secret", {}, {"SecretId": name, "ForceDeleteWithoutRecovery": True})
+        stub.add_response("create_secret", {"Name": name}, create)
+        ctx = _StubContext(client)
+        ref = store(ctx, SECRETS_MANAGER, "demo-md-0-abcde", b"#cloud-config\n", {"Name": "demo-md-0-abcde"}, UID)
+        stub.assert_no_pending_responses()
+    assert ref == BootstrapRef(SECRETS_MANAGER, f"aws.cluster.x-k8s.io/{UID}", 1)
+    assert [p.call for p in ctx.ops.plan] == [
+        "secretsmanager:CreateSecret",
+        "secretsmanager:DeleteSecret",
+        "secretsmanager:CreateSecret",
+    ]
+
+
+def test_deleting_entries_the_node_already_removed_is_fine():
+    from botocore.stub import Stubber
+
+    from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import delete
+
+    client = _secrets_client()
+    ref = BootstrapRef(SECRETS_MANAGER, f"aws.cluster.x-k8s.io/{UID}", 2)
+    with Stubber(client) as stub:
+        stub.add_client_error("delete_secret", "ResourceNotFoundException")
+        stub.add_response("delete_secret", {})
+        delete(_StubContext(client), ref, "demo-md-0-abcde")
+        stub.assert_no_pending_responses()
