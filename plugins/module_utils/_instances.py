@@ -224,6 +224,8 @@ def _validate_load_balancers(spec: GroupSpec) -> None:
         raise SpecError("load_balancers", "only control-plane machines are registered with load balancers")
     for index, lb in enumerate(spec.load_balancers):
         where = f"load_balancers[{index}]"
+        if lb.get("type") not in ("classic", "nlb"):
+            raise SpecError(f"{where}.type", f"'{lb.get('type')}' is not one of classic, nlb")
         if lb.get("type") == "classic" and not lb.get("name"):
             raise SpecError(f"{where}.name", "is required for a classic load balancer")
         if lb.get("type") == "nlb" and not lb.get("target_group_arns"):

@@ -567,7 +567,7 @@ def cloud_init_hash(
 # The admin kubeconfig
 # ---------------------------------------------------------------------------------------------------------------
 def kubeconfig_names(cluster: str) -> dict[str, str]:
-    return {"cluster": cluster, "user": f"{cluster}-admin", "context": f"{cluster}-admin@{cluster}"}
+    return {"cluster": cluster, "user": f"{cluster}-admin", "context": cluster}
 
 
 def server_url(host: str, port: int) -> str:

@@ -209,22 +209,13 @@ options:
     description:
       - Load balancers of the API server; control-plane groups only. Machines are registered when running and
         deregistered before termination.
+      - Each is a dict with C(type) - C(classic), registered by C(name), or C(nlb), registered with every one of
+        its C(target_group_arns) (names and ARNs may be check-mode placeholders). Other keys are ignored, so the
+        C(load_balancer) and C(secondary_load_balancer) results of M(clusterapi.aws.capa_elb) can be passed as
+        they are.
     type: list
     elements: dict
     default: []
-    suboptions:
-      type:
-        description: C(classic) (by I(name)) or C(nlb) (by I(target_group_arns)).
-        type: str
-        choices: [classic, nlb]
-        required: true
-      name:
-        description: Name of the classic load balancer (may be a check-mode placeholder).
-        type: str
-      target_group_arns:
-        description: Target groups of the network load balancer (may be check-mode placeholders).
-        type: list
-        elements: str
   rollout:
     description:
       - How machines are replaced and removed.
@@ -474,16 +465,7 @@ def main():
                     ),
                 ),
             ),
-            load_balancers=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    type=dict(type="str", required=True, choices=["classic", "nlb"]),
-                    name=dict(type="str"),
-                    target_group_arns=dict(type="list", elements="str"),
-                ),
-            ),
+            load_balancers=dict(type="list", elements="dict", default=[]),
             rollout=dict(
                 type="dict",
                 default={},

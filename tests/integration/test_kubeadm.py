@@ -85,12 +85,12 @@ def test_create_then_noop(aws, run_module, tmp_path):
     path = kubeconfig_file(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     config = yaml.safe_load(path.read_text())
-    assert config["current-context"] == f"{CLUSTER}-admin@{CLUSTER}"
+    assert config["current-context"] == CLUSTER
     assert config["clusters"][0]["name"] == CLUSTER
     assert config["clusters"][0]["cluster"]["server"] == f"https://{HOST}:6443"
     assert config["users"][0]["name"] == f"{CLUSTER}-admin"
     assert first["kubeconfig"]["path"] == str(path)
-    assert first["kubeconfig"]["context"] == f"{CLUSTER}-admin@{CLUSTER}"
+    assert first["kubeconfig"]["context"] == CLUSTER
     content = path.read_text()
 
     aws.reset_requests()

@@ -344,8 +344,8 @@ class TestKubeconfig:
         config = yaml.safe_load(self.written(pki))
         assert [c["name"] for c in config["clusters"]] == ["demo"]
         assert [u["name"] for u in config["users"]] == ["demo-admin"]
-        assert config["contexts"] == [{"name": "demo-admin@demo", "context": {"cluster": "demo", "user": "demo-admin"}}]
-        assert config["current-context"] == "demo-admin@demo"
+        assert config["contexts"] == [{"name": "demo", "context": {"cluster": "demo", "user": "demo-admin"}}]
+        assert config["current-context"] == "demo"
         assert config["clusters"][0]["cluster"]["server"] == self.SERVER
         client = cert(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]).decode())
         assert client.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "kubernetes-admin"
@@ -363,7 +363,7 @@ class TestKubeconfig:
             (lambda t, o: None, "missing"),
             (lambda t, o: "not: [a, kubeconfig", "not a kubeconfig"),
             (lambda t, o: t.replace(":6443", ":443"), "server differs"),
-            (lambda t, o: t.replace("demo-admin@demo", "x@demo"), "not a kubeconfig"),
+            (lambda t, o: t.replace("current-context: demo", "current-context: x"), "current-context differs"),
             (lambda t, o: o, "cluster CA differs"),
         ],
     )
