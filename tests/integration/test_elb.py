@@ -323,9 +323,7 @@ def test_absent_deletes_cloud_provider_elbs_only(aws, run_module, network):
             Tags=[{"Key": k, "Value": v} for k, v in tags.items()] or [{"Key": "x", "Value": "y"}],
         )
     gone = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent", "wait_timeout": 30})
-    assert [(p["call"], p["resource"]) for p in gone["plan"]] == [
-        ("elb:DeleteLoadBalancer", "a1b2c3-service")
-    ]
+    assert [(p["call"], p["resource"]) for p in gone["plan"]] == [("elb:DeleteLoadBalancer", "a1b2c3-service")]
     left = sorted(d["LoadBalancerName"] for d in elb.describe_load_balancers()["LoadBalancerDescriptions"])
     assert left == ["other-service", "someone-else"]
 
