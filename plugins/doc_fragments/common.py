@@ -4,6 +4,7 @@
 
 class ModuleDocFragment:
     # The options every clusterapi.aws module shares, on top of amazon.aws's connection options.
+    # Read-only (_info) modules use this alone; the others add STATE (clusterapi.aws.common.state).
     DOCUMENTATION = r"""
 options:
   cluster_name:
@@ -14,13 +15,6 @@ options:
       - Lower-case letters, digits and C(-), at most 40 characters.
     type: str
     required: true
-  state:
-    description:
-      - C(present) reconciles AWS towards the options; C(absent) deletes what the cluster owns for this tier, in
-        dependency order, and leaves everything else alone.
-    type: str
-    choices: [present, absent]
-    default: present
   identity:
     description:
       - A role to assume for this cluster (CAPA's AWSClusterRoleIdentity). The module's credentials call STS
@@ -84,15 +78,13 @@ notes:
     check mode.
 """
 
-    # The same options for read-only (_info) modules, which take no state.
-    INFO = DOCUMENTATION.replace(
-        """  state:
+    STATE = r"""
+options:
+  state:
     description:
       - C(present) reconciles AWS towards the options; C(absent) deletes what the cluster owns for this tier, in
         dependency order, and leaves everything else alone.
     type: str
     choices: [present, absent]
     default: present
-""",
-        "",
-    )
+"""

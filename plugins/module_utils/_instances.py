@@ -623,7 +623,8 @@ class GroupRun:
 
     def _run_request(self, name: str, zone: str, subnet_id: str, tags: Mapping[str, str]) -> dict[str, Any]:
         spec, image = self.spec, self.image
-        assert image is not None
+        if image is None:
+            raise ReconcileError("no AMI was resolved before launching (a bug)")
         volume = {
             "VolumeSize": spec.root_volume.get("size") or image.root_size,
             "VolumeType": spec.root_volume.get("type") or "gp3",

@@ -359,7 +359,7 @@ def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
     for index, cidr in enumerate(cluster["bastion"]["allowed_cidr_blocks"]):
         _check_source_cidr(cidr, f"capa_cluster.bastion.allowed_cidr_blocks[{index}]")
     _check_load_balancer(cluster)
-    _check_machines(cluster)
+    _check_machines(cluster, region)
 
 
 def _check_load_balancer(cluster: dict[str, Any]) -> None:
@@ -462,7 +462,7 @@ def _check_source_cidr(cidr: str, field: str) -> None:
         raise SpecError(field, f"'{cidr}' is not a valid CIDR block ({e})") from None
 
 
-def _check_machines(cluster: dict[str, Any]) -> None:
+def _check_machines(cluster: dict[str, Any], region: str) -> None:
     replicas = cluster["control_plane"]["replicas"]
     if replicas < 1 or replicas % 2 == 0:
         raise SpecError(
@@ -475,6 +475,8 @@ def _check_machines(cluster: dict[str, Any]) -> None:
         if deployment["name"] in names:
             raise SpecError(f"{where}.name", f"'{deployment['name']}' is used twice")
         names.add(deployment["name"])
+        for zone_index, zone in enumerate(deployment["failure_domains"]):
+            check_availability_zone(zone, region, f"{where}.failure_domains[{zone_index}]")
         if deployment["replicas"] < 0:
             raise SpecError(f"{where}.replicas", "must not be negative")
         rollout = deployment["rollout"]

@@ -44,7 +44,7 @@ extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3
-  - clusterapi.aws.common.info
+  - clusterapi.aws.common
 notes:
   - Classic load balancers are listed with the ELB API (all of the region, tags in chunks of 20), as CAPA does;
     network load balancers and target groups the cloud provider created are not looked up.

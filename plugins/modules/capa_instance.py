@@ -253,6 +253,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.common.state
 """
 
 EXAMPLES = r"""

@@ -1,0 +1,327 @@
+"""A whole self-managed cluster through site.yml / delete.yml, as `make demo` builds it, checked with boto3.
+
+One test walks the cluster's life (create, no-op, scale, upgrade, delete) because each step builds on the last and
+moto makes every step fast; the others cover the load-balancer modes at cluster level and bad specs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SITE = REPO / "playbooks/site.yml"
+DELETE = REPO / "playbooks/delete.yml"
+GROUP_TAG = "clusterapi.aws/machine-group"
+ROLE_TAG = "sigs.k8s.io/cluster-api-provider-aws/role"
+AMI_V1_31 = "ami-b3b51f567c20d5e91"  # tools/moto_amis.json: newest capa-ami-ubuntu-24.04-v1.31.2 x86_64
+AMI_V1_32 = "ami-c738bdd8e6de00d1d"  # capa-ami-ubuntu-24.04-v1.32.0 x86_64
+LIVE = ["pending", "running", "stopping", "stopped"]
+
+
+def owner(cluster):
+    return f"sigs.k8s.io/cluster-api-provider-aws/cluster/{cluster}"
+
+
+def tags(resource):
+    return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
+
+
+def write_inventory(tmp_path, spec):
+    data = {
+        "capa_clusters": {
+            "vars": {
+                "ansible_connection": "local",
+                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                "capa_output_dir": str(tmp_path / "out"),
+            },
+            "hosts": {spec["name"]: {"capa_cluster": spec}},
+        }
+    }
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def machines(ec2, cluster, group=None):
+    filters = [
+        {"Name": f"tag:{owner(cluster)}", "Values": ["owned"]},
+        {"Name": "instance-state-name", "Values": LIVE},
+    ]
+    if group:
+        filters.append({"Name": f"tag:{GROUP_TAG}", "Values": [group]})
+    return [i for r in ec2.describe_instances(Filters=filters)["Reservations"] for i in r["Instances"]]
+
+
+def subnet_kinds(ec2, cluster):
+    subnets = ec2.describe_subnets(Filters=[{"Name": f"tag:{owner(cluster)}", "Values": ["owned"]}])["Subnets"]
+    return {s["SubnetId"]: tags(s)[ROLE_TAG] for s in subnets}
+
+
+def anything_tagged(aws, cluster):
+    """Every resource still carrying the cluster's ownership tag, by kind (one describe per kind)."""
+    ec2 = aws.client("ec2")
+    key = owner(cluster)
+    found = {
+        "vpc": ec2.describe_vpcs(Filters=[{"Name": "tag-key", "Values": [key]}])["Vpcs"],
+        "subnet": ec2.describe_subnets(Filters=[{"Name": "tag-key", "Values": [key]}])["Subnets"],
+        "igw": ec2.describe_internet_gateways(Filters=[{"Name": "tag-key", "Values": [key]}])["InternetGateways"],
+        "rtb": ec2.describe_route_tables(Filters=[{"Name": "tag-key", "Values": [key]}])["RouteTables"],
+        "nat": [
+            n
+            for n in ec2.describe_nat_gateways(Filters=[{"Name": "tag-key", "Values": [key]}])["NatGateways"]
+            if n["State"] not in ("deleted", "deleting")
+        ],
+        "eip": ec2.describe_addresses(Filters=[{"Name": "tag-key", "Values": [key]}])["Addresses"],
+        "sg": ec2.describe_security_groups(Filters=[{"Name": "tag-key", "Values": [key]}])["SecurityGroups"],
+        "instance": machines(ec2, cluster),
+        "secret": aws.client("secretsmanager").list_secrets(Filters=[{"Key": "tag-key", "Values": [key]}])[
+            "SecretList"
+        ],
+    }
+    elb = aws.client("elb")
+    names = [d["LoadBalancerName"] for d in elb.describe_load_balancers()["LoadBalancerDescriptions"]]
+    found["classic_elb"] = [
+        d for d in (elb.describe_tags(LoadBalancerNames=names)["TagDescriptions"] if names else []) if key in tags(d)
+    ]
+    v2 = aws.client("elbv2")
+    arns = [lb["LoadBalancerArn"] for lb in v2.describe_load_balancers()["LoadBalancers"]]
+    arns += [tg["TargetGroupArn"] for tg in v2.describe_target_groups()["TargetGroups"]]
+    found["elbv2"] = [
+        d for d in (v2.describe_tags(ResourceArns=arns)["TagDescriptions"] if arns else []) if key in tags(d)
+    ]
+    return {kind: items for kind, items in found.items() if items}
+
+
+def user_data(ec2, instance_id):
+    value = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")["UserData"].get("Value", "")
+    return base64.b64decode(value)
+
+
+class ModuleRun:
+    def __init__(self, name, result):
+        self.name, self.result = name, result
+
+
+def aws_tasks(result):
+    """Each module run that talked to AWS, loop items included, in order."""
+    runs = []
+    for task in result.tasks:
+        items = task.result.get("results") if isinstance(task.result, dict) else None
+        for item in items if isinstance(items, list) else [task.result]:
+            if isinstance(item, dict) and "api_calls" in item:
+                runs.append(ModuleRun(task.name, item))
+    return runs
+
+
+SECRET_MARKERS = (b"BEGIN", b"PRIVATE KEY", b"CERTIFICATE", b"token:")
+
+
+def test_ha_cluster_life(aws, run_playbook, tmp_path):
+    """make demo's HA cluster: build, no-op, scale md-0 2 -> 5 -> 1, upgrade Kubernetes, delete."""
+    spec = {
+        "name": "ha-it",
+        "region": "us-east-1",
+        "kubernetes_version": "v1.31.2",
+        "bastion": {"enabled": True},
+        "control_plane": {"replicas": 3},
+        "machine_deployments": [{"name": "md-0", "replicas": 2, "rollout": {"deletion_policy": "Oldest"}}],
+    }
+    inventory = write_inventory(tmp_path, spec)
+    ec2 = aws.client("ec2")
+    elb = aws.client("elb")
+
+    run_playbook(SITE, inventory=inventory)
+    kinds = subnet_kinds(ec2, "ha-it")
+    control_plane = machines(ec2, "ha-it", "control-plane")
+    assert sorted(m["Placement"]["AvailabilityZone"] for m in control_plane) == [
+        "us-east-1a",
+        "us-east-1b",
+        "us-east-1c",
+    ]
+    [lb] = elb.describe_load_balancers(LoadBalancerNames=["ha-it-apiserver"])["LoadBalancerDescriptions"]
+    assert sorted(i["InstanceId"] for i in lb["Instances"]) == sorted(m["InstanceId"] for m in control_plane)
+    [bastion] = machines(ec2, "ha-it", "bastion")
+    assert kinds[bastion["SubnetId"]] == "public"
+    workers = machines(ec2, "ha-it", "md-0")
+    assert len(workers) == 2 and all(kinds[w["SubnetId"]] == "private" for w in workers)
+    assert {m["ImageId"] for m in control_plane + workers} == {AMI_V1_31}
+
+    # Bootstrap data: user data holds only the boot hook; the secrets exist with the cluster's tags.
+    for machine in control_plane + workers + [bastion]:
+        data = user_data(ec2, machine["InstanceId"])
+        assert not any(marker in data for marker in SECRET_MARKERS), machine["InstanceId"]
+    secrets = aws.client("secretsmanager").list_secrets(Filters=[{"Key": "tag-key", "Values": [owner("ha-it")]}])
+    bootstrap = [s for s in secrets["SecretList"] if s["Name"].startswith("aws.cluster.x-k8s.io/")]
+    assert len(bootstrap) >= 5 and all(tags(s)[owner("ha-it")] == "owned" for s in bootstrap)
+
+    out = tmp_path / "out/ha-it"
+    kubeconfig = yaml.safe_load((out / "kubeconfig").read_text())
+    assert stat.S_IMODE(os.stat(out / "kubeconfig").st_mode) == 0o600
+    assert kubeconfig["current-context"] == "ha-it"
+    assert kubeconfig["clusters"][0]["name"] == "ha-it"
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == f"https://{lb['DNSName']}:6443"
+    status = json.loads((out / "status.json").read_text())
+    assert all(c["status"] for c in status["conditions"].values()), status["conditions"]
+    assert status["orphans"] == []
+
+    # A no-op reconcile: nothing changes, nothing mutates, one describe per resource type per module.
+    aws.reset_requests()
+    again = run_playbook(SITE, inventory=inventory)
+    assert again.stats["ha-it"]["changed"] == 0, [t.name for t in again.changed_tasks]
+    assert aws.mutating_requests() == []
+    per_task_exceptions = {"ec2:DescribeVpcAttribute"}  # AWS answers one attribute per call (two attributes)
+    for task in aws_tasks(again):
+        repeated = {op: n for op, n in task.result["api_calls"].items() if n > 1 and op not in per_task_exceptions}
+        assert repeated == {}, (task.name, repeated)
+    counted = Counter(f"{r['service']}:{r['operation']}" for r in aws.requests())
+    print(f"no-op reconcile of the HA cluster: {sum(counted.values())} requests, {dict(counted)}")
+
+    # Scale md-0 2 -> 5 -> 1: exactly that many machines; the deletion policy (Oldest) decides which go.
+    spec["machine_deployments"][0]["replicas"] = 5
+    run_playbook(SITE, inventory=write_inventory(tmp_path, spec))
+    assert len(machines(ec2, "ha-it", "md-0")) == 5
+    newest = max(machines(ec2, "ha-it", "md-0"), key=lambda m: m["LaunchTime"])
+    spec["machine_deployments"][0]["replicas"] = 1
+    run_playbook(SITE, inventory=write_inventory(tmp_path, spec))
+    [kept] = machines(ec2, "ha-it", "md-0")
+    assert kept["LaunchTime"] == newest["LaunchTime"]
+
+    # Upgrade: the control plane rolls first (one at a time, new AMI), then the machine deployment.
+    spec["kubernetes_version"] = "v1.32.0"
+    upgrade = run_playbook(SITE, inventory=write_inventory(tmp_path, spec))
+    order = [
+        (t.name, p["call"])
+        for t in aws_tasks(upgrade)
+        for p in t.result["plan"]
+        if p["call"] in ("ec2:RunInstances", "ec2:TerminateInstances")
+    ]
+    groups = [name for name, _call in order]
+    last_control_plane = max(i for i, name in enumerate(groups) if "control-plane" in name)
+    first_worker = min(i for i, name in enumerate(groups) if "machine deployment" in name)
+    assert last_control_plane < first_worker
+    everything = machines(ec2, "ha-it")
+    assert {m["ImageId"] for m in everything if tags(m)[GROUP_TAG] != "bastion"} == {AMI_V1_32}
+    assert len(machines(ec2, "ha-it", "control-plane")) == 3
+    [lb] = elb.describe_load_balancers(LoadBalancerNames=["ha-it-apiserver"])["LoadBalancerDescriptions"]
+    assert sorted(i["InstanceId"] for i in lb["Instances"]) == sorted(
+        m["InstanceId"] for m in machines(ec2, "ha-it", "control-plane")
+    )
+
+    # Delete: nothing carries the ownership tag afterwards.
+    run_playbook(DELETE, inventory=inventory)
+    assert anything_tagged(aws, "ha-it") == {}
+    assert not (out / "kubeconfig").exists()
+
+
+@pytest.mark.parametrize("lb_type", ["nlb", "disabled"])
+def test_load_balancer_modes_at_cluster_level(aws, run_playbook, tmp_path, lb_type):
+    spec = {
+        "name": f"{lb_type}-it",
+        "region": "us-east-1",
+        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "single"},
+        "control_plane_load_balancer": {"type": lb_type},
+        "machine_deployments": [{"name": "md-0", "replicas": 1}],
+    }
+    if lb_type == "disabled":
+        spec["control_plane_endpoint"] = {"host": "api.example.internal", "port": 6443}
+    inventory = write_inventory(tmp_path, spec)
+    run_playbook(SITE, inventory=inventory)
+    ec2 = aws.client("ec2")
+    [control_plane] = machines(ec2, spec["name"], "control-plane")
+    kubeconfig = yaml.safe_load((tmp_path / "out" / spec["name"] / "kubeconfig").read_text())
+    server = kubeconfig["clusters"][0]["cluster"]["server"]
+    if lb_type == "nlb":
+        v2 = aws.client("elbv2")
+        [lb] = v2.describe_load_balancers()["LoadBalancers"]
+        assert server == f"https://{lb['DNSName']}:6443"
+        [group] = v2.describe_target_groups(LoadBalancerArn=lb["LoadBalancerArn"])["TargetGroups"]
+        health = v2.describe_target_health(TargetGroupArn=group["TargetGroupArn"])["TargetHealthDescriptions"]
+        assert [t["Target"]["Id"] for t in health] == [control_plane["InstanceId"]]
+    else:
+        assert server == "https://api.example.internal:6443"
+        assert aws.client("elb").describe_load_balancers()["LoadBalancerDescriptions"] == []
+        assert aws.client("elbv2").describe_load_balancers()["LoadBalancers"] == []
+    aws.reset_requests()
+    again = run_playbook(SITE, inventory=inventory)
+    assert again.stats[spec["name"]]["changed"] == 0
+    assert aws.mutating_requests() == []
+    run_playbook(DELETE, inventory=inventory)
+    assert anything_tagged(aws, spec["name"]) == {}
+
+
+def test_external_load_balancer_is_used_and_left(aws, run_playbook, tmp_path):
+    """A load balancer made outside the collection: machines register with it; delete leaves it in place."""
+    spec = {
+        "name": "ext-it",
+        "region": "us-east-1",
+        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "none"},
+        "control_plane_load_balancer": {"type": "external", "name": "team-api"},
+    }
+    inventory = write_inventory(tmp_path, spec)
+    # The network first (the external LB lives in the cluster's public subnets, as a team would place it).
+    network_only = tmp_path / "network.yml"
+    network_only.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Network only",
+                    "hosts": "capa_clusters",
+                    "gather_facts": False,
+                    "tasks": [{"name": "Network", "ansible.builtin.include_role": {"name": "clusterapi.aws.network"}}],
+                }
+            ]
+        )
+    )
+    run_playbook(network_only, inventory=inventory)
+    ec2 = aws.client("ec2")
+    public = [s for s, kind in subnet_kinds(ec2, "ext-it").items() if kind == "public"]
+    elb = aws.client("elb")
+    elb.create_load_balancer(
+        LoadBalancerName="team-api",
+        Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 6443, "InstanceProtocol": "TCP", "InstancePort": 6443}],
+        Subnets=public,
+    )
+    before = elb.describe_load_balancers(LoadBalancerNames=["team-api"])["LoadBalancerDescriptions"][0]
+
+    run_playbook(SITE, inventory=inventory)
+    [control_plane] = machines(ec2, "ext-it", "control-plane")
+    after = elb.describe_load_balancers(LoadBalancerNames=["team-api"])["LoadBalancerDescriptions"][0]
+    assert [i["InstanceId"] for i in after["Instances"]] == [control_plane["InstanceId"]]
+    assert {k: v for k, v in after.items() if k != "Instances"} == {k: v for k, v in before.items() if k != "Instances"}
+
+    run_playbook(DELETE, inventory=inventory)
+    left = elb.describe_load_balancers(LoadBalancerNames=["team-api"])["LoadBalancerDescriptions"][0]
+    assert left["Instances"] == []  # deregistered before the machine went
+    assert anything_tagged(aws, "ext-it") == {}
+
+
+BAD = [
+    ({"control_plane": {"replicas": 2}}, "capa_cluster.control_plane.replicas"),
+    (
+        {"machine_deployments": [{"name": "md-0", "rollout": {"max_surge": 0, "max_unavailable": 0}}]},
+        "capa_cluster.machine_deployments[0].rollout",
+    ),
+    ({"control_plane_load_balancer": {"type": "external"}}, "capa_cluster.control_plane_load_balancer.name"),
+    ({"control_plane_load_balancer": {"type": "disabled"}}, "capa_cluster.control_plane_endpoint.host"),
+    (
+        {"machine_deployments": [{"name": "md-0", "failure_domains": ["eu-west-1a"]}]},
+        "capa_cluster.machine_deployments[0].failure_domains[0]",
+    ),
+]
+
+
+@pytest.mark.parametrize("overrides, field", BAD, ids=[case[1] for case in BAD])
+def test_bad_cluster_specs_fail_before_any_request(aws, run_playbook, tmp_path, overrides, field):
+    inventory = write_inventory(tmp_path, {"name": "bad-it", "region": "us-east-1", **overrides})
+    result = run_playbook(SITE, inventory=inventory, expect_rc=None)
+    assert result.rc != 0
+    assert field in result.stdout, result.describe()
+    assert aws.requests() == []
