@@ -26,7 +26,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean
+.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -87,7 +87,17 @@ lint: venv collection
 unit: venv collection
 	pytest -q tests/unit $(PYTEST_ARGS)
 
-integration: venv collection
+# The kubeadm tests check generated cloud-init with `cloud-init schema` and certificates with `openssl verify`.
+system-deps:
+	@missing=(); command -v cloud-init >/dev/null || missing+=(cloud-init); command -v openssl >/dev/null || missing+=(openssl); \
+	if (( $${#missing[@]} )); then \
+		if [[ $$(id -u) -ne 0 ]]; then echo "install Debian's $${missing[*]} (apt-get install $${missing[*]})" >&2; exit 1; fi; \
+		echo "system-deps: installing $${missing[*]} with apt-get"; \
+		export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; \
+		apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
+	fi
+
+integration: venv collection system-deps
 	pytest -q -n 2 tests/integration $(PYTEST_ARGS)
 
 sanity: venv
