@@ -96,8 +96,13 @@ def request_token(machine_name: str, index: int) -> str:
     return str(uuid.UUID(hashlib.sha256(f"{machine_name}/{index}".encode()).hexdigest()[:32]))
 
 
-def boot_script(region: str, ref: BootstrapRef) -> str:
-    """The cloud boot hook: fetch, delete, reassemble, restart cloud-init. It holds no secret itself."""
+def boot_script(region: str, ref: BootstrapRef, delete_after_fetch: bool = True) -> str:
+    """The cloud boot hook: fetch, delete, reassemble, restart cloud-init. It holds no secret itself.
+
+    ``delete_after_fetch=False`` is for entries shared by many machines (every instance of one launch template
+    version boots from the same entries): the first node must not delete what the next one still needs; the
+    module that owns the entries deletes them instead.
+    """
     if ref.backend == SSM:
         fetch = (
             'aws ssm get-parameter --region "$REGION" --with-decryption --name "$PREFIX/$i"'
@@ -115,6 +120,7 @@ def boot_script(region: str, ref: BootstrapRef) -> str:
             ' --secret-id "$PREFIX-$i" || true'
         )
         assemble = "true"
+    deletes = f"for i in $(seq 0 $((CHUNKS - 1))); do\n  {delete}\ndone\n" if delete_after_fetch else ""
     return f"""#!/bin/bash
 # clusterapi.aws boot hook: the bootstrap document waits in {ref.backend}, not in user data.
 set -o nounset -o pipefail
@@ -135,10 +141,7 @@ for i in $(seq 0 $((CHUNKS - 1))); do
   done
   if [ "$ok" != 1 ]; then echo "could not fetch bootstrap chunk $i" >&2; exit 1; fi
 done
-for i in $(seq 0 $((CHUNKS - 1))); do
-  {delete}
-done
-{assemble}
+{deletes}{assemble}
 gunzip -f "$FILE.gz"
 systemctl restart cloud-init
 """
