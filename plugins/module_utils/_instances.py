@@ -53,6 +53,7 @@ from ._ownership import (
     tag_specifications,
 )
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder, wait_until
+from ._termination import with_watcher
 from ._validation import check_availability_zone, check_resource_id
 
 try:
@@ -579,6 +580,8 @@ class GroupRun:
         request = self._run_request(name, zone, subnet.get("id", ""), tags)
         ref = None
         document = self._document(name, init=not live)
+        if document is not None and spec.spot is not None:  # drain the node on a spot interruption notice
+            document = with_watcher(document)
         if document is not None:
             entry_tags = {k: v for k, v in tags.items() if k != HASH_TAG}
             ref = _bootstrap_data.store(ctx, spec.bootstrap["backend"], name, document, entry_tags)

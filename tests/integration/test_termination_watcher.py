@@ -292,3 +292,53 @@ def test_watcher_from_the_written_file_runs(imds, tools, tmp_path):
 
 def gunzip_chunks(chunks: list[bytes]) -> bytes:
     return gzip.decompress(b"".join(chunks))
+
+
+# spot machines of capa_instance ------------------------------------------------------------------------------------
+SPOT_CLUSTER = "term-it"
+BOOTSTRAP_TAG = "clusterapi.aws/bootstrap-data"
+RAW = "#cloud-config\nruncmd:\n  - echo joined > /run/joined\n"
+
+
+def stored_document(aws, group: str) -> bytes:
+    """The machine's bootstrap document as the node's boot hook would reassemble it from Secrets Manager."""
+    reservations = aws.client("ec2").describe_instances(
+        Filters=[{"Name": "tag:clusterapi.aws/machine-group", "Values": [group]}]
+    )["Reservations"]
+    (instance,) = [i for r in reservations for i in r["Instances"]]
+    tags = {x["Key"]: x["Value"] for x in instance["Tags"]}
+    backend, prefix, count = tags[BOOTSTRAP_TAG].split(":")
+    assert backend == "secrets-manager"
+    secrets = aws.client("secretsmanager")
+    return gunzip_chunks(
+        [secrets.get_secret_value(SecretId=f"{prefix}-{i}")["SecretBinary"] for i in range(int(count))]
+    )
+
+
+def test_spot_machine_bootstrap_data_carries_the_watcher(aws, run_module, build_network, tmp_path):
+    network = build_network(SPOT_CLUSTER, zones=1)
+    common = {
+        "cluster_name": SPOT_CLUSTER,
+        "role": "node",
+        "replicas": 1,
+        "kubernetes_version": "v1.31.2",
+        "instance_type": "t3.large",
+        "subnets": network["subnets"],
+        "bootstrap": {"type": "raw", "data": RAW},
+        "wait_timeout": 60,
+    }
+    spot = run_module("clusterapi.aws.capa_instance", {**common, "name": "spot", "spot_market_options": {}})
+    assert not spot.get("failed"), spot
+    on_demand = run_module("clusterapi.aws.capa_instance", {**common, "name": "ondemand"})
+    assert not on_demand.get("failed"), on_demand
+
+    document = stored_document(aws, "spot")
+    config = yaml.safe_load(document)
+    assert config["runcmd"][0] == "echo joined > /run/joined"  # the user's document, then the watcher
+    assert config["runcmd"][-1] == f"systemctl enable --now {UNIT_NAME}"
+    assert {f["path"] for f in config["write_files"]} == {WATCHER_PATH, UNIT_PATH}
+    assert "CAPA_WATCHER_LIFECYCLE_HOOK=\n" in document.decode()  # a single machine has no scale-in hook
+    cloud_init = require("cloud-init", "apt-get update && apt-get install -y --no-install-recommends cloud-init")
+    schema_check(cloud_init, document.decode(), tmp_path / "spot.yaml")
+
+    assert stored_document(aws, "ondemand") == RAW.encode()  # on-demand machines are left as they were
