@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
+from ._asg import AsgTier
 from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
 from ._elb import ElbTier
@@ -39,6 +40,7 @@ except ImportError:
     pass  # AnsibleAWSModule reports a missing SDK.
 
 __all__ = [
+    "AsgTier",
     "ClusterInfoTier",
     "Context",
     "ElbTier",

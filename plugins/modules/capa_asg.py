@@ -1,0 +1,623 @@
+#!/usr/bin/python
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
+
+DOCUMENTATION = r"""
+module: capa_asg
+short_description: Reconcile a machine pool (launch template + auto scaling group) as CAPA's AWSMachinePool
+version_added: 0.1.0
+description:
+  - A machine pool is one EC2 launch template and one auto scaling group, both named I(name) (not prefixed with
+    the cluster, as in CAPA - the name must be unique in the account and region). The group always launches the
+    template's C($Latest) version, across the private subnets of the I(failure_domains).
+  - A new launch template version is made only when its content changes - instance type, the AMI (given or looked
+    up as M(clusterapi.aws.capa_instance) does), root volume, SSH key, instance profile, security groups, instance
+    metadata options (IMDSv2 required by default, safer than CAPA), spot options, tags or bootstrap data. Versions
+    other than the default one, the latest and the one before it are deleted.
+  - A new version that changes anything but bootstrap data starts a C(Rolling) instance refresh (after cancelling
+    one in progress) unless I(refresh_preferences.disable). Bootstrap-data-only changes reach new instances only.
+  - Bootstrap data never sits in the launch template. Each version gets its own Secrets Manager or SSM Parameter
+    Store entries (gzipped; 7000-byte secrets or 4000-byte SecureString parameters); the template's user data only
+    carries a boot hook that fetches them with the AWS CLI. All instances of a version share the entries, so the
+    hook does not delete them; the module deletes them with their version. The instance profile needs
+    C(secretsmanager:GetSecretValue) on C(aws.cluster.x-k8s.io/*) (or C(ssm:GetParameter) on
+    C(/cluster.x-k8s.io/*)).
+  - "The group carries CAPA's tags (C(PropagateAtLaunch=false)) and C(kubernetes.io/cluster/<cluster_name>=owned);
+    instances and volumes get theirs from the template - CAPA's tags, C(clusterapi.aws/machine-group=<name>),
+    C(sigs.k8s.io/cluster-api-provider-aws/bootstrap-data-hash) (sha256 of the bootstrap data, which alone decides
+    whether bootstrap data changed) and C(clusterapi.aws/bootstrap-data=<backend>:<prefix>:<count>)."
+  - With I(externally_managed_replicas) (a cluster autoscaler owns the size) the desired capacity is only set when
+    the group is created; later runs leave AWS's value alone and report it.
+  - A run that changes nothing makes one C(DescribeLaunchTemplates), one C(DescribeLaunchTemplateVersions), one
+    C(DescribeAutoScalingGroups), one C(DescribeLifecycleHooks), the AMI lookup (C(DescribeInstanceTypes) and
+    C(DescribeImages)) and, with kubeadm bootstrap, one C(GetSecretValue) of the cluster PKI.
+  - C(state=absent) force-deletes the group (AWS terminates its instances), waits until it is gone, then deletes
+    every version's bootstrap entries and the launch template. A group or template the cluster does not own is
+    never changed or deleted.
+author:
+  - clusterapi.aws maintainers (@clusterapi)
+options:
+  name:
+    description:
+      - Pool name - the name of the launch template and of the auto scaling group. 3 to 128 lower-case letters,
+        digits, C(.) and C(-).
+    type: str
+    required: true
+  subnets:
+    description:
+      - The cluster's subnets as M(clusterapi.aws.capa_subnet) returns them; each needs C(id),
+        C(availability_zone) and C(is_public) (other keys are ignored). Ids may be check-mode placeholders.
+    type: list
+    elements: dict
+    default: []
+  failure_domains:
+    description:
+      - Availability zones of the pool; the group spans every private subnet of these zones. Default - the zones
+        of the private subnets.
+    type: list
+    elements: str
+  min_size:
+    description: Minimum size of the group.
+    type: int
+    default: 1
+  max_size:
+    description: Maximum size of the group.
+    type: int
+    default: 1
+  desired_capacity:
+    description:
+      - Desired capacity; between I(min_size) and I(max_size) unless I(externally_managed_replicas). Default - AWS
+        starts at I(min_size) and the module leaves it alone.
+    type: int
+  externally_managed_replicas:
+    description:
+      - A cluster autoscaler owns the desired capacity (CAPA's C(cluster.x-k8s.io/replicas-managed-by)
+        annotation). The desired capacity is sent only when the group is created; the result reports AWS's value.
+    type: bool
+    default: false
+  instance_type:
+    description:
+      - EC2 instance type of the template (with I(mixed_instances_policy), the overrides come first).
+    type: str
+  kubernetes_version:
+    description:
+      - Kubernetes version of the nodes, e.g. C(v1.31.2). Used by the AMI lookup and by kubeadm bootstrap.
+    type: str
+  ami:
+    description:
+      - The machine image, or how to look it up (newest available HVM image of the instance type's architecture).
+    type: dict
+    default: {}
+    suboptions:
+      id:
+        description: AMI id; no lookup when given.
+        type: str
+      base_os:
+        description: Base OS in the looked-up image name.
+        type: str
+        default: ubuntu-24.04
+      owner:
+        description: Owner account of the looked-up image. Default CAPA's C(819546954734).
+        type: str
+      name_format:
+        description:
+          - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version}). Default
+            C(capa-ami-{base_os}-?{k8s_version}-*).
+        type: str
+  root_volume:
+    description:
+      - Root volume. The device name comes from the AMI; the volume is deleted with the instance.
+    type: dict
+    default: {}
+    suboptions:
+      size:
+        description: Size in GiB (at least the AMI's); default the AMI's size.
+        type: int
+      type:
+        description: EBS volume type.
+        type: str
+        default: gp3
+      encrypted:
+        description: Encrypt the volume (safer than CAPA, which leaves it to the AMI).
+        type: bool
+        default: true
+  ssh_key_name:
+    description: EC2 key pair of the instances; none when empty.
+    type: str
+  iam_instance_profile:
+    description:
+      - Instance profile name (clusterawsadm's is C(nodes.cluster-api-provider-aws.sigs.k8s.io)).
+    type: str
+  security_group_ids:
+    description:
+      - Security groups of the instances - CAPA uses the C(node) and C(lb) groups of
+        M(clusterapi.aws.capa_security_group) plus any extra ones. Ids may be check-mode placeholders.
+    type: list
+    elements: str
+    default: []
+  imds:
+    description: Instance metadata service options of the template.
+    type: dict
+    default: {}
+    suboptions:
+      http_tokens:
+        description: C(required) means IMDSv2 only (safer than CAPA, which sets nothing for pools).
+        type: str
+        choices: [required, optional]
+        default: required
+      http_put_response_hop_limit:
+        description: Hop limit of metadata responses (1 to 64).
+        type: int
+        default: 1
+  spot_market_options:
+    description:
+      - Launch every instance as a one-time spot instance that terminates on interruption (launch template market
+        options). Not with I(mixed_instances_policy), whose distribution decides spot there.
+    type: dict
+    suboptions:
+      max_price:
+        description: Maximum price in USD per hour; empty means the on-demand price.
+        type: str
+  mixed_instances_policy:
+    description:
+      - Instance type overrides and an on-demand/spot distribution; the group then launches the template through a
+        mixed instances policy.
+    type: dict
+    suboptions:
+      instances_distribution:
+        description: How capacity is split between on-demand and spot instances.
+        type: dict
+        default: {}
+        suboptions:
+          on_demand_base_capacity:
+            description: On-demand instances before any spot.
+            type: int
+            default: 0
+          on_demand_percentage_above_base_capacity:
+            description: Percentage of on-demand instances above the base (0 to 100).
+            type: int
+            default: 100
+          spot_allocation_strategy:
+            description: How spot capacity is chosen.
+            type: str
+            choices: [lowest-price, capacity-optimized, capacity-optimized-prioritized, price-capacity-optimized]
+            default: lowest-price
+          on_demand_allocation_strategy:
+            description: How on-demand capacity is chosen.
+            type: str
+            choices: [prioritized, lowest-price]
+            default: prioritized
+      overrides:
+        description: Instance types the group may launch, in priority order.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          instance_type:
+            description: An instance type.
+            type: str
+            required: true
+  suspended_processes:
+    description:
+      - Auto scaling processes kept suspended; processes not listed are resumed.
+    type: list
+    elements: str
+    choices: [Launch, Terminate, AddToLoadBalancer, AlarmNotification, AZRebalance, HealthCheck, InstanceRefresh,
+              ReplaceUnhealthy, ScheduledActions]
+    default: []
+  capacity_rebalance:
+    description: Replace spot instances at elevated interruption risk before they are interrupted.
+    type: bool
+    default: false
+  default_cooldown:
+    description: Seconds between scaling activities.
+    type: int
+    default: 300
+  default_instance_warmup:
+    description: Seconds a new instance needs before it counts towards the group's metrics.
+    type: int
+    default: 300
+  refresh_preferences:
+    description: The instance refresh started when a new version changes more than bootstrap data.
+    type: dict
+    default: {}
+    suboptions:
+      disable:
+        description: Never start (or cancel) an instance refresh; new versions reach new instances only.
+        type: bool
+        default: false
+      min_healthy_percentage:
+        description: Share of the group kept in service during the refresh (0 to 100).
+        type: int
+        default: 90
+      instance_warmup:
+        description: Seconds before a replaced instance counts as healthy; default the group's warm-up.
+        type: int
+  lifecycle_hooks:
+    description:
+      - Lifecycle hooks of the group; hooks not listed (and not the drain hook) are deleted, as CAPA does.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Hook name.
+        type: str
+        required: true
+      lifecycle_transition:
+        description: When the hook holds the instance.
+        type: str
+        choices: ["autoscaling:EC2_INSTANCE_LAUNCHING", "autoscaling:EC2_INSTANCE_TERMINATING"]
+        default: "autoscaling:EC2_INSTANCE_TERMINATING"
+      default_result:
+        description: What happens when the heartbeat times out (CAPA's default C(ABANDON)).
+        type: str
+        choices: [CONTINUE, ABANDON]
+        default: ABANDON
+      heartbeat_timeout:
+        description: Seconds the hook holds the instance (30 to 7200; CAPA's default 3600).
+        type: int
+        default: 3600
+      notification_target_arn:
+        description: SNS topic or SQS queue notified.
+        type: str
+      role_arn:
+        description: Role allowing Auto Scaling to publish to the target.
+        type: str
+      notification_metadata:
+        description: Extra text sent with the notification.
+        type: str
+  drain_on_scale_in:
+    description:
+      - Add a C(autoscaling:EC2_INSTANCE_TERMINATING) lifecycle hook (default result C(CONTINUE), heartbeat 300 s)
+        that gives the node's termination watcher time to drain it. Default - on when the pool uses spot
+        (I(spot_market_options), or a distribution below 100% on-demand).
+    type: bool
+  bootstrap:
+    description: The instances' bootstrap data.
+    type: dict
+    default: {}
+    suboptions:
+      type:
+        description:
+          - C(kubeadm) - a kubeadm join (worker) cloud-init rendered from the cluster PKI that
+            M(clusterapi.aws.capa_kubeadm) stored. C(raw) - the document in I(bootstrap.data). C(none) - no user data.
+        type: str
+        choices: [kubeadm, raw, none]
+        default: kubeadm
+      endpoint_host:
+        description: Host name of the Kubernetes API endpoint; kubeadm.
+        type: str
+      endpoint_port:
+        description: Port of the Kubernetes API endpoint; kubeadm.
+        type: int
+        default: 6443
+      data:
+        description: The bootstrap document for C(raw). Never logged or returned.
+        type: str
+      backend:
+        description: Where the document waits for the instances.
+        type: str
+        choices: [secrets-manager, ssm-parameter-store]
+        default: secrets-manager
+notes:
+  - C(CreateLaunchTemplate) and C(CreateLaunchTemplateVersion) carry idempotency tokens, so a retried request
+    never makes a second version.
+  - Bootstrap entries of a version whose template write failed are deleted at once; the instances' hook never
+    deletes them.
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+  - clusterapi.aws.common
+  - clusterapi.aws.common.state
+"""
+
+EXAMPLES = r"""
+- name: A pool of 1 to 5 workers whose size a cluster autoscaler owns
+  clusterapi.aws.capa_asg:
+    cluster_name: demo
+    name: demo-pool-0
+    min_size: 1
+    max_size: 5
+    desired_capacity: 2
+    externally_managed_replicas: true
+    kubernetes_version: v1.31.2
+    instance_type: t3.large
+    subnets: "{{ network_subnets.subnets }}"
+    security_group_ids:
+      - "{{ network_groups.security_groups.node.id }}"
+      - "{{ network_groups.security_groups.lb.id }}"
+    iam_instance_profile: nodes.cluster-api-provider-aws.sigs.k8s.io
+    bootstrap:
+      type: kubeadm
+      endpoint_host: "{{ network_elb.load_balancer.dns_name }}"
+
+- name: Mostly spot, several instance types, drained on scale-in
+  clusterapi.aws.capa_asg:
+    cluster_name: demo
+    name: demo-spot
+    min_size: 0
+    max_size: 10
+    instance_type: m6i.large
+    kubernetes_version: v1.31.2
+    subnets: "{{ network_subnets.subnets }}"
+    capacity_rebalance: true
+    mixed_instances_policy:
+      instances_distribution:
+        on_demand_base_capacity: 1
+        on_demand_percentage_above_base_capacity: 0
+        spot_allocation_strategy: price-capacity-optimized
+      overrides:
+        - instance_type: m6i.large
+        - instance_type: m5.large
+    bootstrap: {type: kubeadm, endpoint_host: "{{ endpoint }}"}
+
+- name: Remove the pool, its instances, template and bootstrap entries
+  clusterapi.aws.capa_asg:
+    cluster_name: demo
+    name: demo-pool-0
+    state: absent
+"""
+
+RETURN = r"""
+launch_template:
+  description: The launch template after the run (null when there is none).
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: Template id; C(planned:launch-template:<name>) in check mode when it would be created.
+      type: str
+      sample: lt-0a1b2c3d4e5f67890
+    name:
+      description: Template name (the pool name).
+      type: str
+      sample: demo-pool-0
+    latest_version:
+      description: Latest version number (the group runs C($Latest)).
+      type: int
+      sample: 3
+    default_version:
+      description: Default version number.
+      type: int
+      sample: 1
+    versions:
+      description: Version numbers kept.
+      type: list
+      elements: int
+      sample: [1, 2, 3]
+auto_scaling_group:
+  description: The auto scaling group after the run (null when there is none); sizes are AWS's current values.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Group name (the pool name).
+      type: str
+      sample: demo-pool-0
+    arn:
+      description: Group ARN (CAPA's providerID of the pool); a placeholder in check mode when it would be created.
+      type: str
+      sample: "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:0a1b:autoScalingGroupName/demo-pool-0"
+    min_size:
+      description: Minimum size.
+      type: int
+      sample: 1
+    max_size:
+      description: Maximum size.
+      type: int
+      sample: 5
+    desired_capacity:
+      description: Desired capacity as AWS holds it (the autoscaler's value with externally managed replicas).
+      type: int
+      sample: 2
+    subnet_ids:
+      description: Subnets the group spans.
+      type: list
+      elements: str
+      sample: [subnet-0a1b2c3d4e5f67890]
+    capacity_rebalance:
+      description: Whether capacity rebalancing is on.
+      type: bool
+      sample: false
+    instances:
+      description: The group's instances - C(id), C(availability_zone), C(lifecycle_state), C(health_status),
+        C(instance_type) and C(launch_template_version).
+      type: list
+      elements: dict
+      sample: [{"id": "i-0a1b2c3d4e5f67890", "availability_zone": "us-east-1a", "lifecycle_state": "InService",
+                "health_status": "Healthy", "instance_type": "t3.large", "launch_template_version": "2"}]
+    suspended_processes:
+      description: Suspended processes.
+      type: list
+      elements: str
+      sample: [AZRebalance]
+    mixed_instances_policy:
+      description: The mixed instances policy in the option's shape, or null.
+      type: dict
+      sample: {"instances_distribution": {"on_demand_base_capacity": 0}, "overrides": [{"instance_type": "m5.large"}]}
+    lifecycle_hooks:
+      description: Names of the group's lifecycle hooks.
+      type: list
+      elements: str
+      sample: [clusterapi-aws-drain]
+    launch_template_version:
+      description: The template version the group launches (always C($Latest)).
+      type: str
+      sample: $Latest
+instance_refresh:
+  description: The instance refresh this run started (C(id), C(status)), or null.
+  returned: always
+  type: dict
+  sample: {"id": "08b91cf7-8fa6-48af-b6a6-d227f40f1b9b", "status": "Pending"}
+conditions:
+  description:
+    - CAPA's AWSMachinePool conditions C(ASGReady), C(LaunchTemplateReady) and C(InstanceRefreshStarted), each with
+      C(status) and C(reason) (C(ASGNotFound), C(ASGDeletionInProgress), C(LaunchTemplateNotFound),
+      C(InstanceRefreshNotNeeded), C(InstanceRefreshDisabled); empty when true).
+  returned: always
+  type: dict
+  sample: {"ASGReady": {"status": true, "reason": ""}}
+plan:
+  description: The mutating AWS calls the run made, or in check mode would make, in order.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"call": "ec2:CreateLaunchTemplateVersion", "resource": "demo-pool-0 version 2",
+            "reason": "launch template differs: instance_type"}]
+api_calls:
+  description: Number of AWS requests the run made, per C(service:Operation).
+  returned: always
+  type: dict
+  sample: {"ec2:DescribeLaunchTemplates": 1, "autoscaling:DescribeAutoScalingGroups": 1}
+diff:
+  description: The pool before and after the run (with C(--diff)).
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import AsgTier, run_tier
+
+PROCESSES = [
+    "Launch",
+    "Terminate",
+    "AddToLoadBalancer",
+    "AlarmNotification",
+    "AZRebalance",
+    "HealthCheck",
+    "InstanceRefresh",
+    "ReplaceUnhealthy",
+    "ScheduledActions",
+]
+
+
+def main():
+    run_tier(
+        dict(
+            name=dict(type="str", required=True),
+            subnets=dict(type="list", elements="dict", default=[]),
+            failure_domains=dict(type="list", elements="str"),
+            min_size=dict(type="int", default=1),
+            max_size=dict(type="int", default=1),
+            desired_capacity=dict(type="int"),
+            externally_managed_replicas=dict(type="bool", default=False),
+            instance_type=dict(type="str"),
+            kubernetes_version=dict(type="str"),
+            ami=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    id=dict(type="str"),
+                    base_os=dict(type="str", default="ubuntu-24.04"),
+                    owner=dict(type="str"),
+                    name_format=dict(type="str"),
+                ),
+            ),
+            root_volume=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    size=dict(type="int"),
+                    type=dict(type="str", default="gp3"),
+                    encrypted=dict(type="bool", default=True),
+                ),
+            ),
+            ssh_key_name=dict(type="str", no_log=False),
+            iam_instance_profile=dict(type="str"),
+            security_group_ids=dict(type="list", elements="str", default=[]),
+            imds=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
+                    http_put_response_hop_limit=dict(type="int", default=1),
+                ),
+            ),
+            spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
+            mixed_instances_policy=dict(
+                type="dict",
+                options=dict(
+                    instances_distribution=dict(
+                        type="dict",
+                        default={},
+                        options=dict(
+                            on_demand_base_capacity=dict(type="int", default=0),
+                            on_demand_percentage_above_base_capacity=dict(type="int", default=100),
+                            spot_allocation_strategy=dict(
+                                type="str",
+                                default="lowest-price",
+                                choices=[
+                                    "lowest-price",
+                                    "capacity-optimized",
+                                    "capacity-optimized-prioritized",
+                                    "price-capacity-optimized",
+                                ],
+                            ),
+                            on_demand_allocation_strategy=dict(
+                                type="str", default="prioritized", choices=["prioritized", "lowest-price"]
+                            ),
+                        ),
+                    ),
+                    overrides=dict(
+                        type="list",
+                        elements="dict",
+                        default=[],
+                        options=dict(instance_type=dict(type="str", required=True)),
+                    ),
+                ),
+            ),
+            suspended_processes=dict(type="list", elements="str", choices=PROCESSES, default=[]),
+            capacity_rebalance=dict(type="bool", default=False),
+            default_cooldown=dict(type="int", default=300),
+            default_instance_warmup=dict(type="int", default=300),
+            refresh_preferences=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    disable=dict(type="bool", default=False),
+                    min_healthy_percentage=dict(type="int", default=90),
+                    instance_warmup=dict(type="int"),
+                ),
+            ),
+            lifecycle_hooks=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    name=dict(type="str", required=True),
+                    lifecycle_transition=dict(
+                        type="str",
+                        default="autoscaling:EC2_INSTANCE_TERMINATING",
+                        choices=["autoscaling:EC2_INSTANCE_LAUNCHING", "autoscaling:EC2_INSTANCE_TERMINATING"],
+                    ),
+                    default_result=dict(type="str", default="ABANDON", choices=["CONTINUE", "ABANDON"]),
+                    heartbeat_timeout=dict(type="int", default=3600),
+                    notification_target_arn=dict(type="str"),
+                    role_arn=dict(type="str"),
+                    notification_metadata=dict(type="str"),
+                ),
+            ),
+            drain_on_scale_in=dict(type="bool"),
+            bootstrap=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    type=dict(type="str", default="kubeadm", choices=["kubeadm", "raw", "none"]),
+                    endpoint_host=dict(type="str"),
+                    endpoint_port=dict(type="int", default=6443),
+                    data=dict(type="str", no_log=True),
+                    backend=dict(
+                        type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]
+                    ),
+                ),
+            ),
+        ),
+        tier=AsgTier(),
+        result_key=None,
+    )
+
+
+if __name__ == "__main__":
+    main()
