@@ -181,6 +181,10 @@ class AwsSession:
             self._clients[service] = RetryingClient(raw)
         return self._clients[service]
 
+    def credentials(self) -> Any:
+        """The session's botocore credentials, for signing done locally (presigned URLs, EKS tokens)."""
+        return self._session.get_credentials()
+
     def assume(self, identity: dict[str, Any], default_session_name: str) -> None:
         """Switch this session to a role, first through ``source_identity`` when chained.
 

@@ -23,6 +23,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleA
 from ._asg import AsgTier
 from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
+from ._eks import EksClusterTier
 from ._elb import ElbTier
 from ._instances import InstanceTier
 from ._pki_store import KubeadmTier
@@ -43,6 +44,7 @@ __all__ = [
     "AsgTier",
     "ClusterInfoTier",
     "Context",
+    "EksClusterTier",
     "ElbTier",
     "InstanceTier",
     "KubeadmTier",
