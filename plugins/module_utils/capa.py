@@ -25,6 +25,7 @@ from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
 from ._eks import EksClusterTier
 from ._elb import ElbTier
+from ._fleet import FleetTier
 from ._instances import InstanceTier
 from ._pki_store import KubeadmTier
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
@@ -46,6 +47,7 @@ __all__ = [
     "Context",
     "EksClusterTier",
     "ElbTier",
+    "FleetTier",
     "InstanceTier",
     "KubeadmTier",
     "ReconcileError",

@@ -1,0 +1,373 @@
+#!/usr/bin/python
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
+
+DOCUMENTATION = r"""
+module: capa_fleet
+short_description: Reconcile a machine pool kept by an EC2 Fleet (launch template, several instance types, spot)
+version_added: 0.1.0
+description:
+  - A machine pool of kind C(fleet) - an EC2 Fleet of type C(maintain) that keeps I(total_target_capacity)
+    instances over a launch template named I(name), with every one of I(instance_types) allowed in every private
+    subnet of the pool, I(on_demand_target_capacity) of them on-demand and the rest spot (by default).
+    CAPA has no EC2 Fleet support; everything else follows its AWSMachinePool - CAPA's tags, the AMI lookup, a new
+    launch template version when what defines the machines changes (at most three versions kept).
+  - Bootstrap data never sits in the launch template - each version's cloud-config is stored in Secrets Manager or
+    SSM Parameter Store, and its user data only holds a boot hook that fetches it (the entries stay while the
+    version exists, since every instance of the version boots from them). The termination watcher is always
+    merged into the cloud-config - a systemd service that cordons and drains the node when IMDS announces a spot
+    interruption.
+  - The launch template and the instances carry C(clusterapi.aws/machine-pool=<name>); the fleet is found by its
+    tags with one C(DescribeFleets) (AWS cannot filter fleets by tag) and its instances with one
+    C(DescribeFleetInstances).
+  - A change of the target capacity, the launch template version, the instance types or the subnets is applied
+    with C(ModifyFleet). The default capacity type, the spot allocation strategy and
+    I(replace_unhealthy_instances) cannot be changed on a fleet - such a change fails and names the fields.
+  - C(state=absent) deletes the fleet with its instances, waits (within I(wait_timeout)) until they are
+    terminated, then deletes the launch template and every version's bootstrap entries.
+author:
+  - clusterapi.aws maintainers (@clusterapi)
+options:
+  name:
+    description:
+      - Name of the pool, its launch template and its fleet's C(Name) tag. Lower-case letters, digits and C(-).
+    type: str
+    required: true
+  subnets:
+    description:
+      - The cluster's subnets as M(clusterapi.aws.capa_subnet) returns them; each needs C(id),
+        C(availability_zone) and C(is_public) (other keys are ignored). The pool uses the private ones in
+        I(failure_domains).
+    type: list
+    elements: dict
+    default: []
+  failure_domains:
+    description:
+      - Availability zones of the pool. Default - the zones of the private subnets.
+    type: list
+    elements: str
+  total_target_capacity:
+    description: Number of instances the fleet keeps.
+    type: int
+    default: 1
+  on_demand_target_capacity:
+    description: How many of them are on-demand instances (at most I(total_target_capacity)).
+    type: int
+    default: 0
+  default_target_capacity_type:
+    description: Kind of the capacity above I(on_demand_target_capacity). Cannot be changed later.
+    type: str
+    choices: [spot, on-demand]
+    default: spot
+  instance_types:
+    description:
+      - Instance types the fleet may launch, each allowed in every subnet of the pool (at most 300 type x subnet
+        pairs).
+    type: list
+    elements: str
+    default: []
+  spot_allocation_strategy:
+    description: How the fleet picks spot capacity pools. Cannot be changed later.
+    type: str
+    choices: [price-capacity-optimized, capacity-optimized, capacity-optimized-prioritized, diversified, lowest-price]
+    default: price-capacity-optimized
+  replace_unhealthy_instances:
+    description: Let the fleet replace instances that fail their status checks. Cannot be changed later.
+    type: bool
+    default: true
+  instance_type:
+    description:
+      - The launch template's own instance type (also picks the AMI architecture). Default the first of
+        I(instance_types).
+    type: str
+  kubernetes_version:
+    description:
+      - Kubernetes version of the machines, e.g. C(v1.31.2). Used by the AMI lookup and by kubeadm bootstrap.
+    type: str
+  ami:
+    description:
+      - The machine image, or how to look it up (as in M(clusterapi.aws.capa_instance)).
+    type: dict
+    default: {}
+    suboptions:
+      id:
+        description: AMI id; no lookup when given.
+        type: str
+      base_os:
+        description: Base OS in the looked-up image name.
+        type: str
+        default: ubuntu-24.04
+      owner:
+        description: Owner account of the looked-up image. Default CAPA's C(819546954734).
+        type: str
+      name_format:
+        description:
+          - Name pattern of the looked-up image with the placeholders C({base_os}) and C({k8s_version}). Default
+            C(capa-ami-{base_os}-?{k8s_version}-*).
+        type: str
+  root_volume:
+    description:
+      - Root volume. The device name comes from the AMI; the volume is deleted with the instance.
+    type: dict
+    default: {}
+    suboptions:
+      size:
+        description: Size in GiB (at least the AMI's); default the AMI's size.
+        type: int
+      type:
+        description: EBS volume type.
+        type: str
+        default: gp3
+      encrypted:
+        description: Encrypt the volume.
+        type: bool
+        default: true
+  ssh_key_name:
+    description: EC2 key pair of the machines; none when empty.
+    type: str
+  iam_instance_profile:
+    description:
+      - Instance profile name (clusterawsadm's is C(nodes.cluster-api-provider-aws.sigs.k8s.io)). It needs
+        C(GetSecretValue) (or C(GetParameter)) on the bootstrap entries.
+    type: str
+  security_group_ids:
+    description:
+      - Security groups of the machines (the node group from M(clusterapi.aws.capa_security_group) plus any extra
+        ones). Ids may be check-mode placeholders.
+    type: list
+    elements: str
+    default: []
+  imds:
+    description:
+      - Instance metadata service options of the launch template. IMDSv2 is required by default (the termination
+        watcher speaks IMDSv2).
+    type: dict
+    default: {}
+    suboptions:
+      http_tokens:
+        description: C(required) means IMDSv2 only.
+        type: str
+        choices: [required, optional]
+        default: required
+      http_put_response_hop_limit:
+        description: Hop limit of metadata responses (1 to 64).
+        type: int
+        default: 1
+  bootstrap:
+    description:
+      - The machines' bootstrap data (as in M(clusterapi.aws.capa_instance)); pool machines join as workers.
+    type: dict
+    default: {}
+    suboptions:
+      type:
+        description:
+          - C(kubeadm) - a kubeadm join rendered from the cluster PKI that M(clusterapi.aws.capa_kubeadm) stored.
+          - C(raw) - the cloud-init document in I(bootstrap.data) (the watcher is merged into a C(#cloud-config);
+            other documents are used as they are).
+          - C(none) - no user data.
+        type: str
+        choices: [kubeadm, raw, none]
+        default: kubeadm
+      endpoint_host:
+        description: Host name of the Kubernetes API endpoint; kubeadm.
+        type: str
+      endpoint_port:
+        description: Port of the Kubernetes API endpoint; kubeadm.
+        type: int
+        default: 6443
+      data:
+        description: The cloud-init document for C(raw). Never logged or returned.
+        type: str
+      backend:
+        description: Where each launch template version's document waits for the machines.
+        type: str
+        choices: [secrets-manager, ssm-parameter-store]
+        default: secrets-manager
+notes:
+  - With I(wait), a run that created or changed the fleet waits (within I(wait_timeout)) until the fleet has its
+    target capacity; spot capacity that stays short is a warning, not a failure - the fleet keeps trying.
+  - C(CreateFleet), C(CreateLaunchTemplate) and C(CreateLaunchTemplateVersion) carry idempotency tokens.
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+  - clusterapi.aws.common
+  - clusterapi.aws.common.state
+"""
+
+EXAMPLES = r"""
+- name: A spot pool of three workers over three instance types, one of them on-demand
+  clusterapi.aws.capa_fleet:
+    cluster_name: demo
+    name: pool-spot
+    total_target_capacity: 3
+    on_demand_target_capacity: 1
+    instance_types: [m5.large, m5a.large, m6i.large]
+    kubernetes_version: v1.31.2
+    subnets: "{{ network_subnets.subnets }}"
+    security_group_ids: ["{{ network_groups.security_groups.node.id }}"]
+    iam_instance_profile: nodes.cluster-api-provider-aws.sigs.k8s.io
+    bootstrap:
+      type: kubeadm
+      endpoint_host: "{{ network_elb.load_balancer.dns_name }}"
+
+- name: Remove the pool with its instances
+  clusterapi.aws.capa_fleet:
+    cluster_name: demo
+    name: pool-spot
+    state: absent
+"""
+
+RETURN = r"""
+fleet:
+  description: The pool's fleet after the run (in check mode, as it would be); null when there is none.
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: Fleet id; C(planned:fleet:<name>) in check mode when it would be created.
+      type: str
+      sample: fleet-0a1b2c3d-4e5f-6789-0abc-def012345678
+    state:
+      description: Fleet state (C(submitted), C(active), C(modifying)).
+      type: str
+      sample: active
+    type:
+      description: Fleet type, always C(maintain).
+      type: str
+      sample: maintain
+    launch_template:
+      description: The launch template - C(id), C(name), C(version) the fleet uses and its C(template_hash).
+      type: dict
+      sample: {"id": "lt-0a1b2c3d4e5f67890", "name": "pool-spot", "version": 2, "template_hash": "3f9a1c0b2d"}
+    target_capacity:
+      description: C(total), C(on_demand) and C(default_type) of the target capacity.
+      type: dict
+      sample: {"total": 3, "on_demand": 1, "default_type": "spot"}
+    instance_types:
+      description: Instance types of the overrides.
+      type: list
+      elements: str
+      sample: [m5.large, m5a.large]
+    subnet_ids:
+      description: Subnets of the overrides.
+      type: list
+      elements: str
+      sample: [subnet-0a1b2c3d4e5f67890]
+    spot_allocation_strategy:
+      description: Spot allocation strategy.
+      type: str
+      sample: price-capacity-optimized
+    replace_unhealthy_instances:
+      description: Whether the fleet replaces unhealthy instances.
+      type: bool
+      sample: true
+    instances:
+      description: The fleet's active instances - C(id), C(instance_type), C(health).
+      type: list
+      elements: dict
+      sample: [{"id": "i-0a1b2c3d4e5f67890", "instance_type": "m5.large", "health": "healthy"}]
+    tags:
+      description: Tags of the fleet.
+      type: dict
+      sample: {"Name": "pool-spot", "clusterapi.aws/machine-pool": "pool-spot"}
+    ami_id:
+      description: The AMI of the launch template version in use (not in the C(before) of a diff).
+      type: str
+      sample: ami-0a1b2c3d4e5f67890
+plan:
+  description: The mutating AWS calls the run made, or in check mode would make, in order.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"call": "ec2:CreateFleet", "resource": "pool-spot", "reason": "machine pool fleet"}]
+api_calls:
+  description: Number of AWS requests the run made, per C(service:Operation).
+  returned: always
+  type: dict
+  sample: {"ec2:DescribeFleets": 1, "ec2:DescribeFleetInstances": 1}
+diff:
+  description: The fleet before and after the run.
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import FleetTier, run_tier
+
+
+def main():
+    run_tier(
+        dict(
+            name=dict(type="str", required=True),
+            subnets=dict(type="list", elements="dict", default=[]),
+            failure_domains=dict(type="list", elements="str"),
+            total_target_capacity=dict(type="int", default=1),
+            on_demand_target_capacity=dict(type="int", default=0),
+            default_target_capacity_type=dict(type="str", default="spot", choices=["spot", "on-demand"]),
+            instance_types=dict(type="list", elements="str", default=[]),
+            spot_allocation_strategy=dict(
+                type="str",
+                default="price-capacity-optimized",
+                choices=[
+                    "price-capacity-optimized",
+                    "capacity-optimized",
+                    "capacity-optimized-prioritized",
+                    "diversified",
+                    "lowest-price",
+                ],
+            ),
+            replace_unhealthy_instances=dict(type="bool", default=True),
+            instance_type=dict(type="str"),
+            kubernetes_version=dict(type="str"),
+            ami=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    id=dict(type="str"),
+                    base_os=dict(type="str", default="ubuntu-24.04"),
+                    owner=dict(type="str"),
+                    name_format=dict(type="str"),
+                ),
+            ),
+            root_volume=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    size=dict(type="int"),
+                    type=dict(type="str", default="gp3"),
+                    encrypted=dict(type="bool", default=True),
+                ),
+            ),
+            ssh_key_name=dict(type="str", no_log=False),
+            iam_instance_profile=dict(type="str"),
+            security_group_ids=dict(type="list", elements="str", default=[]),
+            imds=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
+                    http_put_response_hop_limit=dict(type="int", default=1),
+                ),
+            ),
+            bootstrap=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    type=dict(type="str", default="kubeadm", choices=["kubeadm", "raw", "none"]),
+                    endpoint_host=dict(type="str"),
+                    endpoint_port=dict(type="int", default=6443),
+                    data=dict(type="str", no_log=True),
+                    backend=dict(
+                        type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]
+                    ),
+                ),
+            ),
+        ),
+        tier=FleetTier(),
+        result_key="fleet",
+    )
+
+
+if __name__ == "__main__":
+    main()
