@@ -24,6 +24,8 @@ from ._asg import AsgTier
 from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
 from ._eks import EksClusterTier
+from ._eks_fargate import FargateProfileTier
+from ._eks_nodegroup import NodegroupTier
 from ._elb import ElbTier
 from ._fleet import FleetTier
 from ._instances import InstanceTier
@@ -47,9 +49,11 @@ __all__ = [
     "Context",
     "EksClusterTier",
     "ElbTier",
+    "FargateProfileTier",
     "FleetTier",
     "InstanceTier",
     "KubeadmTier",
+    "NodegroupTier",
     "ReconcileError",
     "SpecError",
     "SecurityGroupTier",
