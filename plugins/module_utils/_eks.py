@@ -279,9 +279,7 @@ class _Run:
                 left = ", ".join(r for _m, _q, r in updates[index:])
                 self.ctx.warn(f"wait is off: EKS runs one update at a time, left for the next run: {left}")
                 break
-            answer = self.ctx.ops.call(
-                self.eks, method, resource=self.name, reason=reason, predicted={}, name=self.name, **request
-            )
+            answer = self.ctx.ops.call(self.eks, method, resource=self.name, reason=reason, predicted={}, **request)
             if self.ctx.wait and not self.ctx.check_mode:
                 self.wait_update(answer, f"EKS cluster {self.name}: {reason}")
         if self.ctx.check_mode:
@@ -292,19 +290,33 @@ class _Run:
         p = self.params
         updates: list[tuple[str, dict[str, Any], str]] = []
         for step in plan.version_steps(cluster["version"], p.get("version")):
-            updates.append(("update_cluster_version", {"version": step}, f"version {step}"))
+            updates.append(("update_cluster_version", {"name": self.name, "version": step}, f"version {step}"))
         endpoint = plan.endpoint_update(cluster.get("resourcesVpcConfig") or {}, p["endpoint_access"])
         if endpoint:
-            updates.append(("update_cluster_config", {"resourcesVpcConfig": endpoint}, "endpoint access differs"))
+            updates.append(
+                (
+                    "update_cluster_config",
+                    {"name": self.name, "resourcesVpcConfig": endpoint},
+                    "endpoint access differs",
+                )
+            )
         logging = plan.logging_update(cluster.get("logging"), p["logging"])
         if logging:
-            updates.append(("update_cluster_config", {"logging": logging}, "logging differs"))
+            updates.append(("update_cluster_config", {"name": self.name, "logging": logging}, "logging differs"))
         access = plan.access_config_update(cluster, p["access_config"]["authentication_mode"])
         if access:
-            updates.append(("update_cluster_config", {"accessConfig": access}, "authentication mode differs"))
+            updates.append(
+                ("update_cluster_config", {"name": self.name, "accessConfig": access}, "authentication mode differs")
+            )
         encryption = plan.encryption_to_associate(cluster.get("encryptionConfig"), p.get("encryption_config"))
         if encryption:
-            updates.append(("associate_encryption_config", {"encryptionConfig": encryption}, "encryption added"))
+            updates.append(
+                (
+                    "associate_encryption_config",
+                    {"clusterName": self.name, "encryptionConfig": encryption},
+                    "encryption added",
+                )
+            )
         return updates
 
     def tag_cluster(self, cluster: Mapping[str, Any]) -> None:
