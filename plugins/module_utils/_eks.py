@@ -651,8 +651,8 @@ class _Run:
                     reason="state absent",
                     OpenIDConnectProviderArn=arn,
                 )
-        for name in {self.params.get("role_name") or default_role_name(self.ctx.cluster)}:
-            delete_owned_role(self.ctx, name)
+        # Only a role carrying the cluster's ownership tags is deleted (a role_name we found untagged stays).
+        delete_owned_role(self.ctx, self.params.get("role_name") or default_role_name(self.ctx.cluster))
         for path in self.paths.values():
             if path.exists():
                 _plan_file(self.ctx, "file:DeleteFile", path, "state absent")
