@@ -49,7 +49,6 @@ from ._asg_plan import (
     hook_changes,
     hook_request,
     launch_template_data,
-    merge_cloud_config,
     mixed_policy_view,
     needs_refresh,
     process_changes,
@@ -67,17 +66,17 @@ try:
 except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
     load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
 
-# INTEGRATION POINT (spot/termination watcher, plugins/module_utils/_termination.py, built separately): its
-# lifecycle hook name and the cloud-config that installs the watcher. Until it exists the drain hook gets a fixed
-# name and no watcher is installed (the hook then only delays termination by its heartbeat, then continues).
+# The spot/termination watcher (``_termination``): the drain hook's name and the cloud-config that installs the
+# node-side watcher. Guarded like _kubeadm so the pool still works where the helper is absent (fixed hook name,
+# no watcher: the hook then only delays termination by its heartbeat, then continues).
 try:
-    from ._termination import lifecycle_hook_name, watcher_cloud_config
+    from ._termination import lifecycle_hook_name, with_watcher
 except ImportError:
-    lifecycle_hook_name = watcher_cloud_config = None  # type: ignore[assignment]
+    lifecycle_hook_name = with_watcher = None  # type: ignore[assignment]
 
 try:
     import yaml
-except ImportError:
+except ImportError:  # only needed with the watcher, which needs it too
     yaml = None  # type: ignore[assignment]
 
 MAX_PRUNE_BATCH = 200  # DeleteLaunchTemplateVersions takes at most 200 versions
@@ -286,16 +285,20 @@ class PoolRun:
         return self._with_watcher(document)
 
     def _with_watcher(self, document: bytes) -> bytes:
-        if not (self.spec.drain_on_scale_in and watcher_cloud_config is not None and yaml is not None):
+        """The watcher drains nodes on spot interruption and, with the drain hook, on scale-in."""
+        spec = self.spec
+        if with_watcher is None or not (spec.drain_on_scale_in or spec.uses_spot):
             return document
-        text = document.decode()
-        if not text.startswith("#cloud-config"):
-            self.ctx.warn(
-                "drain_on_scale_in: bootstrap data is not #cloud-config; the termination watcher is not added"
-            )
+        hook = spec.drain_hook_name if spec.drain_on_scale_in else None
+        try:
+            merged = with_watcher(document, lifecycle_hook=hook)
+        except (ValueError, yaml.YAMLError):
+            # Not the parser's message: it quotes the document, which holds secrets.
+            self.ctx.warn("bootstrap data is not a valid cloud-config mapping: no termination watcher added")
             return document
-        merged = merge_cloud_config(yaml.safe_load(text) or {}, watcher_cloud_config())
-        return ("#cloud-config\n" + yaml.safe_dump(merged, sort_keys=True, default_flow_style=False)).encode()
+        if merged == document:
+            self.ctx.warn("bootstrap data is not #cloud-config: no termination watcher added")
+        return merged
 
     def _new_version(self, instance_tags: dict[str, str], document: bytes | None, image: _ami.Image) -> None:
         ctx, spec = self.ctx, self.spec

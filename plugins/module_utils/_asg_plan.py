@@ -456,20 +456,6 @@ def bootstrap_ref_of(data: Mapping[str, Any]) -> BootstrapRef | None:
     return BootstrapRef.from_tag(_tag_sets(data).get("instance", {}).get(BOOTSTRAP_TAG))
 
 
-def merge_cloud_config(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge cloud-config ``extra`` into ``base``: lists are appended, dicts merged, other values replaced."""
-    merged = dict(base)
-    for key, value in extra.items():
-        current = merged.get(key)
-        if isinstance(current, list) and isinstance(value, list):
-            merged[key] = current + list(value)
-        elif isinstance(current, Mapping) and isinstance(value, Mapping):
-            merged[key] = merge_cloud_config(current, value)
-        else:
-            merged[key] = value
-    return merged
-
-
 # auto scaling group ------------------------------------------------------------------------------------------------
 def launch_spec(spec: PoolSpec, template_name: str) -> dict[str, Any]:
     """The group's ``LaunchTemplate`` ($Latest) or ``MixedInstancesPolicy`` (Create/UpdateAutoScalingGroup)."""

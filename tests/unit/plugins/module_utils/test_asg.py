@@ -252,19 +252,6 @@ def test_shared_entries_boot_hook_only_reads():
     assert "delete-parameter" not in boot_script("us-east-1", ssm, delete_after_fetch=False)
 
 
-def test_merge_cloud_config_appends_lists():
-    merged = plan.merge_cloud_config(
-        {"runcmd": ["a"], "write_files": [{"path": "/x"}], "users": {"a": 1}},
-        {"runcmd": ["b"], "write_files": [{"path": "/y"}], "users": {"b": 2}, "packages": ["jq"]},
-    )
-    assert merged == {
-        "runcmd": ["a", "b"],
-        "write_files": [{"path": "/x"}, {"path": "/y"}],
-        "users": {"a": 1, "b": 2},
-        "packages": ["jq"],
-    }
-
-
 # auto scaling group ------------------------------------------------------------------------------------------------
 MIXED = {
     "instances_distribution": {"on_demand_base_capacity": 1, "on_demand_percentage_above_base_capacity": 25},
