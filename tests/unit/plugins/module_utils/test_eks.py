@@ -30,6 +30,8 @@ NODE_ROLE = "arn:aws:iam::123456789012:role/nodes"
 ADMIN_ROLE = "arn:aws:iam::123456789012:role/admins"
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+# A valid policy document for in-process moto IAM tests.
+POLICY = '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "*"}]}'
 OTHER_KEY = "arn:aws:kms:us-east-1:123456789012:key/ffffffff-12ab-34cd-56ef-1234567890ab"
 
 
@@ -678,3 +680,129 @@ def test_foreign_cluster_is_used_as_it_is(aws_stub, tmp_path):
     eks.assert_no_pending_responses()
     assert [c.call for c in ctx.ops.plan if not c.call.startswith("file:")] == []
     assert any("without the ownership tag" in w for w in ctx.warnings)
+
+
+def test_create_retries_while_iam_propagates_the_new_role(aws_stub, tmp_path, monkeypatch):
+    monkeypatch.setattr(_eks, "ROLE_PROPAGATION_RETRY", 0)
+    session, eks, _iam_stub = aws_stub
+    eks.add_client_error("describe_cluster", "ResourceNotFoundException")
+    eks.add_client_error(
+        "create_cluster",
+        "InvalidParameterException",
+        "Role with arn: given, could not be assumed because it does not exist",
+    )
+    eks.add_response("create_cluster", described(status="CREATING"), None)
+    eks.add_response("describe_cluster", described(), {"name": CLUSTER})
+    ctx, after = run(session, params(tmp_path))
+    eks.assert_no_pending_responses()
+    assert [c.call for c in ctx.ops.plan if c.call.startswith("eks:")] == ["eks:CreateCluster"]
+    assert after["cluster"]["status"] == "ACTIVE"
+
+
+def test_owned_oidc_provider_gets_client_id_thumbprint_and_tags(aws_stub, tmp_path):
+    session, eks, iam = aws_stub
+    issuer = "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"
+    arn = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC"
+    eks.add_response("describe_cluster", described(), {"name": CLUSTER})
+    iam.add_response(
+        "list_open_id_connect_providers",
+        {"OpenIDConnectProviderList": [{"Arn": arn}, {"Arn": arn.replace("ABC", "OTHER")}]},
+        {},
+    )
+    iam.add_response(
+        "get_open_id_connect_provider",
+        {"Url": issuer, "ClientIDList": [], "ThumbprintList": ["0" * 40], "Tags": [{"Key": OWNER, "Value": "owned"}]},
+        {"OpenIDConnectProviderArn": arn},
+    )
+    iam.add_response(
+        "add_client_id_to_open_id_connect_provider",
+        {},
+        {"OpenIDConnectProviderArn": arn, "ClientID": "sts.amazonaws.com"},
+    )
+    iam.add_response(
+        "update_open_id_connect_provider_thumbprint",
+        {},
+        {"OpenIDConnectProviderArn": arn, "ThumbprintList": ["a" * 40]},
+    )
+    iam.add_response("tag_open_id_connect_provider", {}, {"OpenIDConnectProviderArn": arn, "Tags": ANY})
+    ctx, after = run(session, params(tmp_path, associate_oidc_provider=True, oidc_thumbprint="A" * 40))
+    iam.assert_no_pending_responses()
+    assert after["cluster"]["oidc"]["provider_arn"] == arn
+
+
+def test_delete_refuses_while_fargate_profiles_remain(aws_stub, tmp_path):
+    session, eks, _iam_stub = aws_stub
+    eks.add_response("describe_cluster", described(), {"name": CLUSTER})
+    eks.add_response("list_nodegroups", {"nodegroups": []}, {"clusterName": CLUSTER})
+    eks.add_response("list_fargate_profiles", {"fargateProfileNames": ["fp-default"]}, {"clusterName": CLUSTER})
+    with pytest.raises(ReconcileError, match="Fargate profiles fp-default"):
+        run(session, params(tmp_path, state="absent"))
+    assert session.recorder.mutating() == {}
+
+
+def test_iam_role_drift_is_reconciled_and_owned_role_deleted_with_its_attachments():
+    """In-process moto: trust, boundary, policies and tags of an owned role; deletion of everything on it."""
+    import json
+
+    from moto import mock_aws
+
+    with mock_aws():
+        session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
+        raw = session.client("iam").raw
+        wanted = raw.create_policy(PolicyName="wanted", PolicyDocument=POLICY)
+        extra = raw.create_policy(PolicyName="extra", PolicyDocument=POLICY)
+        raw.create_role(
+            RoleName="r",
+            AssumeRolePolicyDocument=json.dumps(_iam.trust_policy("ec2.amazonaws.com")),
+            PermissionsBoundary=extra["Policy"]["Arn"],
+            Tags=[{"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"}],
+        )
+        raw.attach_role_policy(RoleName="r", PolicyArn=extra["Policy"]["Arn"])
+        ctx = Context(session=session, cluster=CLUSTER, check_mode=False)
+        role = _iam.ensure_role(ctx, "r", "eks.amazonaws.com", [wanted["Policy"]["Arn"]])
+        assert role["managed"] and not role["created"]
+        assert [c.call for c in ctx.ops.plan] == [
+            "iam:UpdateAssumeRolePolicy",
+            "iam:DeleteRolePermissionsBoundary",
+            "iam:DetachRolePolicy",
+            "iam:AttachRolePolicy",
+            "iam:TagRole",
+        ]
+        again = Context(session=session, cluster=CLUSTER, check_mode=False)
+        _iam.ensure_role(again, "r", "eks.amazonaws.com", [wanted["Policy"]["Arn"]])
+        assert again.ops.plan == []
+
+        raw.put_role_policy(RoleName="r", PolicyName="inline", PolicyDocument=POLICY)
+        raw.create_instance_profile(InstanceProfileName="p")
+        raw.add_role_to_instance_profile(InstanceProfileName="p", RoleName="r")
+        gone = Context(session=session, cluster=CLUSTER, check_mode=False)
+        _iam.delete_owned_role(gone, "r")
+        assert [c.call for c in gone.ops.plan] == [
+            "iam:DetachRolePolicy",
+            "iam:DeleteRolePolicy",
+            "iam:RemoveRoleFromInstanceProfile",
+            "iam:DeleteRole",
+        ]
+        assert _iam.get_role(gone, "r") is None
+
+        # A role without the cluster's tags is used as it is and never deleted.
+        raw.create_role(RoleName="theirs", AssumeRolePolicyDocument=json.dumps(_iam.trust_policy("eks.amazonaws.com")))
+        theirs = Context(session=session, cluster=CLUSTER, check_mode=False)
+        assert not _iam.ensure_role(theirs, "theirs", "eks.amazonaws.com", [wanted["Policy"]["Arn"]])["managed"]
+        _iam.delete_owned_role(theirs, "theirs")
+        assert theirs.ops.plan == [] and _iam.get_role(theirs, "theirs") is not None
+
+
+def test_boundary_is_put_on_an_owned_role():
+
+    from moto import mock_aws
+
+    with mock_aws():
+        session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
+        raw = session.client("iam").raw
+        boundary = raw.create_policy(PolicyName="b", PolicyDocument=POLICY)
+        ctx = Context(session=session, cluster=CLUSTER, check_mode=False)
+        _iam.ensure_role(ctx, "r", "eks.amazonaws.com", [])
+        again = Context(session=session, cluster=CLUSTER, check_mode=False)
+        _iam.ensure_role(again, "r", "eks.amazonaws.com", [], permissions_boundary=boundary["Policy"]["Arn"])
+        assert [c.call for c in again.ops.plan] == ["iam:PutRolePermissionsBoundary"]
