@@ -806,3 +806,20 @@ def test_boundary_is_put_on_an_owned_role():
         again = Context(session=session, cluster=CLUSTER, check_mode=False)
         _iam.ensure_role(again, "r", "eks.amazonaws.com", [], permissions_boundary=boundary["Policy"]["Arn"])
         assert [c.call for c in again.ops.plan] == ["iam:PutRolePermissionsBoundary"]
+
+
+def test_tag_drift_on_cluster_and_owned_addons_is_tag_resource(aws_stub, tmp_path):
+    session, eks, _iam_stub = aws_stub
+    eks.add_response("describe_cluster", described(), {"name": CLUSTER})
+    eks.add_response("tag_resource", {}, {"resourceArn": ARN, "tags": {"team": "platform"}})
+    eks.add_response("list_addons", {"addons": ["coredns"]}, {"clusterName": CLUSTER})
+    eks.add_response("describe_addon", addon("coredns"), {"clusterName": CLUSTER, "addonName": "coredns"})
+    eks.add_response(
+        "tag_resource", {}, {"resourceArn": addon("coredns")["addon"]["addonArn"], "tags": {"team": "platform"}}
+    )
+    ctx = Context(session=session, cluster=CLUSTER, check_mode=False, additional_tags={"team": "platform"})
+    _eks.EksClusterTier().reconcile(
+        ctx, params(tmp_path, addons=[{"name": "coredns", "conflict_resolution": "overwrite"}])
+    )
+    eks.assert_no_pending_responses()
+    assert [c.call for c in ctx.ops.plan if c.call.startswith("eks:")] == ["eks:TagResource", "eks:TagResource"]
