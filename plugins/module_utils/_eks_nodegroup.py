@@ -428,6 +428,10 @@ def _predicted_nodegroup(request: Mapping[str, Any]) -> dict[str, Any]:
         "taints": list(request.get("taints") or []),
         "nodeRole": request.get("nodeRole"),
         "subnets": list(request.get("subnets") or []),
+        "diskSize": request.get("diskSize"),
+        "remoteAccess": request.get("remoteAccess"),
+        "launchTemplate": request.get("launchTemplate"),
+        "updateConfig": request.get("updateConfig"),
         "tags": dict(request.get("tags") or {}),
     }
 
