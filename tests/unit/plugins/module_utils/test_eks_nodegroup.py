@@ -562,3 +562,28 @@ def test_fargate_absent_deletes_one_profile_at_a_time(eks, monkeypatch):
     assert after["fargate_profile"] is None
     assert [c.call for c in ctx.ops.plan] == ["eks:DeleteFargateProfile"] * 2
     assert deleted_roles == [f"{CLUSTER}-system-fargate-iam-service-role"]
+
+
+def test_a_cluster_still_creating_is_waited_for(eks):
+    raw, stub = eks
+    stub.add_response(
+        "describe_cluster", {"cluster": {**ACTIVE_CLUSTER["cluster"], "status": "CREATING"}}, {"name": "c"}
+    )
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "c"})
+    assert nodegroup_tier.ready_cluster(context(raw), "c")["status"] == "ACTIVE"
+    stub.add_response("describe_cluster", {"cluster": {**ACTIVE_CLUSTER["cluster"], "status": "FAILED"}}, {"name": "c"})
+    with pytest.raises(ReconcileError, match="FAILED"):
+        nodegroup_tier.ready_cluster(context(raw), "c")
+
+
+def test_check_mode_plans_a_node_group_for_a_cluster_not_made_yet(eks):
+    """A whole-cluster check run: the EKS cluster is only planned, subnets are placeholders."""
+    raw, stub = eks
+    stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+    ctx = context(raw, check_mode=True)
+    subnets = [{"id": "planned:subnet:demo-subnet-private-us-east-1a", "is_public": False}]
+    _before, after = nodegroup_tier.NodegroupTier().reconcile(
+        ctx, params(node_role_arn=ROLE, subnets=subnets, version="1.31")
+    )
+    assert [c.call for c in ctx.ops.plan] == ["eks:CreateNodegroup"]
+    assert after["nodegroup"]["arn"] == "planned:nodegroup:md-0" and after["nodegroup"]["version"] == "1.31"
