@@ -331,9 +331,12 @@ class Registrations:
                     .get("LoadBalancerDescriptions", [])
                 )
             except botocore.exceptions.ClientError as e:
-                if error_code(e) in ("LoadBalancerNotFound", "AccessPointNotFound"):
+                if error_code(e) not in ("LoadBalancerNotFound", "AccessPointNotFound"):
+                    raise
+                if not ctx.check_mode:
                     raise ReconcileError(f"load_balancers: {e.response['Error'].get('Message', 'not found')}") from e
-                raise
+                # In check mode the load balancer may be one capa_elb would create: nothing is registered yet.
+                described = []
             for lb in described:
                 found.classic[lb["LoadBalancerName"]] = {i["InstanceId"] for i in lb.get("Instances", [])}
                 found.classic_zones[lb["LoadBalancerName"]] = set(lb.get("AvailabilityZones", []))

@@ -29,33 +29,16 @@ def _ops(records: list[dict[str, str]]) -> list[str]:
 
 
 @pytest.fixture
-def network(aws, run_module) -> dict[str, Any]:
+def network(build_network) -> dict[str, Any]:
     """A CAPA network (2 zones: public and private subnets, security groups) made by the collection's modules."""
-    vpc = run_module("clusterapi.aws.capa_vpc", {"cluster_name": CLUSTER})["vpc"]
-    subnets = run_module(
-        "clusterapi.aws.capa_subnet",
-        {
-            "cluster_name": CLUSTER,
-            "vpc_id": vpc["id"],
-            "vpc_cidr_block": vpc["cidr_block"],
-            "internet_gateway_id": vpc["internet_gateway_id"],
-            "availability_zone_usage_limit": 2,
-            "nat_gateways": "none",
-            "wait_timeout": 30,
-        },
-    )["subnets"]
-    groups = run_module(
-        "clusterapi.aws.capa_security_group",
-        {"cluster_name": CLUSTER, "vpc_id": vpc["id"], "vpc_cidr_block": vpc["cidr_block"]},
-    )["security_groups"]
-    assert len(subnets) == 4, subnets
+    network = build_network(CLUSTER)
     return {
-        "vpc_id": vpc["id"],
-        "subnets": subnets,
-        "security_group_ids": [groups["apiserver-lb"]["id"]],
-        "public": sorted(s["id"] for s in subnets if s["is_public"]),
-        "private": sorted(s["id"] for s in subnets if not s["is_public"]),
-        "node_sg": groups["node"]["id"],
+        "vpc_id": network["vpc_id"],
+        "subnets": network["subnets"],
+        "security_group_ids": [network["groups"]["apiserver-lb"]["id"]],
+        "public": sorted(s["id"] for s in network["subnets"] if s["is_public"]),
+        "private": sorted(s["id"] for s in network["subnets"] if not s["is_public"]),
+        "node_sg": network["groups"]["node"]["id"],
     }
 
 

@@ -52,27 +52,9 @@ def _instances(aws, group: str, states=("pending", "running")) -> list[dict[str,
 
 
 @pytest.fixture
-def network(aws, run_module) -> dict[str, Any]:
+def network(build_network) -> dict[str, Any]:
     """A CAPA network (2 zones, public and private subnets, security groups) made by the collection's modules."""
-    vpc = run_module("clusterapi.aws.capa_vpc", {"cluster_name": CLUSTER})["vpc"]
-    subnets = run_module(
-        "clusterapi.aws.capa_subnet",
-        {
-            "cluster_name": CLUSTER,
-            "vpc_id": vpc["id"],
-            "vpc_cidr_block": vpc["cidr_block"],
-            "internet_gateway_id": vpc["internet_gateway_id"],
-            "availability_zone_usage_limit": 2,
-            "nat_gateways": "none",
-            "wait_timeout": 30,
-        },
-    )["subnets"]
-    groups = run_module(
-        "clusterapi.aws.capa_security_group",
-        {"cluster_name": CLUSTER, "vpc_id": vpc["id"], "vpc_cidr_block": vpc["cidr_block"]},
-    )["security_groups"]
-    assert len(subnets) == 4, subnets
-    return {"vpc_id": vpc["id"], "subnets": subnets, "groups": groups}
+    return build_network(CLUSTER)
 
 
 def args(network: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""The network role through site.yml / delete.yml, as a user runs it, checked against AWS state with boto3."""
+"""The network role in a playbook of its own, as a user composing roles runs it, checked with boto3.
+
+(site.yml / delete.yml run the whole cluster: tests/integration/test_cluster.py.)"""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-SITE = REPO / "playbooks/site.yml"
-DELETE = REPO / "playbooks/delete.yml"
+SITE = Path(__file__).parent / "playbooks/network.yml"
+DELETE = Path(__file__).parent / "playbooks/network-delete.yml"
 ROLE_TAG = "sigs.k8s.io/cluster-api-provider-aws/role"
 
 
