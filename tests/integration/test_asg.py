@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 from typing import Any
 
 import pytest
@@ -396,3 +397,67 @@ def test_instance_type_change_refreshes_once_and_prunes_old_versions(aws, pool_s
     assert "autoscaling:StartInstanceRefresh" not in calls(ctx) and "ec2:CreateLaunchTemplateVersion" in calls(ctx)
     assert result["conditions"]["InstanceRefreshStarted"]["reason"] == "InstanceRefreshDisabled"
     assert result["launch_template"]["versions"] == [1, 4, 5]
+
+
+# the machine_pool role ---------------------------------------------------------------------------------------------
+def test_machine_pool_role_present_noop_absent(aws, run_playbook, tmp_path):
+    """The role for a cluster spec with one asg pool: kubeadm bootstrap from the PKI capa_kubeadm stored, the node and
+    lb security groups, outputs in machine_pool_outputs; a second run changes nothing; absent removes it all."""
+    subnets = make_subnets(aws)
+    ec2 = aws.client("ec2")
+    vpc_id = ec2.describe_subnets(SubnetIds=[subnets[0]["id"]])["Subnets"][0]["VpcId"]
+    groups = {
+        role: {
+            "id": ec2.create_security_group(GroupName=f"{CLUSTER}-{role}", Description=role, VpcId=vpc_id)["GroupId"]
+        }
+        for role in ("node", "lb")
+    }
+    cluster = {
+        "name": CLUSTER,
+        "region": "us-east-1",
+        "machine_pools": [{"name": "role-pool", "kind": "asg", "min_size": 0, "max_size": 2, "desired_capacity": 0}],
+    }
+    endpoint = {"host": "api.example.test", "port": 6443}
+    playbook = tmp_path / "pool.yml"
+    play = {
+        "hosts": "localhost",
+        "gather_facts": False,
+        "connection": "local",
+        "vars": {
+            "capa_cluster": cluster,
+            "network_outputs": {"subnets": subnets, "security_groups": groups},
+            "control_plane_outputs": {"endpoint": endpoint},
+        },
+        "tasks": [
+            {
+                "name": "PKI",
+                "clusterapi.aws.capa_kubeadm": {
+                    "cluster_name": CLUSTER,
+                    "region": "us-east-1",
+                    "kubernetes_version": "v1.31.2",
+                    "endpoint": endpoint,
+                    "output_dir": str(tmp_path / "out"),
+                },
+            },
+            {"name": "Pools", "ansible.builtin.include_role": {"name": "clusterapi.aws.machine_pool"}},
+            {"name": "Show", "ansible.builtin.debug": {"var": "machine_pool_outputs"}},
+        ],
+    }
+    playbook.write_text(json.dumps([play]))
+    first = run_playbook(playbook)
+    assert any("auto scaling group pools" in t.name for t in first.changed_tasks), first.describe()
+    asg = group(aws, "role-pool")
+    assert asg is not None and (asg["MinSize"], asg["MaxSize"]) == (0, 2)
+    data = versions(aws, "role-pool")[1]["LaunchTemplateData"]
+    assert sorted(data["SecurityGroupIds"]) == sorted(g["id"] for g in groups.values())
+    assert "BEGIN" not in base64.b64decode(data["UserData"]).decode()
+    assert "kubeadm join" in secret_document(aws, versions(aws, "role-pool")[1])
+
+    second = run_playbook(playbook)
+    assert [t.name for t in second.changed_tasks if t.name != "PKI"] == [], second.describe()
+
+    cluster["state"] = "absent"
+    playbook.write_text(json.dumps([play]))
+    run_playbook(playbook)
+    assert group(aws, "role-pool") is None
+    assert aws.client("ec2").describe_launch_templates()["LaunchTemplates"] == []
