@@ -89,6 +89,35 @@ ROLES.update(
                 },
             },
         },
+        "eks_control_plane": {
+            "short_description": "Reconcile or delete an EKS control plane",
+            "description": [
+                "The EKS cluster of capa_cluster.eks (capa_eks_cluster): its IAM role, version upgrades one minor "
+                "at a time, endpoint access, logging, encryption, addons, the OIDC provider, aws-auth and the "
+                "kubeconfigs. Needs network_outputs.",
+            ],
+            "extra": {
+                "eks_control_plane_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state for this role.",
+                },
+            },
+        },
+        "eks_node_groups": {
+            "short_description": "Reconcile or delete EKS managed node groups and Fargate profiles",
+            "description": [
+                "Each of capa_cluster.eks.node_groups (capa_eks_nodegroup) and eks.fargate_profiles "
+                "(capa_eks_fargate_profile). Needs network_outputs and an existing EKS cluster.",
+            ],
+            "extra": {
+                "eks_node_groups_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state for this role.",
+                },
+            },
+        },
         "cluster": {
             "short_description": "Reconcile or delete a whole cluster in CAPA's order",
             "description": [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 from typing import Any
 
 from ._reconcile import SpecError
@@ -319,15 +320,163 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         type="dict",
         default={},
         options=dict(
-            version=opt("Kubernetes major.minor.", default="1.31"),
-            endpoint_access=opt("API endpoint access: public, private, public_cidrs.", type="dict", default={}),
-            logging=opt("Control-plane log types to enable.", type="dict", default={}),
-            encryption_config=opt("KMS secrets encryption: provider, resources.", type="dict", default={}),
-            addons=opt("Addons: name, version, conflict_resolution.", type="list", elements="dict", default=[]),
-            associate_oidc_provider=opt("Create the IAM OIDC provider for IRSA.", type="bool", default=False),
-            iam_authenticator=opt("aws-auth mappings: map_roles, map_users.", type="dict", default={}),
-            node_groups=opt("Managed node groups.", type="list", elements="dict", default=[]),
-            fargate_profiles=opt("Fargate profiles.", type="list", elements="dict", default=[]),
+            name=opt("EKS cluster name; empty means the cluster name.", default=""),
+            version=opt("Kubernetes major.minor; upgraded one minor at a time.", default="1.31"),
+            role_arn=opt("An existing control-plane role to use.", default=""),
+            role_name=opt("Control-plane role to use or create; default <cluster>-iam-service-role.", default=""),
+            restrict_private_subnets=opt("Give EKS only the private subnets.", type="bool", default=False),
+            endpoint_access=opt(
+                "API endpoint access.",
+                type="dict",
+                default={},
+                options=dict(
+                    public=opt("Public endpoint.", type="bool", default=True),
+                    private=opt("Private endpoint.", type="bool", default=False),
+                    public_cidrs=opt(
+                        "Who may reach the public endpoint.", type="list", elements="str", default=["0.0.0.0/0"]
+                    ),
+                ),
+            ),
+            logging=opt(
+                "Control-plane log types to enable.",
+                type="dict",
+                default={},
+                options={
+                    kind: opt(f"Send {kind.replace('_', ' ')} logs to CloudWatch.", type="bool", default=False)
+                    for kind in ("api_server", "audit", "authenticator", "controller_manager", "scheduler")
+                },
+            ),
+            encryption_config=opt(
+                "KMS secrets encryption: can be added, never changed or removed.",
+                type="dict",
+                default={},
+                options=dict(
+                    provider=opt("KMS key ARN; empty means none.", default=""),
+                    resources=opt("What to encrypt.", type="list", elements="str", default=["secrets"]),
+                ),
+            ),
+            access_config=opt(
+                "Authentication mode.",
+                type="dict",
+                default={},
+                options=dict(
+                    authentication_mode=opt(
+                        "How IAM principals are mapped.",
+                        choices=["CONFIG_MAP", "API", "API_AND_CONFIG_MAP"],
+                        default="CONFIG_MAP",
+                    ),
+                    bootstrap_cluster_creator_admin_permissions=opt(
+                        "Make the creator an admin.", type="bool", default=True
+                    ),
+                ),
+            ),
+            addons=opt(
+                "Addons to manage; unset means addons are not managed, [] deletes those the collection installed.",
+                type="list",
+                elements="dict",
+                options=dict(
+                    name=opt("Addon name.", required=True),
+                    version=opt("Addon version; empty means the default.", default=""),
+                    configuration=opt("Configuration values (JSON).", default=""),
+                    service_account_role_arn=opt("IRSA role of the addon.", default=""),
+                    conflict_resolution=opt(
+                        "How to resolve conflicts.", choices=["overwrite", "none", "preserve"], default="overwrite"
+                    ),
+                ),
+            ),
+            associate_oidc_provider=opt("Create and own the IAM OIDC provider for IRSA.", type="bool", default=False),
+            oidc_thumbprint=opt("Thumbprint of the issuer's root CA; empty means fetch it.", default=""),
+            iam_authenticator=opt(
+                "aws-auth mappings (and access entries in API modes).",
+                type="dict",
+                default={},
+                options=dict(
+                    map_roles=opt(
+                        "Role mappings: rolearn, username, groups.", type="list", elements="dict", default=[]
+                    ),
+                    map_users=opt(
+                        "User mappings: userarn, username, groups.", type="list", elements="dict", default=[]
+                    ),
+                ),
+            ),
+            node_groups=opt(
+                "Managed node groups.",
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    name=opt("Name, unique in the cluster.", required=True),
+                    version=opt("Kubernetes major.minor; default the control plane's.", default=""),
+                    release_version=opt("AMI release version.", default=""),
+                    scaling=opt(
+                        "Size.",
+                        type="dict",
+                        default={},
+                        options=dict(
+                            min_size=opt("Minimum.", type="int", default=1),
+                            max_size=opt("Maximum.", type="int", default=3),
+                            desired_size=opt("Desired.", type="int", default=2),
+                        ),
+                    ),
+                    externally_managed_replicas=opt(
+                        "A cluster autoscaler owns desired size.", type="bool", default=False
+                    ),
+                    instance_types=opt("Instance types.", type="list", elements="str", default=["t3.large"]),
+                    capacity_type=opt("Capacity type.", choices=["ON_DEMAND", "SPOT"], default="ON_DEMAND"),
+                    ami_type=opt("AMI type.", default="AL2023_x86_64_STANDARD"),
+                    disk_size=opt("Root disk GiB.", type="int", default=20),
+                    labels=opt("Kubernetes labels.", type="dict", default={}),
+                    taints=opt(
+                        "Kubernetes taints.",
+                        type="list",
+                        elements="dict",
+                        default=[],
+                        options=dict(
+                            key=opt("Key.", required=True),
+                            value=opt("Value.", default=""),
+                            effect=opt(
+                                "Effect.",
+                                choices=["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"],
+                                default="NO_SCHEDULE",
+                            ),
+                        ),
+                    ),
+                    update_config=opt(
+                        "How many nodes may be replaced at once.",
+                        type="dict",
+                        default={},
+                        options=dict(
+                            max_unavailable=opt("Nodes.", type="int"),
+                            max_unavailable_percentage=opt("Percent of nodes.", type="int"),
+                        ),
+                    ),
+                    node_role_arn=opt("An existing node role; empty means one is created and owned.", default=""),
+                    tags=opt("Extra tags.", type="dict", default={}),
+                ),
+            ),
+            fargate_profiles=opt(
+                "Fargate profiles.",
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    name=opt("Name.", required=True),
+                    pod_execution_role_arn=opt(
+                        "An existing pod execution role; empty means created and owned.", default=""
+                    ),
+                    selectors=opt(
+                        "Which pods run on Fargate.",
+                        type="list",
+                        elements="dict",
+                        default=[],
+                        options=dict(
+                            namespace=opt("Namespace.", required=True),
+                            labels=opt("Pod labels.", type="dict", default={}),
+                        ),
+                    ),
+                    tags=opt("Extra tags.", type="dict", default={}),
+                ),
+            ),
         ),
     ),
 )
@@ -358,8 +507,41 @@ def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
     _check_network(cluster["network"], region, cluster["kind"])
     for index, cidr in enumerate(cluster["bastion"]["allowed_cidr_blocks"]):
         _check_source_cidr(cidr, f"capa_cluster.bastion.allowed_cidr_blocks[{index}]")
-    _check_load_balancer(cluster)
+    if cluster["kind"] == "eks":
+        _check_eks(cluster)
+    else:
+        _check_load_balancer(cluster)
     _check_machines(cluster, region)
+
+
+def _check_eks(cluster: dict[str, Any]) -> None:
+    eks = cluster["eks"]
+    field = "capa_cluster.eks"
+    if not re.match(r"^1\.\d{1,2}$", eks["version"]):
+        raise SpecError(f"{field}.version", f"'{eks['version']}' is not a Kubernetes major.minor version like 1.31")
+    network = cluster["network"]
+    if not network["subnets"] and network["vpc"]["availability_zone_usage_limit"] < 2:
+        raise SpecError("capa_cluster.network.vpc.availability_zone_usage_limit", "EKS needs subnets in at least 2 AZs")
+    if eks["role_arn"] and eks["role_name"]:
+        raise SpecError(f"{field}.role_arn", "give role_arn or role_name, not both")
+    for key in ("node_groups", "fargate_profiles"):
+        names: set[str] = set()
+        for index, item in enumerate(eks[key]):
+            where = f"{field}.{key}[{index}].name"
+            check_cluster_name(item["name"], where)
+            if item["name"] in names:
+                raise SpecError(where, f"'{item['name']}' is used twice")
+            names.add(item["name"])
+    for index, group in enumerate(eks["node_groups"]):
+        scaling = group["scaling"]
+        where = f"{field}.node_groups[{index}].scaling"
+        if not 0 <= scaling["min_size"] <= scaling["max_size"]:
+            raise SpecError(where, "needs 0 <= min_size <= max_size")
+        if not scaling["min_size"] <= scaling["desired_size"] <= scaling["max_size"]:
+            raise SpecError(f"{where}.desired_size", "must lie between min_size and max_size")
+    for index, profile in enumerate(eks["fargate_profiles"]):
+        if not profile["selectors"]:
+            raise SpecError(f"{field}.fargate_profiles[{index}].selectors", "needs at least one selector")
 
 
 def _check_load_balancer(cluster: dict[str, Any]) -> None:

@@ -714,45 +714,293 @@ options:
         type: dict
         default: {}
         suboptions:
+          name:
+            description: EKS cluster name; empty means the cluster name.
+            type: str
+            default: ''
           version:
-            description: Kubernetes major.minor.
+            description: Kubernetes major.minor; upgraded one minor at a time.
             type: str
             default: '1.31'
+          role_arn:
+            description: An existing control-plane role to use.
+            type: str
+            default: ''
+          role_name:
+            description: Control-plane role to use or create; default <cluster>-iam-service-role.
+            type: str
+            default: ''
+          restrict_private_subnets:
+            description: Give EKS only the private subnets.
+            type: bool
+            default: false
           endpoint_access:
-            description: 'API endpoint access: public, private, public_cidrs.'
+            description: API endpoint access.
             type: dict
             default: {}
+            suboptions:
+              public:
+                description: Public endpoint.
+                type: bool
+                default: true
+              private:
+                description: Private endpoint.
+                type: bool
+                default: false
+              public_cidrs:
+                description: Who may reach the public endpoint.
+                type: list
+                elements: str
+                default:
+                  - 0.0.0.0/0
           logging:
             description: Control-plane log types to enable.
             type: dict
             default: {}
+            suboptions:
+              api_server:
+                description: Send api server logs to CloudWatch.
+                type: bool
+                default: false
+              audit:
+                description: Send audit logs to CloudWatch.
+                type: bool
+                default: false
+              authenticator:
+                description: Send authenticator logs to CloudWatch.
+                type: bool
+                default: false
+              controller_manager:
+                description: Send controller manager logs to CloudWatch.
+                type: bool
+                default: false
+              scheduler:
+                description: Send scheduler logs to CloudWatch.
+                type: bool
+                default: false
           encryption_config:
-            description: 'KMS secrets encryption: provider, resources.'
+            description: 'KMS secrets encryption: can be added, never changed or removed.'
             type: dict
             default: {}
+            suboptions:
+              provider:
+                description: KMS key ARN; empty means none.
+                type: str
+                default: ''
+              resources:
+                description: What to encrypt.
+                type: list
+                elements: str
+                default:
+                  - secrets
+          access_config:
+            description: Authentication mode.
+            type: dict
+            default: {}
+            suboptions:
+              authentication_mode:
+                description: How IAM principals are mapped.
+                type: str
+                choices:
+                  - CONFIG_MAP
+                  - API
+                  - API_AND_CONFIG_MAP
+                default: CONFIG_MAP
+              bootstrap_cluster_creator_admin_permissions:
+                description: Make the creator an admin.
+                type: bool
+                default: true
           addons:
-            description: 'Addons: name, version, conflict_resolution.'
+            description: Addons to manage; unset means addons are not managed, [] deletes
+              those the collection installed.
             type: list
             elements: dict
-            default: []
+            suboptions:
+              name:
+                description: Addon name.
+                type: str
+                required: true
+              version:
+                description: Addon version; empty means the default.
+                type: str
+                default: ''
+              configuration:
+                description: Configuration values (JSON).
+                type: str
+                default: ''
+              service_account_role_arn:
+                description: IRSA role of the addon.
+                type: str
+                default: ''
+              conflict_resolution:
+                description: How to resolve conflicts.
+                type: str
+                choices:
+                  - overwrite
+                  - none
+                  - preserve
+                default: overwrite
           associate_oidc_provider:
-            description: Create the IAM OIDC provider for IRSA.
+            description: Create and own the IAM OIDC provider for IRSA.
             type: bool
             default: false
+          oidc_thumbprint:
+            description: Thumbprint of the issuer's root CA; empty means fetch it.
+            type: str
+            default: ''
           iam_authenticator:
-            description: 'aws-auth mappings: map_roles, map_users.'
+            description: aws-auth mappings (and access entries in API modes).
             type: dict
             default: {}
+            suboptions:
+              map_roles:
+                description: 'Role mappings: rolearn, username, groups.'
+                type: list
+                elements: dict
+                default: []
+              map_users:
+                description: 'User mappings: userarn, username, groups.'
+                type: list
+                elements: dict
+                default: []
           node_groups:
             description: Managed node groups.
             type: list
             elements: dict
             default: []
+            suboptions:
+              name:
+                description: Name, unique in the cluster.
+                type: str
+                required: true
+              version:
+                description: Kubernetes major.minor; default the control plane's.
+                type: str
+                default: ''
+              release_version:
+                description: AMI release version.
+                type: str
+                default: ''
+              scaling:
+                description: Size.
+                type: dict
+                default: {}
+                suboptions:
+                  min_size:
+                    description: Minimum.
+                    type: int
+                    default: 1
+                  max_size:
+                    description: Maximum.
+                    type: int
+                    default: 3
+                  desired_size:
+                    description: Desired.
+                    type: int
+                    default: 2
+              externally_managed_replicas:
+                description: A cluster autoscaler owns desired size.
+                type: bool
+                default: false
+              instance_types:
+                description: Instance types.
+                type: list
+                elements: str
+                default:
+                  - t3.large
+              capacity_type:
+                description: Capacity type.
+                type: str
+                choices:
+                  - ON_DEMAND
+                  - SPOT
+                default: ON_DEMAND
+              ami_type:
+                description: AMI type.
+                type: str
+                default: AL2023_x86_64_STANDARD
+              disk_size:
+                description: Root disk GiB.
+                type: int
+                default: 20
+              labels:
+                description: Kubernetes labels.
+                type: dict
+                default: {}
+              taints:
+                description: Kubernetes taints.
+                type: list
+                elements: dict
+                default: []
+                suboptions:
+                  key:
+                    description: Key.
+                    type: str
+                    required: true
+                  value:
+                    description: Value.
+                    type: str
+                    default: ''
+                  effect:
+                    description: Effect.
+                    type: str
+                    choices:
+                      - NO_SCHEDULE
+                      - NO_EXECUTE
+                      - PREFER_NO_SCHEDULE
+                    default: NO_SCHEDULE
+              update_config:
+                description: How many nodes may be replaced at once.
+                type: dict
+                default: {}
+                suboptions:
+                  max_unavailable:
+                    description: Nodes.
+                    type: int
+                  max_unavailable_percentage:
+                    description: Percent of nodes.
+                    type: int
+              node_role_arn:
+                description: An existing node role; empty means one is created and owned.
+                type: str
+                default: ''
+              tags:
+                description: Extra tags.
+                type: dict
+                default: {}
           fargate_profiles:
             description: Fargate profiles.
             type: list
             elements: dict
             default: []
+            suboptions:
+              name:
+                description: Name.
+                type: str
+                required: true
+              pod_execution_role_arn:
+                description: An existing pod execution role; empty means created and
+                  owned.
+                type: str
+                default: ''
+              selectors:
+                description: Which pods run on Fargate.
+                type: list
+                elements: dict
+                default: []
+                suboptions:
+                  namespace:
+                    description: Namespace.
+                    type: str
+                    required: true
+                  labels:
+                    description: Pod labels.
+                    type: dict
+                    default: {}
+              tags:
+                description: Extra tags.
+                type: dict
+                default: {}
   # END generated
 """
 

@@ -119,6 +119,19 @@ BAD = [
         "capa_cluster.bastion.allowed_cidr_blocks[0]",
     ),
     ({"name": "demo", "control_plane": {"replicas": 2}}, "capa_cluster.control_plane.replicas"),
+    ({"name": "demo", "kind": "eks", "eks": {"version": "v1.31"}}, "capa_cluster.eks.version"),
+    (
+        {"name": "demo", "kind": "eks", "network": {"vpc": {"availability_zone_usage_limit": 1}}},
+        "capa_cluster.network.vpc.availability_zone_usage_limit",
+    ),
+    (
+        {"name": "demo", "kind": "eks", "eks": {"node_groups": [{"name": "ng-0", "scaling": {"desired_size": 9}}]}},
+        "capa_cluster.eks.node_groups[0].scaling.desired_size",
+    ),
+    (
+        {"name": "demo", "kind": "eks", "eks": {"fargate_profiles": [{"name": "fp-0"}]}},
+        "capa_cluster.eks.fargate_profiles[0].selectors",
+    ),
     (
         {"name": "demo", "control_plane_load_balancer": {"type": "external"}},
         "capa_cluster.control_plane_load_balancer.name",
