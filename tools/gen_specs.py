@@ -118,6 +118,25 @@ ROLES.update(
                 },
             },
         },
+        "machine_pool": {
+            "short_description": "Reconcile or delete a cluster's machine pools (auto scaling groups, EC2 fleets)",
+            "description": [
+                "Each of capa_cluster.machine_pools: kind asg through capa_asg (a launch template and an auto scaling "
+                "group), kind fleet through capa_fleet. Needs network_outputs and control_plane_outputs.",
+            ],
+            "extra": {
+                "machine_pool_state": {
+                    "type": "str",
+                    "choices": ["present", "absent"],
+                    "description": "Overrides capa_cluster.state for this role.",
+                },
+                "machine_pool_names": {
+                    "type": "list",
+                    "elements": "str",
+                    "description": "Delete these auto scaling group pools too (pools the spec no longer lists).",
+                },
+            },
+        },
         "cluster": {
             "short_description": "Reconcile or delete a whole cluster in CAPA's order",
             "description": [

@@ -33,9 +33,7 @@ from . import _ami, _bootstrap_data
 from ._asg_plan import (
     ACTIVE_REFRESH_STATES,
     BOOTSTRAP_HASH_TAG,
-    FALLBACK_DRAIN_HOOK,
     GROUP_TAG,
-    KUBEADM,
     LATEST,
     NONE,
     RAW,
@@ -58,21 +56,12 @@ from ._asg_plan import (
 )
 from ._bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from ._ec2 import ensure_tags, error_code, tags_of
+from ._kubeadm import load_cluster_pki, render_cloud_init
 from ._ownership import OWNED, ROLE_NODE, cloud_provider_tag_key, dict_to_tags, is_owned, missing_tags
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder, wait_until
 
-try:
-    from ._kubeadm import load_cluster_pki, render_cloud_init
-except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
-    load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
-
-# The spot/termination watcher (``_termination``): the drain hook's name and the cloud-config that installs the
-# node-side watcher. Guarded like _kubeadm so the pool still works where the helper is absent (fixed hook name,
-# no watcher: the hook then only delays termination by its heartbeat, then continues).
-try:
-    from ._termination import lifecycle_hook_name, with_watcher
-except ImportError:
-    lifecycle_hook_name = with_watcher = None  # type: ignore[assignment]
+# The spot/termination watcher: the drain hook's name and the cloud-config that installs the node-side watcher.
+from ._termination import lifecycle_hook_name, with_watcher
 
 try:
     import yaml
@@ -83,7 +72,7 @@ MAX_PRUNE_BATCH = 200  # DeleteLaunchTemplateVersions takes at most 200 versions
 
 
 def drain_hook_name(pool: str) -> str:
-    return lifecycle_hook_name(pool) if lifecycle_hook_name is not None else FALLBACK_DRAIN_HOOK
+    return lifecycle_hook_name(pool)
 
 
 def spec_from_params(params: Mapping[str, Any]) -> PoolSpec:
@@ -163,8 +152,6 @@ class AsgTier:
     def validate(self, params: dict[str, Any], region: str | None) -> None:
         spec = spec_from_params(params)
         validate(spec, region)
-        if spec.state == "present" and spec.bootstrap["type"] == KUBEADM and render_cloud_init is None:
-            raise SpecError("bootstrap.type", "kubeadm bootstrap needs the collection's _kubeadm module_utils")
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = spec_from_params(params)
@@ -287,7 +274,7 @@ class PoolRun:
     def _with_watcher(self, document: bytes) -> bytes:
         """The watcher drains nodes on spot interruption and, with the drain hook, on scale-in."""
         spec = self.spec
-        if with_watcher is None or not (spec.drain_on_scale_in or spec.uses_spot):
+        if not (spec.drain_on_scale_in or spec.uses_spot):
             return document
         hook = spec.drain_hook_name if spec.drain_on_scale_in else None
         try:

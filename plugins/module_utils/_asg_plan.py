@@ -55,7 +55,6 @@ HOOK_RESULTS = ("CONTINUE", "ABANDON")
 # CAPA's defaults for user hooks; the drain hook only gives a watcher time, so it continues by itself.
 HOOK_DEFAULT_RESULT, HOOK_HEARTBEAT = "ABANDON", 3600
 DRAIN_DEFAULT_RESULT, DRAIN_HEARTBEAT = "CONTINUE", 300
-FALLBACK_DRAIN_HOOK = "clusterapi-aws-drain"
 
 # Launch template fields whose change needs no instance refresh (CAPA: user-data-only changes roll nothing).
 BOOTSTRAP_FIELDS = frozenset({"bootstrap_data"})
@@ -96,11 +95,11 @@ class PoolSpec:
     lifecycle_hooks: list[dict[str, Any]]
     drain_on_scale_in: bool
     bootstrap: dict[str, Any]
-    drain_hook_name: str = FALLBACK_DRAIN_HOOK
+    drain_hook_name: str = ""
     hooks: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], drain_hook_name: str = FALLBACK_DRAIN_HOOK) -> PoolSpec:
+    def from_params(cls, params: Mapping[str, Any], drain_hook_name: str) -> PoolSpec:
         subnets = [dict(s) for s in params.get("subnets") or []]
         domains = list(params.get("failure_domains") or []) or default_failure_domains(subnets, public=False)
         bootstrap = dict(params.get("bootstrap") or {})

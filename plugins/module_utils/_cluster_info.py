@@ -90,6 +90,7 @@ class ClusterView:
     lb_name: str = ""
     control_plane_replicas: int = 1
     machine_deployments: Mapping[str, int] = field(default_factory=dict)
+    machine_pools: frozenset[str] = frozenset()
 
     def machine_groups(self) -> dict[str, int]:
         """Every machine group the spec explains, with its desired size."""
@@ -173,6 +174,9 @@ def read_spec(spec: Mapping[str, Any], cluster: str) -> ClusterView:
             _section(spec, "control_plane", "spec.control_plane").get("replicas", 1), "spec.control_plane.replicas"
         ),
         machine_deployments=deployments,
+        machine_pools=frozenset(
+            pool["name"] for pool in spec.get("machine_pools") or [] if isinstance(pool, Mapping) and pool.get("name")
+        ),
     )
 
 
@@ -410,6 +414,8 @@ KINDS: tuple[Kind, ...] = (
         lambda r: r["InstanceId"],
         fields=lambda r: {
             "group": tags_to_dict(r.get("Tags")).get(MACHINE_GROUP_TAG),
+            "launched_by": _launcher(tags_to_dict(r.get("Tags"))),
+            "pool": _pool_of(tags_to_dict(r.get("Tags"))),
             "vpc_id": r.get("VpcId"),
             "subnet_id": r.get("SubnetId"),
             "availability_zone": r.get("Placement", {}).get("AvailabilityZone"),
@@ -451,6 +457,22 @@ KINDS: tuple[Kind, ...] = (
         name_of=_arn_name,
     ),
 )
+
+
+def _pool_of(tags: Mapping[str, str]) -> str | None:
+    """The machine pool an instance belongs to (its auto scaling group, or the fleet's pool tag)."""
+    return tags.get("aws:autoscaling:groupName") or tags.get("clusterapi.aws/machine-pool")
+
+
+def _launcher(tags: Mapping[str, str]) -> str:
+    """Who launches an instance: an auto scaling group, an EC2 fleet, or capa_instance (a machine of a group)."""
+    if "aws:autoscaling:groupName" in tags:
+        return "asg"
+    if "aws:ec2:fleet-id" in tags:
+        return "fleet"
+    return "machine"
+
+
 KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
 
 
@@ -741,6 +763,11 @@ def machine_summary(facts: Facts) -> dict[str, dict[str, Any]]:
     groups = facts.view.machine_groups()
     by_group: dict[str, list[dict[str, Any]]] = {}
     for instance in facts.owned["instance"]:
+        if instance.get("pool"):
+            # Pool sizes move with their autoscaler: instances of a pool the spec lists are explained, not counted.
+            if instance["pool"] not in facts.view.machine_pools:
+                facts.orphan("instance", instance, f"machine pool {instance['pool']!r} is not in the spec")
+            continue
         group = instance["group"] or (BASTION_GROUP if instance["role"] == ROLE_BASTION else None)
         if group not in groups:
             reason = f"machine group {group!r} is not in the spec" if group else f"no {MACHINE_GROUP_TAG} tag"

@@ -298,20 +298,98 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         ),
     ),
     machine_pools=opt(
-        "Machine pools (auto scaling groups or EC2 fleets).",
+        "Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind fleet) of worker machines.",
         type="list",
         elements="dict",
         default=[],
         options=dict(
-            name=opt("Name, unique in the account and region.", required=True),
-            kind=opt("asg or fleet.", choices=["asg", "fleet"], default="asg"),
+            name=opt(
+                "Name of the pool, its launch template and group; unique in the account and region.", required=True
+            ),
+            kind=opt(
+                "asg (a launch template and an auto scaling group) or fleet (an EC2 Fleet).",
+                choices=["asg", "fleet"],
+                default="asg",
+            ),
             min_size=opt("Minimum size.", type="int", default=1),
             max_size=opt("Maximum size.", type="int", default=1),
-            desired_capacity=opt("Desired capacity.", type="int"),
+            desired_capacity=opt("Desired capacity (a fleet's target capacity).", type="int"),
             externally_managed_replicas=opt("A cluster autoscaler owns desired capacity.", type="bool", default=False),
-            instance_type=opt("Instance type.", default="t3.large"),
+            failure_domains=opt(
+                "AZs of the pool (default every private subnet's).", type="list", elements="str", default=[]
+            ),
+            **{k: v for k, v in _machine_options().items() if k not in ("tenancy", "placement_group_name")},
             mixed_instances_policy=opt(
-                "Instance type overrides and on-demand/spot distribution.", type="dict", default={}
+                "Instance type overrides and the on-demand/spot split.",
+                type="dict",
+                options=dict(
+                    instances_distribution=opt(
+                        "How capacity splits between on-demand and spot.",
+                        type="dict",
+                        default={},
+                        options=dict(
+                            on_demand_base_capacity=opt("On-demand instances first.", type="int", default=0),
+                            on_demand_percentage_above_base_capacity=opt(
+                                "Percent on-demand above the base.", type="int", default=100
+                            ),
+                            spot_allocation_strategy=opt(
+                                "Spot allocation strategy.",
+                                choices=[
+                                    "lowest-price",
+                                    "capacity-optimized",
+                                    "capacity-optimized-prioritized",
+                                    "price-capacity-optimized",
+                                ],
+                                default="lowest-price",
+                            ),
+                            on_demand_allocation_strategy=opt(
+                                "On-demand allocation strategy.",
+                                choices=["prioritized", "lowest-price"],
+                                default="prioritized",
+                            ),
+                        ),
+                    ),
+                    overrides=opt(
+                        "Instance types to use.",
+                        type="list",
+                        elements="dict",
+                        default=[],
+                        options=dict(instance_type=opt("Instance type.", required=True)),
+                    ),
+                ),
+            ),
+            suspended_processes=opt(
+                "Auto scaling processes to suspend.",
+                type="list",
+                elements="str",
+                default=[],
+                choices=[
+                    "Launch",
+                    "Terminate",
+                    "AddToLoadBalancer",
+                    "AlarmNotification",
+                    "AZRebalance",
+                    "HealthCheck",
+                    "InstanceRefresh",
+                    "ReplaceUnhealthy",
+                    "ScheduledActions",
+                ],
+            ),
+            capacity_rebalance=opt("Capacity rebalancing for spot.", type="bool", default=False),
+            default_cooldown=opt("Default cooldown (s).", type="int", default=300),
+            default_instance_warmup=opt("Default instance warm-up (s).", type="int", default=300),
+            refresh_preferences=opt(
+                "Instance refresh on template changes.",
+                type="dict",
+                default={},
+                options=dict(
+                    disable=opt("Never start a refresh.", type="bool", default=False),
+                    min_healthy_percentage=opt("Healthy capacity kept during a refresh.", type="int", default=90),
+                    instance_warmup=opt("Warm-up of refreshed instances (s).", type="int"),
+                ),
+            ),
+            drain_on_scale_in=opt(
+                "Drain nodes before scale-in through a lifecycle hook (default on for spot pools).", type="bool"
             ),
         ),
     ),
@@ -512,6 +590,7 @@ def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
     else:
         _check_load_balancer(cluster)
     _check_machines(cluster, region)
+    _check_machine_pools(cluster)
 
 
 def _check_eks(cluster: dict[str, Any]) -> None:
@@ -542,6 +621,27 @@ def _check_eks(cluster: dict[str, Any]) -> None:
     for index, profile in enumerate(eks["fargate_profiles"]):
         if not profile["selectors"]:
             raise SpecError(f"{field}.fargate_profiles[{index}].selectors", "needs at least one selector")
+
+
+def _check_machine_pools(cluster: dict[str, Any]) -> None:
+    names: set[str] = set()
+    for index, pool in enumerate(cluster["machine_pools"]):
+        where = f"capa_cluster.machine_pools[{index}]"
+        if not 3 <= len(pool["name"]) <= 128 or not re.match(r"^[a-z0-9][a-z0-9-]*$", pool["name"]):
+            raise SpecError(f"{where}.name", f"'{pool['name']}': 3 to 128 lower-case letters, digits and -")
+        if pool["name"] in names:
+            raise SpecError(f"{where}.name", f"'{pool['name']}' is used twice")
+        names.add(pool["name"])
+        if not 0 <= pool["min_size"] <= pool["max_size"]:
+            raise SpecError(where, "needs 0 <= min_size <= max_size")
+        desired = pool["desired_capacity"]
+        if desired is not None and not pool["externally_managed_replicas"]:
+            if not pool["min_size"] <= desired <= pool["max_size"]:
+                raise SpecError(f"{where}.desired_capacity", "must lie between min_size and max_size")
+        if pool["spot_market_options"] is not None and pool["mixed_instances_policy"]:
+            raise SpecError(where, "spot_market_options and mixed_instances_policy exclude each other")
+        if pool["kind"] == "fleet" and not (pool["mixed_instances_policy"] or {}).get("overrides"):
+            raise SpecError(f"{where}.mixed_instances_policy.overrides", "a fleet needs its instance types listed here")
 
 
 def _check_load_balancer(cluster: dict[str, Any]) -> None:

@@ -670,17 +670,20 @@ options:
                   - Oldest
                 default: Random
       machine_pools:
-        description: Machine pools (auto scaling groups or EC2 fleets).
+        description: 'Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind
+          fleet) of worker machines.'
         type: list
         elements: dict
         default: []
         suboptions:
           name:
-            description: Name, unique in the account and region.
+            description: Name of the pool, its launch template and group; unique in
+              the account and region.
             type: str
             required: true
           kind:
-            description: asg or fleet.
+            description: asg (a launch template and an auto scaling group) or fleet
+              (an EC2 Fleet).
             type: str
             choices:
               - asg
@@ -695,20 +698,195 @@ options:
             type: int
             default: 1
           desired_capacity:
-            description: Desired capacity.
+            description: Desired capacity (a fleet's target capacity).
             type: int
           externally_managed_replicas:
             description: A cluster autoscaler owns desired capacity.
             type: bool
             default: false
+          failure_domains:
+            description: AZs of the pool (default every private subnet's).
+            type: list
+            elements: str
+            default: []
           instance_type:
             description: Instance type.
             type: str
             default: t3.large
-          mixed_instances_policy:
-            description: Instance type overrides and on-demand/spot distribution.
+          ami:
+            description: AMI or its lookup.
             type: dict
             default: {}
+            suboptions:
+              id:
+                description: AMI id; empty means CAPA's lookup.
+                type: str
+                default: ''
+              base_os:
+                description: Base OS of the looked-up AMI.
+                type: str
+                default: ubuntu-24.04
+              owner:
+                description: Owner account of the looked-up AMI (default CAPA's 819546954734).
+                type: str
+                default: ''
+              name_format:
+                description: Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).
+                type: str
+                default: ''
+          root_volume:
+            description: Root volume.
+            type: dict
+            default: {}
+            suboptions:
+              size:
+                description: Size in GiB.
+                type: int
+                default: 80
+              type:
+                description: EBS volume type.
+                type: str
+                default: gp3
+              encrypted:
+                description: Encrypt the volume (on by default, safer than CAPA).
+                type: bool
+                default: true
+          ssh_key_name:
+            description: SSH key pair name; empty means the cluster's ssh_key_name.
+            type: str
+            default: ''
+          iam_instance_profile:
+            description: Instance profile of the machines; empty means none. clusterawsadm's
+              are named control-plane.<suffix> and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.
+            type: str
+            default: ''
+          additional_security_group_ids:
+            description: Security groups added to the role's groups.
+            type: list
+            elements: str
+            default: []
+          spot_market_options:
+            description: Run on spot.
+            type: dict
+            suboptions:
+              max_price:
+                description: Maximum price (USD/hour); empty = on-demand price.
+                type: str
+                default: ''
+          imds:
+            description: Instance metadata options (IMDSv2 required by default, safer
+              than CAPA).
+            type: dict
+            default: {}
+            suboptions:
+              http_tokens:
+                description: IMDSv2 tokens.
+                type: str
+                choices:
+                  - required
+                  - optional
+                default: required
+              http_put_response_hop_limit:
+                description: Hop limit.
+                type: int
+                default: 1
+          bootstrap_backend:
+            description: Where bootstrap data waits for the machine.
+            type: str
+            choices:
+              - secrets-manager
+              - ssm-parameter-store
+            default: secrets-manager
+          mixed_instances_policy:
+            description: Instance type overrides and the on-demand/spot split.
+            type: dict
+            suboptions:
+              instances_distribution:
+                description: How capacity splits between on-demand and spot.
+                type: dict
+                default: {}
+                suboptions:
+                  on_demand_base_capacity:
+                    description: On-demand instances first.
+                    type: int
+                    default: 0
+                  on_demand_percentage_above_base_capacity:
+                    description: Percent on-demand above the base.
+                    type: int
+                    default: 100
+                  spot_allocation_strategy:
+                    description: Spot allocation strategy.
+                    type: str
+                    choices:
+                      - lowest-price
+                      - capacity-optimized
+                      - capacity-optimized-prioritized
+                      - price-capacity-optimized
+                    default: lowest-price
+                  on_demand_allocation_strategy:
+                    description: On-demand allocation strategy.
+                    type: str
+                    choices:
+                      - prioritized
+                      - lowest-price
+                    default: prioritized
+              overrides:
+                description: Instance types to use.
+                type: list
+                elements: dict
+                default: []
+                suboptions:
+                  instance_type:
+                    description: Instance type.
+                    type: str
+                    required: true
+          suspended_processes:
+            description: Auto scaling processes to suspend.
+            type: list
+            choices:
+              - Launch
+              - Terminate
+              - AddToLoadBalancer
+              - AlarmNotification
+              - AZRebalance
+              - HealthCheck
+              - InstanceRefresh
+              - ReplaceUnhealthy
+              - ScheduledActions
+            elements: str
+            default: []
+          capacity_rebalance:
+            description: Capacity rebalancing for spot.
+            type: bool
+            default: false
+          default_cooldown:
+            description: Default cooldown (s).
+            type: int
+            default: 300
+          default_instance_warmup:
+            description: Default instance warm-up (s).
+            type: int
+            default: 300
+          refresh_preferences:
+            description: Instance refresh on template changes.
+            type: dict
+            default: {}
+            suboptions:
+              disable:
+                description: Never start a refresh.
+                type: bool
+                default: false
+              min_healthy_percentage:
+                description: Healthy capacity kept during a refresh.
+                type: int
+                default: 90
+              instance_warmup:
+                description: Warm-up of refreshed instances (s).
+                type: int
+          drain_on_scale_in:
+            description: Drain nodes before scale-in through a lifecycle hook (default
+              on for spot pools).
+            type: bool
       eks:
         description: EKS control plane, node groups and Fargate profiles (kind eks).
         type: dict

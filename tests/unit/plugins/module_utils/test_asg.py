@@ -40,7 +40,7 @@ def params(**extra: Any) -> dict[str, Any]:
 
 
 def spec(**extra: Any) -> plan.PoolSpec:
-    return plan.PoolSpec.from_params(params(**extra))
+    return plan.PoolSpec.from_params(params(**extra), "mp-0-drain")
 
 
 # defaults and validation -------------------------------------------------------------------------------------------
