@@ -325,3 +325,86 @@ def test_bad_cluster_specs_fail_before_any_request(aws, run_playbook, tmp_path, 
     assert result.rc != 0
     assert field in result.stdout, result.describe()
     assert aws.requests() == []
+
+
+def test_eks_cluster_life(aws, run_playbook, tmp_path):
+    """kind eks: network, control plane with OIDC, a node group and a Fargate profile; no-op; delete leaves nothing."""
+    spec = {
+        "name": "eks-it",
+        "region": "us-east-1",
+        "kind": "eks",
+        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "single"},
+        "eks": {
+            "version": "1.31",
+            "associate_oidc_provider": True,
+            "oidc_thumbprint": "9e99a48a9960b14926bb7f3b02e22da2b0ab7280",
+            "node_groups": [{"name": "ng-0"}],
+            "fargate_profiles": [{"name": "fp-0", "selectors": [{"namespace": "default"}]}],
+        },
+    }
+    inventory = write_inventory(tmp_path, spec)
+    run_playbook(SITE, inventory=inventory)
+    eks = aws.client("eks")
+    assert eks.describe_cluster(name="eks-it")["cluster"]["status"] == "ACTIVE"
+    [group] = eks.list_nodegroups(clusterName="eks-it")["nodegroups"]
+    assert (
+        eks.describe_nodegroup(clusterName="eks-it", nodegroupName=group)["nodegroup"]["scalingConfig"]["desiredSize"]
+        == 2
+    )
+    assert eks.list_fargate_profiles(clusterName="eks-it")["fargateProfileNames"] == ["fp-0"]
+    assert len(aws.client("iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]) == 1
+    out = tmp_path / "out/eks-it"
+    for name in ("kubeconfig", "user-kubeconfig"):
+        assert stat.S_IMODE(os.stat(out / name).st_mode) == 0o600
+        assert yaml.safe_load((out / name).read_text())["current-context"] == "eks-it"
+
+    aws.reset_requests()
+    again = run_playbook(SITE, inventory=inventory)
+    assert again.stats["eks-it"]["changed"] == 0, [t.name for t in again.changed_tasks]
+    assert aws.mutating_requests() == []
+
+    run_playbook(DELETE, inventory=inventory)
+    assert eks.list_clusters()["clusters"] == []
+    assert aws.client("iam").list_open_id_connect_providers()["OpenIDConnectProviderList"] == []
+    roles = aws.client("iam").list_roles()["Roles"]
+    assert [r["RoleName"] for r in roles if "eks-it" in r["RoleName"]] == []
+    assert anything_tagged(aws, "eks-it") == {}
+
+
+def test_machine_pools_life(aws, run_playbook, tmp_path):
+    """An auto scaling group pool and an EC2 Fleet pool beside the control plane: build, no-op, delete."""
+    spec = {
+        "name": "mp-it",
+        "region": "us-east-1",
+        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "single"},
+        "machine_pools": [
+            {"name": "mp-it-asg", "min_size": 1, "max_size": 3, "desired_capacity": 2},
+            {
+                "name": "mp-it-fleet",
+                "kind": "fleet",
+                "desired_capacity": 2,
+                "max_size": 2,
+                "mixed_instances_policy": {"overrides": [{"instance_type": "t3.large"}, {"instance_type": "m5.large"}]},
+            },
+        ],
+    }
+    inventory = write_inventory(tmp_path, spec)
+    run_playbook(SITE, inventory=inventory)
+    autoscaling = aws.client("autoscaling")
+    [group] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["mp-it-asg"])["AutoScalingGroups"]
+    assert group["DesiredCapacity"] == 2 and group["LaunchTemplate"]["Version"] == "$Latest"
+    ec2 = aws.client("ec2")
+    fleets = [f for f in ec2.describe_fleets()["Fleets"] if f["FleetState"] not in ("deleted", "deleted_terminating")]
+    assert len(fleets) == 1 and fleets[0]["Type"] == "maintain"
+    status = json.loads((tmp_path / "out/mp-it/status.json").read_text())
+    assert status["orphans"] == []
+
+    aws.reset_requests()
+    again = run_playbook(SITE, inventory=inventory)
+    assert again.stats["mp-it"]["changed"] == 0, [t.name for t in again.changed_tasks]
+    assert aws.mutating_requests() == []
+
+    run_playbook(DELETE, inventory=inventory)
+    assert autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["mp-it-asg"])["AutoScalingGroups"] == []
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+    assert anything_tagged(aws, "mp-it") == {}
