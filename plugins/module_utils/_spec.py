@@ -510,7 +510,7 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
                         elements="dict",
                         default=[],
                         options=dict(
-                            key=opt("Key.", required=True),
+                            key=opt("Key.", required=True, no_log=False),
                             value=opt("Value.", default=""),
                             effect=opt(
                                 "Effect.",

@@ -23,7 +23,10 @@ import copy
 import re
 from typing import Any
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML ships with ansible-core; the sanity import test runs without it
+    yaml = None  # type: ignore[assignment]
 
 from ._termination_assets import UNIT_NAME, UNIT_PATH, UNIT_TEMPLATE, WATCHER_PATH, WATCHER_SCRIPT
 
@@ -102,15 +105,18 @@ def _merge(config: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-class _BlockDumper(yaml.SafeDumper):
-    """Scripts and units as ``|`` blocks, so the node's user data stays readable."""
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> Any:
+def _str_representer(dumper: Any, value: str) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
 
-_BlockDumper.add_representer(str, _str_representer)
+def _dump_blocks(data: Any) -> str:
+    """YAML with scripts and units as ``|`` blocks, so the node's user data stays readable."""
+
+    class BlockDumper(yaml.SafeDumper):
+        pass
+
+    BlockDumper.add_representer(str, _str_representer)
+    return yaml.dump(data, Dumper=BlockDumper, sort_keys=False, default_flow_style=False, width=1 << 16)
 
 
 def merge_cloud_config(document: bytes, extra: dict[str, Any]) -> bytes:
@@ -123,9 +129,7 @@ def merge_cloud_config(document: bytes, extra: dict[str, Any]) -> bytes:
     config = yaml.safe_load(text) or {}
     if not isinstance(config, dict):
         raise ValueError("the #cloud-config document is not a mapping")
-    body = yaml.dump(
-        _merge(config, extra), Dumper=_BlockDumper, sort_keys=False, default_flow_style=False, width=1 << 16
-    )
+    body = _dump_blocks(_merge(config, extra))
     prefix = f"{header}\n" if header else ""
     return f"{prefix}{CLOUD_CONFIG_HEADER}\n{body}".encode()
 

@@ -33,8 +33,8 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
+import http.client
+import urllib.parse
 
 IMDS = os.environ.get("CAPA_WATCHER_IMDS_URL", "http://169.254.169.254").rstrip("/")
 KUBECTL = os.environ.get("CAPA_WATCHER_KUBECTL", "kubectl")
@@ -52,40 +52,53 @@ def log(message):
     print("capa-termination-watcher: " + message, file=sys.stderr, flush=True)
 
 
+class ImdsError(Exception):
+    pass
+
+
 class Imds:
+    # Plain http.client: IMDS is a local HTTP endpoint and the script must need nothing beyond the standard library.
     def __init__(self):
         self.token = None
         self.expires = 0.0
+        url = urllib.parse.urlsplit(IMDS)
+        self.host, self.port = url.hostname, url.port or 80
+
+    def _request(self, method, path, headers):
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=TIMEOUT)
+        try:
+            connection.request(method, path, headers=headers)
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode().strip()
+        finally:
+            connection.close()
 
     def _fresh_token(self):
         # Renewed well before it expires; a rejected token (401) also forces a new one.
         if self.token is None or time.monotonic() > self.expires:
-            request = urllib.request.Request(
-                IMDS + "/latest/api/token",
-                method="PUT",
-                headers={"X-aws-ec2-metadata-token-ttl-seconds": str(TOKEN_TTL)},
+            status, body = self._request(
+                "PUT", "/latest/api/token", {"X-aws-ec2-metadata-token-ttl-seconds": str(TOKEN_TTL)}
             )
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
-                self.token = answer.read().decode().strip()
+            if status != 200:
+                raise ImdsError("IMDS refused a token: HTTP %d" % status)
+            self.token = body
             self.expires = time.monotonic() + TOKEN_TTL / 2
         return self.token
 
     def get(self, path):
         """The body at path, or None when IMDS answers 404 (no such item: no notice)."""
         for attempt in (1, 2):
-            request = urllib.request.Request(
-                IMDS + "/latest/meta-data/" + path, headers={"X-aws-ec2-metadata-token": self._fresh_token()}
+            status, body = self._request(
+                "GET", "/latest/meta-data/" + path, {"X-aws-ec2-metadata-token": self._fresh_token()}
             )
-            try:
-                with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
-                    return answer.read().decode().strip()
-            except urllib.error.HTTPError as error:
-                if error.code == 404:
-                    return None
-                if error.code == 401 and attempt == 1:
-                    self.token = None
-                    continue
-                raise
+            if status == 200:
+                return body
+            if status == 404:
+                return None
+            if status == 401 and attempt == 1:
+                self.token = None
+                continue
+            raise ImdsError("IMDS answered HTTP %d for %s" % (status, path))
         return None
 
 
@@ -146,7 +159,8 @@ def main():
         polls += 1
         try:
             found = notice(imds)
-        except (OSError, ValueError) as error:  # IMDS briefly unreachable: try again next poll
+        except (OSError, ValueError, ImdsError, http.client.HTTPException) as error:
+            # IMDS briefly unreachable or confused: try again next poll.
             log("metadata service: %s" % error)
             found = None
         if found:

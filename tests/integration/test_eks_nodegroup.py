@@ -51,7 +51,7 @@ def steps(run_playbook, tmp_path: Path):
         path.write_text(json.dumps(play))
         result = run_playbook(path, expect_rc=None)
         results = {t.name: t.result for t in result.tasks}
-        missing = [name for name, *_ in tasks if name not in results]
+        missing = [task[0] for task in tasks if task[0] not in results]
         assert not missing, f"tasks without a result: {missing}\n{result.describe()}"
         return results
 
