@@ -87,7 +87,7 @@ IN_PLACE_CHANGES = [
 def test_the_field_table_covers_every_kind():
     kinds = {f: plan.NODEGROUP_FIELDS[f] for f, _change in IMMUTABLE_CHANGES}
     assert set(kinds.values()) == {plan.REPLACE}
-    assert {plan.NODEGROUP_FIELDS[f] for f, _change in IN_PLACE_CHANGES} == {plan.CONFIG, plan.VERSION_UPDATE, plan.TAGS}
+    assert {plan.NODEGROUP_FIELDS[f] for f, _c in IN_PLACE_CHANGES} == {plan.CONFIG, plan.VERSION_UPDATE, plan.TAGS}
 
 
 @pytest.mark.parametrize("field_name,change", IMMUTABLE_CHANGES)
