@@ -15,7 +15,6 @@ import hashlib
 import socket
 import ssl
 import urllib.parse
-import urllib.request
 from typing import Any
 
 try:
@@ -29,6 +28,8 @@ try:
     from botocore.signers import RequestSigner
 except ImportError:
     pass
+
+from ansible.module_utils.urls import open_url
 
 from ._reconcile import ReconcileError
 
@@ -129,8 +130,7 @@ def _root_by_issuer(leaf: bytes, context: ssl.SSLContext, timeout: float) -> byt
         urls = [d.access_location.value for d in access if d.access_method == AuthorityInformationAccessOID.CA_ISSUERS]
         if not urls:
             break
-        with urllib.request.urlopen(urls[0], timeout=timeout) as response:  # noqa: S310 - http(s) AIA URL
-            data = response.read()
+        data = open_url(urls[0], timeout=timeout).read()
         cert = (
             x509.load_pem_x509_certificate(data) if data.startswith(b"-----") else x509.load_der_x509_certificate(data)
         )
