@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
+from ._ami_info import AmiInfoTier
 from ._asg import AsgTier
 from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
@@ -28,6 +29,7 @@ from ._eks_fargate import FargateProfileTier
 from ._eks_nodegroup import NodegroupTier
 from ._elb import ElbTier
 from ._fleet import FleetTier
+from ._iam_bootstrap import IamBootstrapTier
 from ._instances import InstanceTier
 from ._pki_store import KubeadmTier
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
@@ -44,6 +46,7 @@ except ImportError:
     pass  # AnsibleAWSModule reports a missing SDK.
 
 __all__ = [
+    "AmiInfoTier",
     "AsgTier",
     "ClusterInfoTier",
     "Context",
@@ -51,6 +54,7 @@ __all__ = [
     "ElbTier",
     "FargateProfileTier",
     "FleetTier",
+    "IamBootstrapTier",
     "InstanceTier",
     "KubeadmTier",
     "NodegroupTier",
@@ -65,6 +69,7 @@ __all__ = [
     "roles_for",
     "common_argument_spec",
     "is_placeholder",
+    "machine_argument_spec",
     "placeholder",
     "run_tier",
 ]
@@ -99,6 +104,44 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
     if info:
         del spec["state"]
     return spec
+
+
+def machine_argument_spec() -> dict[str, Any]:
+    """What every module that launches machines takes to describe them (doc fragment ``clusterapi.aws.machine``)."""
+    return dict(
+        subnets=dict(type="list", elements="dict", default=[]),
+        kubernetes_version=dict(type="str"),
+        ami=dict(
+            type="dict",
+            default={},
+            options=dict(
+                id=dict(type="str"),
+                base_os=dict(type="str", default="ubuntu-24.04"),
+                owner=dict(type="str"),
+                name_format=dict(type="str"),
+            ),
+        ),
+        root_volume=dict(
+            type="dict",
+            default={},
+            options=dict(
+                size=dict(type="int"),
+                type=dict(type="str", default="gp3"),
+                encrypted=dict(type="bool", default=True),
+            ),
+        ),
+        ssh_key_name=dict(type="str", no_log=False),
+        iam_instance_profile=dict(type="str"),
+        security_group_ids=dict(type="list", elements="str", default=[]),
+        imds=dict(
+            type="dict",
+            default={},
+            options=dict(
+                http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
+                http_put_response_hop_limit=dict(type="int", default=1),
+            ),
+        ),
+    )
 
 
 class Tier(Protocol):

@@ -44,13 +44,6 @@ options:
         digits, C(.) and C(-).
     type: str
     required: true
-  subnets:
-    description:
-      - The cluster's subnets as M(clusterapi.aws.capa_subnet) returns them; each needs C(id),
-        C(availability_zone) and C(is_public) (other keys are ignored). Ids may be check-mode placeholders.
-    type: list
-    elements: dict
-    default: []
   failure_domains:
     description:
       - Availability zones of the pool; the group spans every private subnet of these zones. Default - the zones
@@ -80,76 +73,6 @@ options:
     description:
       - EC2 instance type of the template (with I(mixed_instances_policy), the overrides come first).
     type: str
-  kubernetes_version:
-    description:
-      - Kubernetes version of the nodes, e.g. C(v1.31.2). Used by the AMI lookup and by kubeadm bootstrap.
-    type: str
-  ami:
-    description:
-      - The machine image, or how to look it up (newest available HVM image of the instance type's architecture).
-    type: dict
-    default: {}
-    suboptions:
-      id:
-        description: AMI id; no lookup when given.
-        type: str
-      base_os:
-        description: Base OS in the looked-up image name.
-        type: str
-        default: ubuntu-24.04
-      owner:
-        description: Owner account of the looked-up image. Default CAPA's C(819546954734).
-        type: str
-      name_format:
-        description:
-          - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version}). Default
-            C(capa-ami-{base_os}-?{k8s_version}-*).
-        type: str
-  root_volume:
-    description:
-      - Root volume. The device name comes from the AMI; the volume is deleted with the instance.
-    type: dict
-    default: {}
-    suboptions:
-      size:
-        description: Size in GiB (at least the AMI's); default the AMI's size.
-        type: int
-      type:
-        description: EBS volume type.
-        type: str
-        default: gp3
-      encrypted:
-        description: Encrypt the volume (safer than CAPA, which leaves it to the AMI).
-        type: bool
-        default: true
-  ssh_key_name:
-    description: EC2 key pair of the instances; none when empty.
-    type: str
-  iam_instance_profile:
-    description:
-      - Instance profile name (clusterawsadm's is C(nodes.cluster-api-provider-aws.sigs.k8s.io)).
-    type: str
-  security_group_ids:
-    description:
-      - Security groups of the instances - CAPA uses the C(node) and C(lb) groups of
-        M(clusterapi.aws.capa_security_group) plus any extra ones. Ids may be check-mode placeholders.
-    type: list
-    elements: str
-    default: []
-  imds:
-    description: Instance metadata service options of the template.
-    type: dict
-    default: {}
-    suboptions:
-      http_tokens:
-        description: C(required) means IMDSv2 only (safer than CAPA, which sets nothing for pools).
-        type: str
-        choices: [required, optional]
-        default: required
-      http_put_response_hop_limit:
-        description: Hop limit of metadata responses (1 to 64).
-        type: int
-        default: 1
   spot_market_options:
     description:
       - Launch every instance as a one-time spot instance that terminates on interruption (launch template market
@@ -312,6 +235,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.machine
 """
 
 EXAMPLES = r"""
@@ -478,7 +402,7 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import AsgTier, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import AsgTier, machine_argument_spec, run_tier
 
 PROCESSES = [
     "Launch",
@@ -496,45 +420,14 @@ PROCESSES = [
 def main():
     run_tier(
         dict(
+            **machine_argument_spec(),
             name=dict(type="str", required=True),
-            subnets=dict(type="list", elements="dict", default=[]),
             failure_domains=dict(type="list", elements="str"),
             min_size=dict(type="int", default=1),
             max_size=dict(type="int", default=1),
             desired_capacity=dict(type="int"),
             externally_managed_replicas=dict(type="bool", default=False),
             instance_type=dict(type="str"),
-            kubernetes_version=dict(type="str"),
-            ami=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    id=dict(type="str"),
-                    base_os=dict(type="str", default="ubuntu-24.04"),
-                    owner=dict(type="str"),
-                    name_format=dict(type="str"),
-                ),
-            ),
-            root_volume=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    size=dict(type="int"),
-                    type=dict(type="str", default="gp3"),
-                    encrypted=dict(type="bool", default=True),
-                ),
-            ),
-            ssh_key_name=dict(type="str", no_log=False),
-            iam_instance_profile=dict(type="str"),
-            security_group_ids=dict(type="list", elements="str", default=[]),
-            imds=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
-                    http_put_response_hop_limit=dict(type="int", default=1),
-                ),
-            ),
             spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
             mixed_instances_policy=dict(
                 type="dict",

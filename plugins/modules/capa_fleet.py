@@ -34,14 +34,6 @@ options:
       - Name of the pool, its launch template and its fleet's C(Name) tag. Lower-case letters, digits and C(-).
     type: str
     required: true
-  subnets:
-    description:
-      - The cluster's subnets as M(clusterapi.aws.capa_subnet) returns them; each needs C(id),
-        C(availability_zone) and C(is_public) (other keys are ignored). The pool uses the private ones in
-        I(failure_domains).
-    type: list
-    elements: dict
-    default: []
   failure_domains:
     description:
       - Availability zones of the pool. Default - the zones of the private subnets.
@@ -81,79 +73,6 @@ options:
       - The launch template's own instance type (also picks the AMI architecture). Default the first of
         I(instance_types).
     type: str
-  kubernetes_version:
-    description:
-      - Kubernetes version of the machines, e.g. C(v1.31.2). Used by the AMI lookup and by kubeadm bootstrap.
-    type: str
-  ami:
-    description:
-      - The machine image, or how to look it up (as in M(clusterapi.aws.capa_instance)).
-    type: dict
-    default: {}
-    suboptions:
-      id:
-        description: AMI id; no lookup when given.
-        type: str
-      base_os:
-        description: Base OS in the looked-up image name.
-        type: str
-        default: ubuntu-24.04
-      owner:
-        description: Owner account of the looked-up image. Default CAPA's C(819546954734).
-        type: str
-      name_format:
-        description:
-          - Name pattern of the looked-up image with the placeholders C({base_os}) and C({k8s_version}). Default
-            C(capa-ami-{base_os}-?{k8s_version}-*).
-        type: str
-  root_volume:
-    description:
-      - Root volume. The device name comes from the AMI; the volume is deleted with the instance.
-    type: dict
-    default: {}
-    suboptions:
-      size:
-        description: Size in GiB (at least the AMI's); default the AMI's size.
-        type: int
-      type:
-        description: EBS volume type.
-        type: str
-        default: gp3
-      encrypted:
-        description: Encrypt the volume.
-        type: bool
-        default: true
-  ssh_key_name:
-    description: EC2 key pair of the machines; none when empty.
-    type: str
-  iam_instance_profile:
-    description:
-      - Instance profile name (clusterawsadm's is C(nodes.cluster-api-provider-aws.sigs.k8s.io)). It needs
-        C(GetSecretValue) (or C(GetParameter)) on the bootstrap entries.
-    type: str
-  security_group_ids:
-    description:
-      - Security groups of the machines (the node group from M(clusterapi.aws.capa_security_group) plus any extra
-        ones). Ids may be check-mode placeholders.
-    type: list
-    elements: str
-    default: []
-  imds:
-    description:
-      - Instance metadata service options of the launch template. IMDSv2 is required by default (the termination
-        watcher speaks IMDSv2).
-    type: dict
-    default: {}
-    suboptions:
-      http_tokens:
-        description: C(required) means IMDSv2 only.
-        type: str
-        choices: [required, optional]
-        default: required
-      http_put_response_hop_limit:
-        description: Hop limit of metadata responses (1 to 64).
-        type: int
-        default: 1
   bootstrap:
     description:
       - The machines' bootstrap data (as in M(clusterapi.aws.capa_instance)); pool machines join as workers.
@@ -194,6 +113,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.machine
 """
 
 EXAMPLES = r"""
@@ -293,14 +213,14 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import FleetTier, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import FleetTier, machine_argument_spec, run_tier
 
 
 def main():
     run_tier(
         dict(
+            **machine_argument_spec(),
             name=dict(type="str", required=True),
-            subnets=dict(type="list", elements="dict", default=[]),
             failure_domains=dict(type="list", elements="str"),
             total_target_capacity=dict(type="int", default=1),
             on_demand_target_capacity=dict(type="int", default=0),
@@ -319,37 +239,6 @@ def main():
             ),
             replace_unhealthy_instances=dict(type="bool", default=True),
             instance_type=dict(type="str"),
-            kubernetes_version=dict(type="str"),
-            ami=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    id=dict(type="str"),
-                    base_os=dict(type="str", default="ubuntu-24.04"),
-                    owner=dict(type="str"),
-                    name_format=dict(type="str"),
-                ),
-            ),
-            root_volume=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    size=dict(type="int"),
-                    type=dict(type="str", default="gp3"),
-                    encrypted=dict(type="bool", default=True),
-                ),
-            ),
-            ssh_key_name=dict(type="str", no_log=False),
-            iam_instance_profile=dict(type="str"),
-            security_group_ids=dict(type="list", elements="str", default=[]),
-            imds=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
-                    http_put_response_hop_limit=dict(type="int", default=1),
-                ),
-            ),
             bootstrap=dict(
                 type="dict",
                 default={},

@@ -56,13 +56,6 @@ options:
       - Number of machines. Odd for a control plane (etcd quorum); at most 1 for the bastion.
     type: int
     default: 1
-  subnets:
-    description:
-      - The cluster's subnets as M(clusterapi.aws.capa_subnet) returns them; each needs C(id),
-        C(availability_zone) and C(is_public) (other keys are ignored). Ids may be check-mode placeholders.
-    type: list
-    elements: dict
-    default: []
   failure_domains:
     description:
       - Availability zones to spread the machines over. Default - the zones of the private subnets (public subnets
@@ -74,72 +67,10 @@ options:
     description:
       - Give the machines a public IP and place them in public subnets. Default C(true) for the bastion, else C(false).
     type: bool
-  kubernetes_version:
-    description:
-      - Kubernetes version of the machines, e.g. C(v1.31.2). Used by the AMI lookup and by kubeadm bootstrap.
-    type: str
-  ami:
-    description:
-      - The machine image, or how to look it up.
-    type: dict
-    default: {}
-    suboptions:
-      id:
-        description: AMI id; no lookup when given.
-        type: str
-      base_os:
-        description: Base OS in the looked-up image name.
-        type: str
-        default: ubuntu-24.04
-      owner:
-        description:
-          - Owner account of the looked-up image. Default CAPA's C(819546954734); for the bastion Canonical's
-            C(099720109477).
-        type: str
-      name_format:
-        description:
-          - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version}) (the version
-            without its leading C(v); images named with or without the C(v) are both found). Default
-            C(capa-ami-{base_os}-?{k8s_version}-*).
-          - CAPA's Go-template spelling with C(.BaseOS) and C(.K8sVersion) in double braces is understood too, but
-            Ansible would template the braces - escape it with raw/endraw or use our placeholders.
-        type: str
   instance_type:
     description:
       - EC2 instance type. Required except for the bastion (default C(t3.micro)).
     type: str
-  root_volume:
-    description:
-      - Root volume. The device name comes from the AMI; the volume is deleted with the instance.
-    type: dict
-    default: {}
-    suboptions:
-      size:
-        description: Size in GiB (at least the AMI's); default the AMI's size.
-        type: int
-      type:
-        description: EBS volume type.
-        type: str
-        default: gp3
-      encrypted:
-        description: Encrypt the volume (safer than CAPA, which leaves it to the AMI).
-        type: bool
-        default: true
-  ssh_key_name:
-    description: EC2 key pair of the machines; none when empty.
-    type: str
-  iam_instance_profile:
-    description:
-      - Instance profile name (clusterawsadm's are C(control-plane.cluster-api-provider-aws.sigs.k8s.io) and
-        C(nodes.cluster-api-provider-aws.sigs.k8s.io)).
-    type: str
-  security_group_ids:
-    description:
-      - Security groups of the machines - the role's groups from M(clusterapi.aws.capa_security_group) plus any
-        extra ones. Ids may be check-mode placeholders.
-    type: list
-    elements: str
-    default: []
   spot_market_options:
     description:
       - Run the machines as one-time spot instances that terminate on interruption.
@@ -156,21 +87,6 @@ options:
   placement_group_name:
     description: Placement group to launch into.
     type: str
-  imds:
-    description:
-      - Instance metadata service options; drift is repaired in place with C(ModifyInstanceMetadataOptions).
-    type: dict
-    default: {}
-    suboptions:
-      http_tokens:
-        description: C(required) means IMDSv2 only (safer than CAPA's default C(optional)).
-        type: str
-        choices: [required, optional]
-        default: required
-      http_put_response_hop_limit:
-        description: Hop limit of metadata responses (1 to 64).
-        type: int
-        default: 1
   bootstrap:
     description:
       - The machines' bootstrap data.
@@ -254,6 +170,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.machine
 """
 
 EXAMPLES = r"""
@@ -406,53 +323,22 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import InstanceTier, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import InstanceTier, machine_argument_spec, run_tier
 
 
 def main():
     run_tier(
         dict(
+            **machine_argument_spec(),
             name=dict(type="str", required=True),
             role=dict(type="str", default="node", choices=["control-plane", "node", "bastion"]),
             replicas=dict(type="int", default=1),
-            subnets=dict(type="list", elements="dict", default=[]),
             failure_domains=dict(type="list", elements="str"),
             public_ip=dict(type="bool"),
-            kubernetes_version=dict(type="str"),
-            ami=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    id=dict(type="str"),
-                    base_os=dict(type="str", default="ubuntu-24.04"),
-                    owner=dict(type="str"),
-                    name_format=dict(type="str"),
-                ),
-            ),
             instance_type=dict(type="str"),
-            root_volume=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    size=dict(type="int"),
-                    type=dict(type="str", default="gp3"),
-                    encrypted=dict(type="bool", default=True),
-                ),
-            ),
-            ssh_key_name=dict(type="str", no_log=False),
-            iam_instance_profile=dict(type="str"),
-            security_group_ids=dict(type="list", elements="str", default=[]),
             spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
             tenancy=dict(type="str", default="default", choices=["default", "dedicated", "host"]),
             placement_group_name=dict(type="str"),
-            imds=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
-                    http_put_response_hop_limit=dict(type="int", default=1),
-                ),
-            ),
             bootstrap=dict(
                 type="dict",
                 default={},
