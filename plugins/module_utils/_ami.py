@@ -112,7 +112,28 @@ def look_up(
     bastion: bool,
 ) -> Image:
     """CAPA's lookup (or the bastion's Canonical image); no image is an error raised before anything changes."""
-    arch = architecture_of(ctx, instance_type)
+    return look_up_architecture(
+        ctx,
+        architecture_of(ctx, instance_type),
+        kubernetes_version=kubernetes_version,
+        base_os=base_os,
+        owner=owner,
+        name_format=name_format,
+        bastion=bastion,
+    )
+
+
+def look_up_architecture(
+    ctx: Context,
+    arch: str,
+    *,
+    kubernetes_version: str | None,
+    base_os: str,
+    owner: str,
+    name_format: str,
+    bastion: bool = False,
+) -> Image:
+    """:func:`look_up` for a known architecture (``x86_64`` or ``arm64``), e.g. from the ``capa_ami`` lookup."""
     filters = [
         {"Name": "architecture", "Values": [arch]},
         {"Name": "state", "Values": ["available"]},

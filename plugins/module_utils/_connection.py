@@ -169,17 +169,19 @@ class AwsSession:
         self.recorder.attach(self._session)
         self._clients: dict[str, RetryingClient] = {}
 
-    def client(self, service: str) -> RetryingClient:
-        if service not in self._clients:
+    def client(self, service: str, region: str | None = None) -> RetryingClient:
+        """The run's client for ``service``; ``region`` other than the run's region is for multi-region reads."""
+        key = service if region in (None, self.region) else f"{service}@{region}"
+        if key not in self._clients:
             raw = self._session.client(
                 service,
-                region_name=self.region,
+                region_name=region or self.region,
                 endpoint_url=self.endpoint_url,
                 verify=self._verify,
                 config=self._config,
             )
-            self._clients[service] = RetryingClient(raw)
-        return self._clients[service]
+            self._clients[key] = RetryingClient(raw)
+        return self._clients[key]
 
     def credentials(self) -> Any:
         """The session's botocore credentials, for signing done locally (presigned URLs, EKS tokens)."""

@@ -14,7 +14,7 @@ not part of GetRole's answer).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 try:
     import botocore.exceptions
@@ -105,18 +105,23 @@ def ensure_role(
     policy_arns: list[str],
     path: str = "/",
     permissions_boundary: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    owns: Callable[[Mapping[str, str]], bool] | None = None,
 ) -> dict[str, Any]:
     """Create or reconcile the owned role ``name``; a role we do not own is returned as it is.
+
+    ``tags`` and ``owns`` replace the cluster's tags and ownership test for roles that belong to no cluster
+    (the account-level roles of the IAM bootstrap).
 
     Returns ``{name, arn, managed, created, policy_arns}``; in check mode a role to create has the ARN
     ``planned:iam-role:<name>``.
     """
     role = get_role(ctx, name)
-    desired_tags = ctx.tags(ROLE_COMMON, name, {cloud_provider_tag_key(ctx.cluster): OWNED})
+    desired_tags = tags or ctx.tags(ROLE_COMMON, name, {cloud_provider_tag_key(ctx.cluster): OWNED})
     if role is None:
         return _create_role(ctx, name, trust_service, policy_arns, path, permissions_boundary, desired_tags)
     tags = tags_to_dict(role.get("Tags"))
-    if not role_is_owned(tags, ctx.cluster):
+    if not (owns(tags) if owns else role_is_owned(tags, ctx.cluster)):
         return {"name": name, "arn": role["Arn"], "managed": False, "created": False, "policy_arns": None}
     if role.get("Path", "/") != path:
         raise ReconcileError(f"IAM role {name} has path {role.get('Path')}, not {path}; a role's path cannot change")
@@ -213,14 +218,18 @@ def _reconcile_policies(ctx: Context, name: str, attached: list[str], wanted: li
     return list(wanted)
 
 
-def delete_owned_role(ctx: Context, name: str) -> None:
-    """Delete the role if the cluster owns it (policies detached, inline policies and profiles removed first)."""
+def delete_owned_role(ctx: Context, name: str, owns: Callable[[Mapping[str, str]], bool] | None = None) -> None:
+    """Delete the role if the cluster owns it (policies detached, inline policies and profiles removed first).
+
+    ``owns`` replaces the cluster ownership test, as in :func:`ensure_role`.
+    """
     if is_placeholder(name):
         return
     role = get_role(ctx, name)
     if role is None:
         return
-    if not role_is_owned(tags_to_dict(role.get("Tags")), ctx.cluster):
+    tags = tags_to_dict(role.get("Tags"))
+    if not (owns(tags) if owns else role_is_owned(tags, ctx.cluster)):
         ctx.warn(f"IAM role {name} is not owned by cluster {ctx.cluster}; left alone")
         return
     iam = ctx.client("iam")

@@ -105,8 +105,9 @@ class Context:
     def __post_init__(self) -> None:
         self.ops = Operations(self.check_mode)
 
-    def client(self, service: str) -> RetryingClient:
-        return self.session.client(service)
+    def client(self, service: str, region: str | None = None) -> RetryingClient:
+        """The run's client; another ``region`` only for reads that span regions (``capa_ami_info``)."""
+        return self.session.client(service, region) if region else self.session.client(service)
 
     @property
     def region(self) -> str | None:

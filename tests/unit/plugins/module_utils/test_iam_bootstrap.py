@@ -1,0 +1,258 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The IAM bootstrap's pure parts: the policy documents (and that the controllers policies allow every AWS
+operation the collection's code makes, found by scanning plugins/module_utils), names, roles per option,
+validation, and the choice of the policy version to prune."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from ansible_collections.clusterapi.aws.plugins.module_utils import _iam_bootstrap as bootstrap
+from ansible_collections.clusterapi.aws.plugins.module_utils import _iam_policies as policies
+from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
+
+MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
+# The bootstrap runs with an administrator's credentials before the controllers role exists.
+NOT_CONTROLLERS = {"_iam_bootstrap.py"}
+IAM_PREFIX = {"elb": "elasticloadbalancing", "elbv2": "elasticloadbalancing", "resourcegroupstaggingapi": "tag"}
+# Helpers of _ec2 take an EC2 method name as a string without calling ctx.client("ec2") in the caller.
+EC2_HELPERS = re.compile(r"\b(describe|describe_by_ids|ensure_tags|delete_when_free)\(ctx")
+# Allowed without a direct call: permissions AWS checks on behalf of another call.
+IMPLIED = {
+    "iam:PassRole",  # RunInstances/CreateCluster/CreateNodegroup with a role
+    "iam:CreateServiceLinkedRole",  # first ASG/ELB/spot/EKS use in an account
+    "secretsmanager:TagResource",  # CreateSecret with Tags
+    "ssm:AddTagsToResource",  # PutParameter with Tags
+}
+SUFFIX = bootstrap.DEFAULT_SUFFIX
+BOTH = list(policies.SECRET_BACKENDS)
+
+
+def params(**over: Any) -> dict[str, Any]:
+    base = {
+        "prefix": "",
+        "suffix": SUFFIX,
+        "path": "/",
+        "permissions_boundary": None,
+        "eks": True,
+        "eks_nodegroup": False,
+        "eks_fargate": False,
+        "secret_backends": ["secrets-manager"],
+        "extra_statements": {},
+    }
+    base.update(over)
+    return base
+
+
+def _method_maps() -> dict[str, dict[str, str]]:
+    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    services = set()
+    for path in MODULE_UTILS.glob("_*.py"):
+        services.update(re.findall(r'client\("([a-z0-9]+)"[,)]', path.read_text()))
+    return {s: session.client(s).meta.method_to_api_mapping for s in services}
+
+
+def _waiter_operations(service: str, waiter: str) -> str:
+    client = boto3.session.Session(region_name="us-east-1").client(service)
+    return client.get_waiter(waiter).config.operation
+
+
+def called_actions() -> dict[str, set[str]]:
+    """Every AWS operation the code calls, per file, as IAM actions.
+
+    A name counts when it is a method of a client the file uses and appears as a string (``ops.call(client,
+    "x")``, ``.paginate("x")``, ``describe(ctx, "x")``) or as an attribute call (``client.x(``).
+    """
+    maps = _method_maps()
+    found: dict[str, set[str]] = {}
+    for path in sorted(MODULE_UTILS.glob("_*.py")):
+        if path.name in NOT_CONTROLLERS:
+            continue
+        text = path.read_text()
+        services = set(re.findall(r'client\("([a-z0-9]+)"[,)]', text))
+        if EC2_HELPERS.search(text):
+            services.add("ec2")
+        names = set(re.findall(r'"([a-z][a-z0-9_]+)"', text)) | set(re.findall(r"\.([a-z][a-z0-9_]+)\(", text))
+        actions = set()
+        for service in services:
+            prefix = IAM_PREFIX.get(service, service)
+            for name in names & set(maps[service]):
+                actions.add(f"{prefix}:{maps[service][name]}")
+            for waiter in re.findall(r'waiter\("([a-z_]+)"\)', text):
+                try:
+                    actions.add(f"{prefix}:{_waiter_operations(service, waiter)}")
+                except ValueError:
+                    continue
+        if actions:
+            found[path.name] = actions
+    return found
+
+
+def allowed(document: dict[str, Any]) -> set[str]:
+    return {a for s in document["Statement"] for a in s["Action"] if s["Effect"] == "Allow"}
+
+
+def controllers_allowed() -> set[str]:
+    return allowed(policies.controllers_policy(SUFFIX, BOTH)) | allowed(policies.controllers_eks_policy())
+
+
+def test_scanner_sees_the_calls_it_must():
+    found = called_actions()
+    assert "ec2:CreateVpc" in found["_vpc.py"]
+    assert "ec2:DescribeVpcs" in found["_vpc.py"]
+    assert "autoscaling:CreateAutoScalingGroup" in found["_asg.py"]
+    assert "elasticloadbalancing:CreateLoadBalancer" in found["_elb.py"]
+    assert "iam:CreateRole" in found["_iam.py"]
+    assert "_iam_bootstrap.py" not in found
+
+
+def test_controllers_policies_allow_every_call_the_code_makes():
+    permitted = controllers_allowed()
+    missing = {f: sorted(a - permitted) for f, a in called_actions().items() if a - permitted}
+    assert missing == {}
+
+
+def test_controllers_policies_allow_nothing_the_code_does_not_call():
+    called = set().union(*called_actions().values())
+    assert controllers_allowed() - called - IMPLIED == set()
+
+
+@pytest.mark.parametrize(
+    "backends, has_secrets, has_parameters",
+    [(["secrets-manager"], True, False), (["ssm-parameter-store"], False, True), (BOTH, True, True)],
+)
+def test_nodes_policy_scopes_bootstrap_data(backends, has_secrets, has_parameters):
+    statements = {s["Sid"]: s for s in policies.nodes_policy(backends)["Statement"]}
+    assert ("BootstrapSecrets" in statements) is has_secrets
+    assert ("BootstrapParameters" in statements) is has_parameters
+    if has_secrets:
+        secret = statements["BootstrapSecrets"]
+        assert secret["Action"] == ["secretsmanager:DeleteSecret", "secretsmanager:GetSecretValue"]
+        assert secret["Resource"] == "arn:*:secretsmanager:*:*:secret:aws.cluster.x-k8s.io/*"
+    if has_parameters:
+        parameter = statements["BootstrapParameters"]
+        assert parameter["Action"] == ["ssm:DeleteParameter", "ssm:GetParameter"]
+        assert parameter["Resource"] == "arn:*:ssm:*:*:parameter/cluster.x-k8s.io/*"
+    node = statements["Node"]["Action"]
+    assert "autoscaling:CompleteLifecycleAction" in node and "autoscaling:DescribeAutoScalingInstances" in node
+    assert "ec2:DescribeInstances" in node
+    # Nothing broad outside the scoped statements.
+    assert not any(a.startswith(("secretsmanager:", "ssm:Get", "ssm:Delete")) for a in node)
+
+
+def test_policies_fit_iams_size_limit():
+    for document in (
+        policies.controllers_policy(SUFFIX, BOTH),
+        policies.controllers_eks_policy(),
+        policies.control_plane_policy(),
+        policies.nodes_policy(BOTH),
+    ):
+        assert policies.policy_size(document) <= bootstrap.POLICY_SIZE_LIMIT
+
+
+def test_pass_role_is_limited_to_the_suffix():
+    statements = {s["Sid"]: s for s in policies.controllers_policy(".x.example", ["secrets-manager"])["Statement"]}
+    assert statements["PassClusterRoles"]["Resource"] == "arn:*:iam::*:role/*.x.example"
+    assert "iam:PassRole" not in statements["Controllers"]["Action"]
+
+
+@pytest.mark.parametrize(
+    "over, roles",
+    [
+        ({}, ["control-plane", "controllers", "nodes", "eks-controlplane"]),
+        ({"eks": False}, ["control-plane", "controllers", "nodes"]),
+        (
+            {"eks_nodegroup": True, "eks_fargate": True},
+            ["control-plane", "controllers", "nodes", "eks-controlplane", "eks-nodegroup", "eks-fargate"],
+        ),
+    ],
+)
+def test_roles_per_option(over, roles):
+    desired = bootstrap.desired_state(params(**over), "us-east-1")
+    assert [r.base for r in desired.roles] == roles
+    assert {r.base for r in desired.roles if r.instance_profile} == {"control-plane", "controllers", "nodes"}
+    assert len(desired.unwanted_roles) == 6 - len(roles)
+
+
+def test_names_trust_and_attachments():
+    desired = bootstrap.desired_state(params(prefix="team-", eks_fargate=True), "cn-north-1")
+    roles = {r.base: r for r in desired.roles}
+    assert roles["nodes"].name == "team-nodes" + SUFFIX
+    assert roles["eks-controlplane"].trust == "eks.amazonaws.com"
+    assert roles["eks-fargate"].trust == "eks-fargate-pods.amazonaws.com"
+    assert roles["controllers"].trust == "ec2.amazonaws.com"
+    assert roles["eks-fargate"].aws_policies == ["arn:aws-cn:iam::aws:policy/AmazonEKSFargatePodExecutionRolePolicy"]
+    assert roles["control-plane"].customer_policies == ["control-plane", "nodes", "controllers", "controllers-eks"]
+    assert set(desired.policies) == {"controllers", "controllers-eks", "control-plane", "nodes"}
+    assert bootstrap.desired_state(params(eks=False), None).unwanted_policies == ["controllers-eks" + SUFFIX]
+
+
+def test_extra_statements_are_appended():
+    extra = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}
+    desired = bootstrap.desired_state(params(extra_statements={"nodes": [extra]}), None)
+    assert desired.policies["nodes"]["Statement"][-1] == extra
+
+
+@pytest.mark.parametrize(
+    "over, field",
+    [
+        ({"prefix": "bad prefix"}, "prefix"),
+        ({"prefix": "x" * 40}, "prefix"),
+        ({"path": "capa"}, "path"),
+        ({"path": "/capa"}, "path"),
+        ({"permissions_boundary": "boundary"}, "permissions_boundary"),
+        ({"secret_backends": []}, "secret_backends"),
+        ({"extra_statements": {"workers": []}}, "extra_statements.workers"),
+        ({"extra_statements": {"nodes": {}}}, "extra_statements.nodes"),
+        ({"extra_statements": {"nodes": [{"Action": "s3:*"}]}}, "extra_statements.nodes[0]"),
+        (
+            {
+                "extra_statements": {
+                    "nodes": [{"Effect": "Allow", "Action": f"s3:A{i}", "Resource": "*"} for i in range(200)]
+                }
+            },
+            "extra_statements.nodes",
+        ),
+    ],
+)
+def test_validation(over, field):
+    with pytest.raises(SpecError) as error:
+        bootstrap.validate(params(**over))
+    assert error.value.field == field
+
+
+def test_validation_accepts_defaults_and_paths():
+    bootstrap.validate(params())
+    bootstrap.validate(params(path="/capa/team/", prefix="a-"))
+
+
+@pytest.mark.parametrize(
+    "versions, pruned",
+    [
+        ([("v1", True)], None),
+        ([("v1", False), ("v2", False), ("v3", False), ("v4", True)], None),
+        ([("v1", False), ("v2", False), ("v3", False), ("v4", False), ("v5", True)], "v1"),
+        ([("v1", True), ("v2", False), ("v3", False), ("v4", False), ("v5", False)], "v2"),
+        ([("v9", False), ("v10", False), ("v11", True), ("v12", False), ("v13", False)], "v9"),
+    ],
+)
+def test_version_to_prune(versions, pruned):
+    listed = [{"VersionId": v, "IsDefaultVersion": d, "CreateDate": "2026-01-01T00:00:00Z"} for v, d in versions]
+    assert bootstrap.version_to_prune(listed) == pruned
+
+
+@pytest.mark.parametrize(
+    "left, right, same",
+    [
+        ({"a": 1, "b": [1]}, '{"b": [1], "a": 1}', True),
+        ({"a": 1}, {"a": 2}, False),
+    ],
+)
+def test_canonical(left, right, same):
+    assert (bootstrap.canonical(left) == bootstrap.canonical(right)) is same
