@@ -26,7 +26,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps
+.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -73,6 +73,12 @@ moto-stop:
 # --- demo --------------------------------------------------------------------------------------
 demo: venv collection
 	VENV=$(VENV) bash tools/demo.sh
+
+# --- benchmark (not part of `make test`) -------------------------------------------------------
+BENCH_ARGS ?=
+bench: venv collection
+	$(PY) -m pip install --quiet -r bench/requirements.txt
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 # --- tests -------------------------------------------------------------------------------------
 # All three linters run; the target fails if any of them failed.

@@ -1,0 +1,292 @@
+"""Benchmark: our playbooks against a hand-written amazon.aws peer playbook, on a local moto server.
+
+    python bench/run.py [--runs 3] [--workers 2,20,100] [--clusters 1,5,20] [--out .build/bench]
+    python bench/run.py --report          # rewrite BENCHMARKS.md and docs/bench-*.png from the saved results
+
+Every measurement is one ``ansible-playbook`` process: wall time, CPU seconds (user + system) of its whole
+process tree and its peak RSS come from ``os.wait4`` on that process; AWS requests come from the moto server's
+own counter (``/_capa/requests``), reset before each measurement; changed tasks from the PLAY RECAP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+PY = sys.executable
+PLAYBOOK = [str(Path(PY).parent / "ansible-playbook")]
+READ_ONLY = ("Describe", "List", "Get")
+PHASES = ["create", "noop", "check", "delete"]
+
+OURS = {
+    "create": ["-i", "{inv}", str(ROOT / "playbooks/site.yml")],
+    "noop": ["-i", "{inv}", str(ROOT / "playbooks/site.yml")],
+    "check": ["--check", "-i", "{inv}", str(ROOT / "playbooks/site.yml")],
+    "delete": ["-i", "{inv}", str(ROOT / "playbooks/delete.yml")],
+}
+PEER = {
+    "create": [str(BENCH / "peer/site.yml")],
+    "noop": [str(BENCH / "peer/site.yml")],
+    "check": ["--check", str(BENCH / "peer/site.yml")],
+    "delete": [str(BENCH / "peer/delete.yml")],
+}
+
+
+# --- moto server and counter ---------------------------------------------------------------------
+class Moto:
+    """A bench/moto_server.py process (tools/moto_server.py + one ELB fix) and its request counter."""
+
+    def __init__(self, out: Path) -> None:
+        self.urlfile = out / "moto.url"
+        self.urlfile.unlink(missing_ok=True)
+        self.log = open(out / "moto.log", "wb")  # noqa: SIM115 - lives as long as the server
+        cmd = [PY, str(BENCH / "moto_server.py"), "--urlfile", str(self.urlfile)]
+        self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        while not (self.urlfile.exists() and self.urlfile.read_text().strip()):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError(f"moto server did not start; see {out / 'moto.log'}")
+            time.sleep(0.1)
+        self.url = self.urlfile.read_text().strip()
+        self.server_pid = self.process.pid
+
+    def _call(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(self.url + path, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def reset_counter(self) -> None:
+        self._call("POST", "/_capa/requests/reset")
+
+    def reset_all(self) -> None:
+        self._call("POST", "/moto-api/reset")
+        self.reset_counter()
+
+    def requests(self) -> list[dict[str, str]]:
+        return self._call("GET", "/_capa/requests")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=15)
+        self.log.close()
+
+
+# --- one measured ansible-playbook run -----------------------------------------------------------
+def recap_changed(text: str) -> int:
+    """Sum of changed=N over the PLAY RECAP lines."""
+    total, in_recap = 0, False
+    for line in text.splitlines():
+        if line.startswith("PLAY RECAP"):
+            in_recap = True
+        elif in_recap and (match := re.search(r"\bchanged=(\d+)", line)):
+            total += int(match.group(1))
+    return total
+
+
+def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: int = 5) -> dict[str, Any]:
+    moto.reset_counter()
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [*PLAYBOOK, "-f", str(forks), *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+        )
+        # wait4 gives the rusage of this process and every descendant it waited for: the whole tree.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    records = moto.requests()
+    operations = Counter(f"{r['service']}:{r['operation']}" for r in records)
+    mutating = {op: n for op, n in operations.items() if not op.split(":", 1)[1].startswith(READ_ONLY)}
+    text = log.read_text()
+    return {
+        "rc": process.returncode,
+        "wall": round(wall, 2),
+        "cpu": round(usage.ru_utime + usage.ru_stime, 2),
+        "maxrss_mb": round(usage.ru_maxrss / 1024, 1),
+        "requests": len(records),
+        "mutating": sum(mutating.values()),
+        "operations": dict(sorted(operations.items())),
+        "changed": recap_changed(text),
+        "log": str(log.relative_to(ROOT)),
+    }
+
+
+def checked(result: dict[str, Any], what: str) -> dict[str, Any]:
+    status = "ok" if result["rc"] == 0 else f"FAILED rc={result['rc']} (see {result['log']})"
+    print(
+        f"  {what:<14} {status:<4} wall {result['wall']:7.2f}s cpu {result['cpu']:7.2f}s"
+        f" rss {result['maxrss_mb']:6.1f}MB requests {result['requests']:5d} mutating {result['mutating']:4d}"
+        f" changed {result['changed']}",
+        flush=True,
+    )
+    return result
+
+
+# --- inventories -----------------------------------------------------------------------------------
+def cluster_spec(name: str, workers: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "region": "us-east-1",
+        "kind": "unmanaged",
+        "kubernetes_version": "v1.31.2",
+        "bastion": {"enabled": True, "allowed_cidr_blocks": ["203.0.113.0/24"]},
+        "control_plane": {"replicas": 3, "instance_type": "t3.large"},
+        "machine_deployments": [{"name": "md-0", "replicas": workers, "instance_type": "t3.large"}],
+    }
+
+
+def write_inventory(path: Path, names: list[str], workers: int) -> Path:
+    hosts = {name: {"capa_cluster": cluster_spec(name, workers)} for name in names}
+    inventory = {
+        "capa_clusters": {
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+            "hosts": hosts,
+        }
+    }
+    path.write_text(json.dumps(inventory, indent=1))  # JSON is YAML
+    return path
+
+
+def sub(args: list[str], inv: Path) -> list[str]:
+    return [a.replace("{inv}", str(inv)) for a in args]
+
+
+# --- the three sections ---------------------------------------------------------------------------
+def run_phases(moto: Moto, env: dict[str, str], out: Path, runs: int) -> list[dict[str, Any]]:
+    """Each run: a fresh moto; create, no-op, check, delete, ours then the peer's, interleaved."""
+    inv = BENCH / "inventory-ours.yml"
+    results = []
+    for run in range(1, runs + 1):
+        print(f"phases, run {run}/{runs}", flush=True)
+        moto.reset_all()
+        one: dict[str, Any] = {}
+        for phase in PHASES:
+            ours = checked(measure(moto, env, sub(OURS[phase], inv), out / f"r{run}-{phase}-ours.log"), f"{phase} ours")
+            peer = checked(measure(moto, env, PEER[phase], out / f"r{run}-{phase}-peer.log"), f"{phase} peer")
+            one[phase] = {"ours": ours, "peer": peer}
+        results.append(one)
+    return results
+
+
+def run_workers(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) -> list[dict[str, Any]]:
+    """One cluster with N md-0 workers: create it, then measure a no-op reconcile, ours and the peer's."""
+    results = []
+    for n in counts:
+        print(f"workers {n}", flush=True)
+        moto.reset_all()
+        inv = write_inventory(out / f"inventory-workers-{n}.yml", ["demo"], n)
+        peer_vars = ["-e", f"peer_workers={n}"]
+        checked(measure(moto, env, sub(OURS["create"], inv), out / f"w{n}-create-ours.log"), "create ours")
+        checked(measure(moto, env, PEER["create"] + peer_vars, out / f"w{n}-create-peer.log"), "create peer")
+        ours = checked(measure(moto, env, sub(OURS["noop"], inv), out / f"w{n}-noop-ours.log"), "noop ours")
+        peer = checked(measure(moto, env, PEER["noop"] + peer_vars, out / f"w{n}-noop-peer.log"), "noop peer")
+        results.append({"workers": n, "ours": ours, "peer": peer})
+    return results
+
+
+def run_clusters(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) -> list[dict[str, Any]]:
+    """K demo clusters in one inventory, `ansible-playbook -f K`: create, then measure a no-op reconcile."""
+    results = []
+    for k in counts:
+        print(f"clusters {k}", flush=True)
+        moto.reset_all()
+        inv = write_inventory(out / f"inventory-clusters-{k}.yml", [f"bench-{i:02d}" for i in range(k)], 2)
+        checked(measure(moto, env, sub(OURS["create"], inv), out / f"c{k}-create-ours.log", forks=k), "create ours")
+        noop = checked(measure(moto, env, sub(OURS["noop"], inv), out / f"c{k}-noop-ours.log", forks=k), "noop ours")
+        results.append({"clusters": k, "ours": noop})
+    return results
+
+
+# --- environment and machine -------------------------------------------------------------------------
+def playbook_env(url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")}
+    env.update(
+        AWS_ENDPOINT_URL=url,
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_REGION="us-east-1",
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build/collections"),
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_NOCOLOR="1",
+        PATH=f"{Path(PY).parent}:{os.environ.get('PATH', '')}",
+    )
+    return env
+
+
+def machine() -> dict[str, str]:
+    from importlib.metadata import version
+
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor(),
+    )
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "ansible-core": version("ansible-core"),
+        "amazon.aws / community.aws": "from the ansible package " + version("ansible"),
+        "moto": version("moto"),
+        "boto3": version("boto3"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs of the four phases (default 3)")
+    parser.add_argument("--workers", default="2,20,100", help="worker counts for the machine series ('' skips)")
+    parser.add_argument("--clusters", default="1,5,20", help="cluster counts for the parallel series ('' skips)")
+    parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
+    parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results_file = out / "results.json"
+
+    if not args.report:
+        results: dict[str, Any] = {"machine": machine(), "command": "make bench"}
+        moto = Moto(out)
+        try:
+            env = playbook_env(moto.url)
+            results["phases"] = run_phases(moto, env, out, args.runs)
+            results_file.write_text(json.dumps(results, indent=1))
+            if args.workers:
+                counts = [int(n) for n in args.workers.split(",")]
+                results["workers"] = run_workers(moto, env, out, counts)
+                results_file.write_text(json.dumps(results, indent=1))
+            if args.clusters:
+                counts = [int(k) for k in args.clusters.split(",")]
+                results["clusters"] = run_clusters(moto, env, out, counts)
+                results_file.write_text(json.dumps(results, indent=1))
+        finally:
+            moto.stop()
+
+    sys.path.insert(0, str(BENCH))
+    import report
+
+    report.write(json.loads(results_file.read_text()), ROOT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
