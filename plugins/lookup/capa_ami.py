@@ -2,26 +2,6 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); plugins are also offered under
 # the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible plugins usually are.
 
-import os
-
-from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-
-try:
-    from ansible_collections.clusterapi.aws.plugins.module_utils._ami import look_up_architecture
-    from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
-    from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, ReconcileError
-
-    HAS_BOTO3 = True
-except ImportError:
-    HAS_BOTO3 = False
-
-try:
-    import botocore.exceptions
-except ImportError:
-    HAS_BOTO3 = False
-
-
 DOCUMENTATION = r"""
 name: capa_ami
 short_description: The AMI a Cluster API machine would boot, for a Kubernetes version
@@ -86,6 +66,26 @@ _raw:
   type: list
   elements: str
 """
+
+
+import os  # noqa: E402  (plugins put their documentation first)
+
+from ansible.errors import AnsibleLookupError  # noqa: E402
+from ansible.plugins.lookup import LookupBase  # noqa: E402
+
+try:
+    from ansible_collections.clusterapi.aws.plugins.module_utils._ami import look_up_architecture
+    from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
+    from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, ReconcileError
+
+    HAS_BOTO3 = True
+except ImportError:
+    HAS_BOTO3 = False
+
+try:
+    import botocore.exceptions
+except ImportError:
+    HAS_BOTO3 = False
 
 
 class LookupModule(LookupBase):

@@ -130,3 +130,31 @@ def test_bad_input_fails_before_any_call(aws, run_module):
     result = run_module(MODULE, {"cluster_name": "bad", "extra_statements": {"workers": []}})
     assert result["failed"] and result["field"] == "extra_statements.workers", result
     assert aws.requests() == []
+
+
+def test_drift_is_repaired_and_check_mode_on_existing_changes_nothing(aws, run_module):
+    args = {"cluster_name": "drift", "eks": False}
+    run_module(MODULE, args)
+    iam = aws.client("iam")
+    nodes_policy = next(
+        p["Arn"] for p in iam.list_policies(Scope="Local")["Policies"] if p["PolicyName"] == names("nodes")
+    )
+    iam.detach_role_policy(RoleName=names("nodes"), PolicyArn=nodes_policy)
+    iam.update_assume_role_policy(
+        RoleName=names("controllers"),
+        PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}',
+    )
+    aws.reset_requests()
+    planned = run_module(MODULE, args, check=True, diff=True)
+    assert aws.mutating_requests() == []
+    assert {(p["call"], p["resource"]) for p in planned["plan"]} == {
+        ("iam:AttachRolePolicy", names("nodes")),
+        ("iam:UpdateAssumeRolePolicy", names("controllers")),
+    }
+    assert "before" in planned["diff"] and "after" in planned["diff"]
+    repaired = run_module(MODULE, args)
+    assert [p["call"] for p in repaired["plan"]] == [p["call"] for p in planned["plan"]]
+    assert names("nodes") in attached(iam, names("nodes"))
+    trust = iam.get_role(RoleName=names("controllers"))["Role"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"][0]["Principal"]["Service"] == "ec2.amazonaws.com"
+    assert not run_module(MODULE, args)["changed"]
