@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
     args = parser.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     results_file = out / "results.json"
 
