@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -101,7 +102,7 @@ def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: 
     start = time.perf_counter()
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [*PLAYBOOK, "-f", str(forks), *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+            [*PLAYBOOK, "-f", str(forks), "-e", f"capa_output_dir={log.parent / 'capa'}", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
         )
         # wait4 gives the rusage of this process and every descendant it waited for: the whole tree.
         _, status, usage = os.wait4(process.pid, 0)
@@ -164,6 +165,12 @@ def sub(args: list[str], inv: Path) -> list[str]:
     return [a.replace("{inv}", str(inv)) for a in args]
 
 
+def fresh(moto: Moto, out: Path) -> None:
+    """Empty moto and our local cluster state (PKI, status.json) with it: they describe the same clusters."""
+    moto.reset_all()
+    shutil.rmtree(out / "capa", ignore_errors=True)
+
+
 # --- the three sections ---------------------------------------------------------------------------
 def run_phases(moto: Moto, env: dict[str, str], out: Path, runs: int) -> list[dict[str, Any]]:
     """Each run: a fresh moto; create, no-op, check, delete, ours then the peer's, interleaved."""
@@ -171,7 +178,7 @@ def run_phases(moto: Moto, env: dict[str, str], out: Path, runs: int) -> list[di
     results = []
     for run in range(1, runs + 1):
         print(f"phases, run {run}/{runs}", flush=True)
-        moto.reset_all()
+        fresh(moto, out)
         one: dict[str, Any] = {}
         for phase in PHASES:
             ours = checked(measure(moto, env, sub(OURS[phase], inv), out / f"r{run}-{phase}-ours.log"), f"{phase} ours")
@@ -186,7 +193,7 @@ def run_workers(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) -
     results = []
     for n in counts:
         print(f"workers {n}", flush=True)
-        moto.reset_all()
+        fresh(moto, out)
         inv = write_inventory(out / f"inventory-workers-{n}.yml", ["demo"], n)
         peer_vars = ["-e", f"peer_workers={n}"]
         checked(measure(moto, env, sub(OURS["create"], inv), out / f"w{n}-create-ours.log"), "create ours")
@@ -202,7 +209,7 @@ def run_clusters(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) 
     results = []
     for k in counts:
         print(f"clusters {k}", flush=True)
-        moto.reset_all()
+        fresh(moto, out)
         inv = write_inventory(out / f"inventory-clusters-{k}.yml", [f"bench-{i:02d}" for i in range(k)], 2)
         checked(measure(moto, env, sub(OURS["create"], inv), out / f"c{k}-create-ours.log", forks=k), "create ours")
         noop = checked(measure(moto, env, sub(OURS["noop"], inv), out / f"c{k}-noop-ours.log", forks=k), "noop ours")
