@@ -102,7 +102,11 @@ def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: 
     start = time.perf_counter()
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [*PLAYBOOK, "-f", str(forks), "-e", f"capa_output_dir={log.parent / 'capa'}", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+            [*PLAYBOOK, "-f", str(forks), "-e", f"capa_output_dir={log.parent / 'capa'}", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
         )
         # wait4 gives the rusage of this process and every descendant it waited for: the whole tree.
         _, status, usage = os.wait4(process.pid, 0)
