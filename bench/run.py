@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", default="1,5,20", help="cluster counts for the parallel series ('' skips)")
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
-    parser.add_argument("--merge", help="--report: take the scale series from this other results.json")
+    parser.add_argument("--merge", help="--report: scale series from other results.json files (comma-separated)")
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -297,10 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     import report
 
     saved = json.loads(results_file.read_text())
-    if args.merge:
-        other = json.loads(Path(args.merge).read_text())
-        saved.update({key: other[key] for key in ("workers", "clusters") if key in other})
-        saved["merged_from"] = args.merge
+    for path in args.merge.split(",") if args.merge else []:
+        other = json.loads(Path(path).read_text())
+        saved.update({key: other[key] for key in ("workers", "clusters") if other.get(key)})
     report.write(saved, ROOT)
     return 0
 
