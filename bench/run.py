@@ -109,7 +109,7 @@ def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: 
             cwd=ROOT,
         )
         # wait4 gives the rusage of this process and every descendant it waited for: the whole tree.
-        _, status, usage = os.wait4(process.pid, 0)
+        _pid, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     records = moto.requests()
