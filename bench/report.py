@@ -77,9 +77,10 @@ def plot_workers(rows: list[dict[str, Any]], path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for side, style in (("ours", "o-"), ("peer", "s--")):
         left.plot(xs, [r[side]["requests"] for r in rows], style, label=side)
-        right.plot(xs, [r[side]["wall"] for r in rows], style, label=side)
+        right.plot(xs, [r[side]["cpu"] for r in rows], style, label=f"{side} CPU")
+        right.plot(xs, [r[side]["wall"] for r in rows], style, alpha=0.35, label=f"{side} wall")
     left.set(title="no-op reconcile: AWS requests", xlabel="worker machines", ylabel="requests")
-    right.set(title="no-op reconcile: wall time", xlabel="worker machines", ylabel="seconds")
+    right.set(title="no-op reconcile: CPU and wall seconds", xlabel="worker machines", ylabel="seconds")
     for ax in (left, right):
         ax.legend()
         ax.grid(alpha=0.3)
