@@ -186,10 +186,11 @@ def write(results: dict[str, Any], root: Path) -> None:
             "",
         ]
         out += phase_rows(runs)
-        out += ["", "### Requests per operation, no-op reconcile (run 1)", ""]
-        out += operation_rows(runs[0], "noop")
-        out += ["", "### Requests per operation, create (run 1)", ""]
-        out += operation_rows(runs[0], "create")
+        source = results.get("operations_from", "run 1")
+        for phase in ("noop", "create"):
+            if runs[0][phase]["ours"]["operations"] or runs[0][phase]["peer"]["operations"]:
+                out += ["", f"### Requests per operation, {PHASE_NAMES[phase]} ({source})", ""]
+                out += operation_rows(runs[0], phase)
         out += [""]
     workers = results.get("workers", [])
     if workers:
