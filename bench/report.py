@@ -31,10 +31,11 @@ def _fmt(value: Any) -> str:
 def phase_rows(runs: list[dict[str, Any]]) -> list[str]:
     rows = ["| phase | metric | ours | peer | ours/peer |", "|---|---|---:|---:|---:|"]
     for phase in PHASES:
+        done = [r for r in runs if phase in r]
         for key, label in METRICS:
-            ours = _med([r[phase]["ours"][key] for r in runs])
-            peer = _med([r[phase]["peer"][key] for r in runs])
-            ratios = [_ratio(r[phase]["ours"][key], r[phase]["peer"][key]) for r in runs]
+            ours = _med([r[phase]["ours"][key] for r in done])
+            peer = _med([r[phase]["peer"][key] for r in done])
+            ratios = [_ratio(r[phase]["ours"][key], r[phase]["peer"][key]) for r in done]
             ratios = [x for x in ratios if x is not None]
             ratio = _med(ratios) if ratios else None
             rows.append(f"| {PHASE_NAMES[phase]} | {label} | {_fmt(ours)} | {_fmt(peer)} | {_fmt(ratio)} |")
@@ -53,7 +54,7 @@ def operation_rows(run: dict[str, Any], phase: str) -> list[str]:
 def failures(results: dict[str, Any]) -> list[str]:
     found = []
     for i, run in enumerate(results.get("phases", []), 1):
-        for phase in PHASES:
+        for phase in [p for p in PHASES if p in run]:
             for side in ("ours", "peer"):
                 if run[phase][side]["rc"] != 0:
                     found.append(f"run {i} {phase} {side}: rc={run[phase][side]['rc']} ({run[phase][side]['log']})")
@@ -180,9 +181,10 @@ def write(results: dict[str, Any], root: Path) -> None:
         out += [
             "## Phases: ours vs the peer",
             "",
-            f"{len(runs)} runs; each run starts from an empty moto and interleaves the sides (create ours, create "
+            results.get("runs_note", f"{len(runs)} runs.")
+            + " Each run starts from an empty moto and interleaves the sides (create ours, create "
             "peer, no-op ours, no-op peer, check ours, check peer, delete ours, delete peer). Figures are medians "
-            f"over the {len(runs)} runs; the ratio is computed within each run, then the median taken.",
+            "over the runs; the ratio is computed within each run, then the median taken.",
             "",
         ]
         out += phase_rows(runs)

@@ -239,6 +239,13 @@ def playbook_env(url: str) -> dict[str, str]:
     return env
 
 
+def _collection(namespace: str, name: str) -> str:
+    import ansible_collections
+
+    manifest = Path(ansible_collections.__path__[0]) / namespace / name / "MANIFEST.json"
+    return json.loads(manifest.read_text())["collection_info"]["version"]
+
+
 def machine() -> dict[str, str]:
     from importlib.metadata import version
 
@@ -255,7 +262,7 @@ def machine() -> dict[str, str]:
         "cpu": cpu,
         "python": platform.python_version(),
         "ansible-core": version("ansible-core"),
-        "amazon.aws / community.aws": "from the ansible package " + version("ansible"),
+        "amazon.aws / community.aws": f"{_collection('amazon', 'aws')} / {_collection('community', 'aws')}",
         "moto": version("moto"),
         "boto3": version("boto3"),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
