@@ -242,7 +242,8 @@ def _fetch_vpcs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
 
 def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     filters = scope.owner_filter() + [{"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}]
-    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters)
+    # The largest page AWS allows, so a no-op's request count stays flat as machines are added.
+    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters, MaxResults=1000)
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
 
 
@@ -287,6 +288,8 @@ def _tagged(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
                 "get_resources",
                 TagFilters=[{"Key": cluster_tag_key(scope.cluster), "Values": [OWNED]}],
                 ResourceTypeFilters=list(TAGGED_TYPES),
+                # AWS's largest page: one bootstrap secret per machine must not cost a request per 50 machines.
+                ResourcesPerPage=100,
             )
             .get("ResourceTagMappingList", [])
         )

@@ -301,7 +301,10 @@ def observe(ctx: Context, group: str) -> list[Machine]:
         {"Name": f"tag:{GROUP_TAG}", "Values": [group]},
         {"Name": "instance-state-name", "Values": list(LIVE_STATES) + ["shutting-down"]},
     ]
-    reservations = ctx.client("ec2").paginate("describe_instances", Filters=filters).get("Reservations", [])
+    # The largest page AWS allows: a no-op costs the same for 2 machines and for 200.
+    reservations = (
+        ctx.client("ec2").paginate("describe_instances", Filters=filters, MaxResults=1000).get("Reservations", [])
+    )
     machines = [to_machine(i) for r in reservations for i in r.get("Instances", [])]
     return sorted(machines, key=lambda m: (m.launch_time, m.name))
 
