@@ -68,6 +68,7 @@ __all__ = [
     "cluster_argument_spec",
     "roles_for",
     "common_argument_spec",
+    "bootstrap_argument_spec",
     "is_placeholder",
     "machine_argument_spec",
     "placeholder",
@@ -140,6 +141,21 @@ def machine_argument_spec() -> dict[str, Any]:
                 http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
                 http_put_response_hop_limit=dict(type="int", default=1),
             ),
+        ),
+    )
+
+
+def bootstrap_argument_spec(default_type: str | None) -> dict[str, Any]:
+    """The ``bootstrap`` option of the modules that launch machines (its default type depends on the module)."""
+    return dict(
+        type="dict",
+        default={},
+        options=dict(
+            type=dict(type="str", default=default_type, choices=["kubeadm", "raw", "none"]),
+            endpoint_host=dict(type="str"),
+            endpoint_port=dict(type="int", default=6443),
+            data=dict(type="str", no_log=True),
+            backend=dict(type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]),
         ),
     )
 

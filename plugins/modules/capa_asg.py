@@ -402,7 +402,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import AsgTier, machine_argument_spec, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
+    AsgTier,
+    bootstrap_argument_spec,
+    machine_argument_spec,
+    run_tier,
+)
 
 PROCESSES = [
     "Launch",
@@ -493,19 +498,7 @@ def main():
                 ),
             ),
             drain_on_scale_in=dict(type="bool"),
-            bootstrap=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    type=dict(type="str", default="kubeadm", choices=["kubeadm", "raw", "none"]),
-                    endpoint_host=dict(type="str"),
-                    endpoint_port=dict(type="int", default=6443),
-                    data=dict(type="str", no_log=True),
-                    backend=dict(
-                        type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]
-                    ),
-                ),
-            ),
+            bootstrap=bootstrap_argument_spec("kubeadm"),
         ),
         tier=AsgTier(),
         result_key=None,

@@ -213,7 +213,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import FleetTier, machine_argument_spec, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
+    FleetTier,
+    bootstrap_argument_spec,
+    machine_argument_spec,
+    run_tier,
+)
 
 
 def main():
@@ -239,19 +244,7 @@ def main():
             ),
             replace_unhealthy_instances=dict(type="bool", default=True),
             instance_type=dict(type="str"),
-            bootstrap=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    type=dict(type="str", default="kubeadm", choices=["kubeadm", "raw", "none"]),
-                    endpoint_host=dict(type="str"),
-                    endpoint_port=dict(type="int", default=6443),
-                    data=dict(type="str", no_log=True),
-                    backend=dict(
-                        type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]
-                    ),
-                ),
-            ),
+            bootstrap=bootstrap_argument_spec("kubeadm"),
         ),
         tier=FleetTier(),
         result_key="fleet",

@@ -323,7 +323,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import InstanceTier, machine_argument_spec, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
+    InstanceTier,
+    bootstrap_argument_spec,
+    machine_argument_spec,
+    run_tier,
+)
 
 
 def main():
@@ -339,19 +344,7 @@ def main():
             spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
             tenancy=dict(type="str", default="default", choices=["default", "dedicated", "host"]),
             placement_group_name=dict(type="str"),
-            bootstrap=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    type=dict(type="str", choices=["kubeadm", "raw", "none"]),
-                    endpoint_host=dict(type="str"),
-                    endpoint_port=dict(type="int", default=6443),
-                    data=dict(type="str", no_log=True),
-                    backend=dict(
-                        type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]
-                    ),
-                ),
-            ),
+            bootstrap=bootstrap_argument_spec(None),
             load_balancers=dict(type="list", elements="dict", default=[]),
             rollout=dict(
                 type="dict",
