@@ -46,6 +46,13 @@ it more lenient than AWS)
    missing ports, so the rule is stored, described without ports, and can be revoked.  The
    response serialiser already omits ``None`` ports.  tcp/udp/icmp still require ports exactly
    as moto enforced before (no change for them).
+2. AWS's public SSM parameters of the EKS-optimised Amazon Linux 2023 images,
+   ``/aws/service/eks/optimized-ami/<minor>/amazon-linux-2023/<arch>/standard/recommended/image_id``
+   (moto serves the ``ami-amazon-linux-latest`` and ECS trees, not the EKS one).  They are
+   derived from the ``amazon-eks-node-al2023-<arch>-standard-<minor>-v<date>`` images of
+   ``MOTO_AMIS_PATH`` (owner 602401143452, Amazon's EKS account): the newest image per minor and
+   architecture, loaded lazily the first time a name under ``/aws/service/eks/`` is read, as moto
+   loads its other public trees.  Reserved ``/aws/`` names stay read-only, as on AWS.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ import re
 import signal
 import sys
 import threading
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -293,6 +301,7 @@ def apply_moto_fixes() -> list[str]:
     """Apply the fixes described in the module docstring; return their names."""
     applied: list[str] = []
     applied += _fix_portless_sg_rules()
+    applied += _serve_eks_ami_parameters()
     return applied
 
 
@@ -325,6 +334,60 @@ def _fix_portless_sg_rules() -> list[str]:
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
     rule_cls.__init__ = __init__  # type: ignore[method-assign]
     return ["portless-sg-rules"]
+
+
+EKS_AMI_NAME = re.compile(r"^amazon-eks-node-al2023-(?P<arch>x86_64|arm64)-standard-(?P<minor>\d+\.\d+)-v\d+$")
+EKS_AMI_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/standard/recommended/image_id"
+
+
+def eks_ami_parameters(images: list[dict[str, Any]]) -> dict[str, str]:
+    """``{parameter name: newest image id}`` for the EKS-optimised AL2023 images among ``images``."""
+    newest: dict[str, tuple[str, str]] = {}
+    for image in images:
+        found = EKS_AMI_NAME.match(image.get("name", ""))
+        if not found:
+            continue
+        name = EKS_AMI_PARAMETER.format(minor=found["minor"], arch=found["arch"])
+        candidate = (image.get("creation_date", ""), image["ami_id"])
+        newest[name] = max(newest.get(name, candidate), candidate)
+    return {name: pair[1] for name, pair in newest.items()}
+
+
+def _serve_eks_ami_parameters() -> list[str]:
+    """Fix 2: the public EKS-optimised AMI parameters (see the module docstring)."""
+    from moto.ssm import models as ssm_models
+
+    parameters_cls = ssm_models.ParameterDict
+    original = parameters_cls._check_loading_status
+    if getattr(original, "_capa_fixed", False):
+        return ["eks-ami-parameters"]
+    with open(os.environ["MOTO_AMIS_PATH"], encoding="utf-8") as handle:
+        published = eks_ami_parameters(json.load(handle))
+
+    def _check_loading_status(self: Any, key: str) -> None:
+        original(self, key)
+        if str(key or "").startswith("/aws/service/eks/") and not getattr(self, "_capa_eks_loaded", False):
+            self._capa_eks_loaded = True
+            for name, image_id in published.items():
+                # defaultdict's own lookup: ParameterDict.__getitem__ would come back here.
+                defaultdict.__getitem__(self, name).append(
+                    ssm_models.Parameter(
+                        account_id=self.account_id,
+                        name=name,
+                        value=image_id,
+                        parameter_type="String",
+                        description=None,
+                        allowed_pattern=None,
+                        keyid=None,
+                        last_modified_date=ssm_models.utcnow(),
+                        version=1,
+                        data_type="aws:ec2:image",
+                    )
+                )
+
+    _check_loading_status._capa_fixed = True  # type: ignore[attr-defined]
+    parameters_cls._check_loading_status = _check_loading_status  # type: ignore[method-assign]
+    return ["eks-ami-parameters"]
 
 
 # --------------------------------------------------------------------------------------

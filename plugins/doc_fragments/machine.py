@@ -29,9 +29,10 @@ options:
         description: AMI id; no lookup when given.
         type: str
       base_os:
-        description: Base OS in the looked-up image name.
+        description:
+          - Base OS in the looked-up image name. Default C(ubuntu-24.04); with C(eks) bootstrap, leaving this,
+            I(ami.owner) and I(ami.name_format) out picks the EKS-optimised image instead.
         type: str
-        default: ubuntu-24.04
       owner:
         description:
           - Owner account of the looked-up image. Default CAPA's C(819546954734) (for a bastion, Canonical's
@@ -94,4 +95,51 @@ options:
         description: Hop limit of metadata responses (1 to 64).
         type: int
         default: 1
+"""
+
+    # The bootstrap option of the pool modules (capa_asg, capa_fleet); the argument spec is
+    # capa.pool_bootstrap_argument_spec().
+    POOL_BOOTSTRAP = r"""
+options:
+  bootstrap:
+    description:
+      - The pool machines' bootstrap data. Whatever the type, the document waits in Secrets Manager or SSM (one set
+        of entries per launch template version); the launch template only carries a boot hook that fetches it.
+    type: dict
+    default: {}
+    suboptions:
+      type:
+        description:
+          - C(kubeadm) - a kubeadm worker join rendered from the cluster PKI that M(clusterapi.aws.capa_kubeadm)
+            stored.
+          - C(eks) - a self-managed node of the EKS cluster I(bootstrap.eks_cluster_name) - a C(#cloud-config) that
+            writes a nodeadm C(NodeConfig) (API endpoint, CA, service CIDR, read with one C(DescribeCluster)) and
+            runs C(nodeadm init). Unless I(ami) names an image or lookup fields, the image is the EKS-optimised
+            Amazon Linux 2023 AMI of I(kubernetes_version) (C(1.31) or C(v1.31.2)) from AWS's public SSM parameter.
+            The instance profile's role must be allowed into the cluster (an access entry of type C(EC2_LINUX), or
+            an aws-auth mapping).
+          - C(raw) - the document in I(bootstrap.data) (the termination watcher is merged into a C(#cloud-config);
+            other documents are used as they are).
+          - C(none) - no user data.
+        type: str
+        choices: [kubeadm, eks, raw, none]
+        default: kubeadm
+      endpoint_host:
+        description: Host name of the Kubernetes API endpoint; kubeadm.
+        type: str
+      endpoint_port:
+        description: Port of the Kubernetes API endpoint; kubeadm.
+        type: int
+        default: 6443
+      eks_cluster_name:
+        description: The EKS cluster the nodes join; eks. Default - I(cluster_name).
+        type: str
+      data:
+        description: The bootstrap document for C(raw). Never logged or returned.
+        type: str
+      backend:
+        description: Where each launch template version's document waits for the machines.
+        type: str
+        choices: [secrets-manager, ssm-parameter-store]
+        default: secrets-manager
 """

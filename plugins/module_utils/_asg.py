@@ -29,14 +29,12 @@ try:
 except ImportError:
     pass
 
-from . import _ami, _bootstrap_data
+from . import _ami, _bootstrap_data, _node_bootstrap
 from ._asg_plan import (
     ACTIVE_REFRESH_STATES,
     BOOTSTRAP_HASH_TAG,
     GROUP_TAG,
     LATEST,
-    NONE,
-    RAW,
     PoolSpec,
     bootstrap_hash,
     bootstrap_ref_of,
@@ -56,7 +54,6 @@ from ._asg_plan import (
 )
 from ._bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from ._ec2 import ensure_tags, error_code, tags_of
-from ._kubeadm import load_cluster_pki, render_cloud_init
 from ._ownership import OWNED, ROLE_NODE, cloud_provider_tag_key, dict_to_tags, is_owned, missing_tags
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder, wait_until
 
@@ -232,43 +229,23 @@ class PoolRun:
     # launch template ---------------------------------------------------------------------------------------------
     def _resolve_image(self) -> _ami.Image:
         spec = self.spec
-        if spec.ami.get("id"):
-            image = _ami.by_id(self.ctx, spec.ami["id"])
-        else:
-            image = _ami.look_up(
-                self.ctx,
-                spec.instance_type or "",
-                kubernetes_version=spec.kubernetes_version,
-                base_os=spec.ami.get("base_os") or _ami.DEFAULT_BASE_OS,
-                owner=spec.ami.get("owner") or "",
-                name_format=spec.ami.get("name_format") or "",
-                bastion=False,
-            )
-        size = spec.root_volume.get("size")
-        if size is not None and image.root_size and size < image.root_size:
-            raise ReconcileError(f"root_volume.size: {size} GiB is smaller than the AMI's {image.root_size} GiB")
-        return image
+        return _node_bootstrap.resolve_image(
+            self.ctx,
+            ami=spec.ami,
+            instance_type=spec.instance_type or "",
+            kubernetes_version=spec.kubernetes_version,
+            root_volume=spec.root_volume,
+            bootstrap_type=spec.bootstrap["type"],
+        )
 
     def _document(self) -> bytes | None:
         """The raw bootstrap data (deterministic: its sha256 decides whether bootstrap data changed)."""
-        kind = self.spec.bootstrap["type"]
-        if kind == NONE:
-            return None
-        if kind == RAW:
-            document = self.spec.bootstrap["data"].encode()
-        else:
-            pki = load_cluster_pki(self.ctx, self.ctx.cluster, missing_ok=self.ctx.check_mode)
-            if pki is None:  # check mode before capa_kubeadm ran: plan the entries without content
-                return b"planned"
-            document = render_cloud_init(
-                pki,
-                "join-worker",
-                cluster=self.ctx.cluster,
-                endpoint_host=self.spec.bootstrap["endpoint_host"],
-                endpoint_port=self.spec.bootstrap["endpoint_port"],
-                kubernetes_version=self.spec.kubernetes_version,
-                machine_name=self.spec.name,
-            )
+        spec = self.spec
+        document = _node_bootstrap.document(
+            self.ctx, spec.bootstrap, name=spec.name, kubernetes_version=spec.kubernetes_version
+        )
+        if document is None or document == _node_bootstrap.PLANNED:
+            return document
         return self._with_watcher(document)
 
     def _with_watcher(self, document: bytes) -> bytes:
@@ -278,7 +255,9 @@ class PoolRun:
             return document
         hook = spec.drain_hook_name if spec.drain_on_scale_in else None
         try:
-            merged = with_watcher(document, lifecycle_hook=hook)
+            merged = with_watcher(
+                document, lifecycle_hook=hook, kubeconfig=_node_bootstrap.watcher_kubeconfig(spec.bootstrap["type"])
+            )
         except (ValueError, yaml.YAMLError):
             # Not the parser's message: it quotes the document, which holds secrets.
             self.ctx.warn("bootstrap data is not a valid cloud-config mapping: no termination watcher added")

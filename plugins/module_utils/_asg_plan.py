@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from . import _ami
 from ._bootstrap_data import BACKENDS, BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
 from ._machine_plan import default_failure_domains
+from ._node_bootstrap import KUBEADM, check_bootstrap, check_image_inputs
 from ._reconcile import SpecError, is_placeholder
 from ._validation import check_availability_zone, check_resource_id
 
@@ -25,7 +26,6 @@ from ._validation import check_availability_zone, check_resource_id
 # (the entries' names are random per version).
 BOOTSTRAP_HASH_TAG = "sigs.k8s.io/cluster-api-provider-aws/bootstrap-data-hash"
 GROUP_TAG = "clusterapi.aws/machine-group"
-KUBEADM, RAW, NONE = "kubeadm", "raw", "none"
 LATEST = "$Latest"
 
 # Pool name = launch template name = group name. Launch template names are 3-128 characters; we keep to the
@@ -253,11 +253,7 @@ def _validate_sizes(spec: PoolSpec) -> None:
 def _validate_machine(spec: PoolSpec) -> None:
     if not spec.instance_type:
         raise SpecError("instance_type", "is required")
-    if not spec.ami.get("id"):
-        if not spec.kubernetes_version:
-            raise SpecError("kubernetes_version", "is required to look up the AMI (or give ami.id)")
-        if not _ami.VERSION.match(spec.kubernetes_version):
-            raise SpecError("kubernetes_version", f"'{spec.kubernetes_version}' is not a version like v1.31.2")
+    check_image_inputs(spec.bootstrap["type"], spec.ami, spec.kubernetes_version)
     size = spec.root_volume.get("size")
     if size is not None and size < 8:
         raise SpecError("root_volume.size", "must be at least 8 GiB")
@@ -310,14 +306,7 @@ def _validate_group(spec: PoolSpec) -> None:
 
 
 def _validate_bootstrap(spec: PoolSpec) -> None:
-    kind = spec.bootstrap["type"]
-    if kind == KUBEADM:
-        if not spec.bootstrap.get("endpoint_host"):
-            raise SpecError("bootstrap.endpoint_host", "is required for kubeadm bootstrap (the API endpoint)")
-        if not spec.kubernetes_version:
-            raise SpecError("kubernetes_version", "is required for kubeadm bootstrap")
-    if kind == RAW and not spec.bootstrap.get("data"):
-        raise SpecError("bootstrap.data", "is required for raw bootstrap")
+    check_bootstrap(spec.bootstrap, spec.kubernetes_version)
     if spec.bootstrap["backend"] not in BACKENDS:
         raise SpecError("bootstrap.backend", f"must be one of {', '.join(BACKENDS)}")
 

@@ -19,13 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from . import _ami, _launch_template
+from . import _ami, _launch_template, _node_bootstrap
 from ._ec2 import tags_of
 from ._fleet_plan import (
     GONE_STATES,
-    KUBEADM,
-    NONE,
-    RAW,
     FleetSpec,
     drift,
     fleet_client_token,
@@ -38,11 +35,6 @@ from ._ownership import OWNED, ROLE_NODE, cloud_provider_tag_key, is_owned, tag_
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder, wait_until
 from ._termination import with_watcher
 
-try:
-    from ._kubeadm import load_cluster_pki, render_cloud_init
-except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
-    load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
-
 POOL_TAG = "clusterapi.aws/machine-pool"
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 
@@ -52,9 +44,6 @@ class FleetTier:
 
     def validate(self, params: dict[str, Any], region: str | None) -> None:
         validate(params, region)
-        spec = FleetSpec.from_params(params)
-        if spec.state == "present" and spec.bootstrap["type"] == KUBEADM and render_cloud_init is None:
-            raise SpecError("bootstrap.type", "kubeadm bootstrap needs the collection's _kubeadm module_utils")
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = FleetSpec.from_params(params)
@@ -106,45 +95,23 @@ def pool_tags(ctx: Context, name: str) -> dict[str, str]:
 
 
 def resolve_image(ctx: Context, spec: FleetSpec) -> _ami.Image:
-    if spec.ami.get("id"):
-        image = _ami.by_id(ctx, spec.ami["id"])
-    else:
-        image = _ami.look_up(
-            ctx,
-            spec.instance_type or spec.instance_types[0],
-            kubernetes_version=spec.kubernetes_version,
-            base_os=spec.ami.get("base_os") or _ami.DEFAULT_BASE_OS,
-            owner=spec.ami.get("owner") or "",
-            name_format=spec.ami.get("name_format") or "",
-            bastion=False,
-        )
-    size = spec.root_volume.get("size")
-    if size is not None and image.root_size and size < image.root_size:
-        raise ReconcileError(f"root_volume.size: {size} GiB is smaller than the AMI's {image.root_size} GiB")
-    return image
+    return _node_bootstrap.resolve_image(
+        ctx,
+        ami=spec.ami,
+        instance_type=spec.instance_type or spec.instance_types[0],
+        kubernetes_version=spec.kubernetes_version,
+        root_volume=spec.root_volume,
+        bootstrap_type=spec.bootstrap["type"],
+    )
 
 
 def document(ctx: Context, spec: FleetSpec) -> bytes | None:
-    """The pool's cloud-config with the termination watcher (a fleet's capacity is spot), or None."""
+    """The pool's bootstrap document with the termination watcher (a fleet's capacity is spot), or None."""
     kind = spec.bootstrap["type"]
-    if kind == NONE:
-        return None
-    if kind == RAW:
-        raw = spec.bootstrap["data"].encode()
-    else:
-        pki = load_cluster_pki(ctx, ctx.cluster, missing_ok=ctx.check_mode)
-        if pki is None:  # check mode before capa_kubeadm ran: plan the entries without content
-            return b"planned"
-        raw = render_cloud_init(
-            pki,
-            "join-worker",
-            cluster=ctx.cluster,
-            endpoint_host=spec.bootstrap["endpoint_host"],
-            endpoint_port=spec.bootstrap["endpoint_port"],
-            kubernetes_version=spec.kubernetes_version,
-            machine_name=spec.name,
-        )
-    return with_watcher(raw)
+    raw = _node_bootstrap.document(ctx, spec.bootstrap, name=spec.name, kubernetes_version=spec.kubernetes_version)
+    if raw is None or raw == _node_bootstrap.PLANNED:
+        return raw
+    return with_watcher(raw, kubeconfig=_node_bootstrap.watcher_kubeconfig(kind))
 
 
 def create_request(ctx: Context, spec: FleetSpec, template: _launch_template.Ensured) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ._machine_plan import default_failure_domains, template_hash
+from ._node_bootstrap import EKS, KUBEADM, RAW, check_bootstrap, check_image_inputs
 from ._reconcile import SpecError, is_placeholder
 from ._validation import check_availability_zone, check_resource_id
 
-KUBEADM, RAW, NONE = "kubeadm", "raw", "none"
 SPOT, ON_DEMAND = "spot", "on-demand"
 SPOT_STRATEGIES = (
     "price-capacity-optimized",
@@ -114,6 +114,10 @@ class FleetSpec:
                 endpoint_port=self.bootstrap["endpoint_port"],
                 kubernetes_version=self.kubernetes_version,
             )
+        elif self.bootstrap["type"] == EKS:
+            bootstrap.update(
+                eks_cluster_name=self.bootstrap.get("eks_cluster_name"), kubernetes_version=self.kubernetes_version
+            )
         elif self.bootstrap["type"] == RAW:
             # A digest, never the document: it holds secrets.
             bootstrap["data_sha256"] = hashlib.sha256((self.bootstrap.get("data") or "").encode()).hexdigest()
@@ -169,22 +173,13 @@ def _validate_capacity(spec: FleetSpec) -> None:
 
 
 def _validate_machine(spec: FleetSpec, region: str | None) -> None:
-    if not spec.ami.get("id"):
-        if not spec.kubernetes_version:
-            raise SpecError("kubernetes_version", "is required to look up the AMI (or give ami.id)")
+    check_image_inputs(spec.bootstrap["type"], spec.ami, spec.kubernetes_version)
     size = spec.root_volume.get("size")
     if size is not None and size < 8:
         raise SpecError("root_volume.size", "must be at least 8 GiB")
     if not 1 <= spec.imds["http_put_response_hop_limit"] <= 64:
         raise SpecError("imds.http_put_response_hop_limit", "must be between 1 and 64")
-    kind = spec.bootstrap["type"]
-    if kind == KUBEADM:
-        if not spec.bootstrap.get("endpoint_host"):
-            raise SpecError("bootstrap.endpoint_host", "is required for kubeadm bootstrap (the API endpoint)")
-        if not spec.kubernetes_version:
-            raise SpecError("kubernetes_version", "is required for kubeadm bootstrap")
-    if kind == RAW and not spec.bootstrap.get("data"):
-        raise SpecError("bootstrap.data", "is required for raw bootstrap")
+    check_bootstrap(spec.bootstrap, spec.kubernetes_version)
     for index, zone in enumerate(spec.failure_domains):
         check_availability_zone(zone, region, f"failure_domains[{index}]")
         if not any(s.get("availability_zone") == zone and not s.get("is_public") for s in spec.subnets):

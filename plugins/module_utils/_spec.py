@@ -72,7 +72,11 @@ def _role_identity_options(chained: bool) -> dict[str, Any]:
 def _ami_options() -> dict[str, Any]:
     return dict(
         id=opt("AMI id; empty means CAPA's lookup.", default=""),
-        base_os=opt("Base OS of the looked-up AMI.", default="ubuntu-24.04"),
+        base_os=opt(
+            "Base OS of the looked-up AMI; empty means ubuntu-24.04, or for machine pools of an eks cluster the "
+            "EKS-optimised image.",
+            default="",
+        ),
         owner=opt("Owner account of the looked-up AMI (default CAPA's 819546954734).", default=""),
         name_format=opt(
             "Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).", default=""
@@ -298,7 +302,9 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         ),
     ),
     machine_pools=opt(
-        "Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind fleet) of worker machines.",
+        "Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind fleet) of worker machines. In an eks "
+        "cluster they are self-managed nodes: nodeadm bootstrap, the EKS-optimised AL2023 image of eks.version "
+        "unless ami says otherwise, and the EKS cluster security group added to the pool's groups.",
         type="list",
         elements="dict",
         default=[],

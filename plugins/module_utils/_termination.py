@@ -34,6 +34,7 @@ JINJA_HEADER = "## template: jinja"
 CLOUD_CONFIG_HEADER = "#cloud-config"
 LIFECYCLE_TRANSITION = "autoscaling:EC2_INSTANCE_TERMINATING"
 # Auto Scaling's pattern for lifecycle hook names; it also keeps the systemd Environment= line unquoted.
+DEFAULT_KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # kubeadm's kubelet credentials
 HOOK_NAME = re.compile(r"^[A-Za-z0-9_/-]{1,255}$")
 # Lists whose entries are identified by a key: a second merge replaces an entry instead of adding a copy.
 KEYED_LISTS = {"write_files": "path"}
@@ -44,10 +45,13 @@ def lifecycle_hook_name(pool: str) -> str:
     return f"{pool}-drain"
 
 
-def watcher_cloud_config(*, lifecycle_hook: str | None = None, poll_seconds: int = 5) -> dict[str, Any]:
+def watcher_cloud_config(
+    *, lifecycle_hook: str | None = None, poll_seconds: int = 5, kubeconfig: str = DEFAULT_KUBECONFIG
+) -> dict[str, Any]:
     """cloud-config entries that install the watcher and start it (``systemctl enable --now``).
 
-    With ``lifecycle_hook`` the watcher also reacts to auto scaling scale-in and completes that hook.
+    With ``lifecycle_hook`` the watcher also reacts to auto scaling scale-in and completes that hook;
+    ``kubeconfig`` is where the node's kubelet keeps its credentials (kubeadm and EKS nodes differ).
     """
     if lifecycle_hook is not None and not HOOK_NAME.match(lifecycle_hook):
         raise ValueError(f"lifecycle hook name '{lifecycle_hook}' is not valid for Auto Scaling")
@@ -56,6 +60,7 @@ def watcher_cloud_config(*, lifecycle_hook: str | None = None, poll_seconds: int
     unit = UNIT_TEMPLATE % {
         "poll_seconds": poll_seconds,
         "lifecycle_hook": lifecycle_hook or "",
+        "kubeconfig": kubeconfig,
         "watcher_path": WATCHER_PATH,
     }
     return {
@@ -134,9 +139,9 @@ def merge_cloud_config(document: bytes, extra: dict[str, Any]) -> bytes:
     return f"{prefix}{CLOUD_CONFIG_HEADER}\n{body}".encode()
 
 
-def with_watcher(document: bytes, *, lifecycle_hook: str | None = None) -> bytes:
+def with_watcher(document: bytes, *, lifecycle_hook: str | None = None, kubeconfig: str = DEFAULT_KUBECONFIG) -> bytes:
     """The document with the watcher merged in; documents that are not a ``#cloud-config`` (a shell script, MIME,
     Ignition, check mode's stand-in) are returned as they are."""
     if not is_cloud_config(document):
         return document
-    return merge_cloud_config(document, watcher_cloud_config(lifecycle_hook=lifecycle_hook))
+    return merge_cloud_config(document, watcher_cloud_config(lifecycle_hook=lifecycle_hook, kubeconfig=kubeconfig))

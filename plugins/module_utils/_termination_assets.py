@@ -188,6 +188,7 @@ After=network-online.target
 Type=simple
 Environment=CAPA_WATCHER_POLL_SECONDS=%(poll_seconds)d
 Environment=CAPA_WATCHER_LIFECYCLE_HOOK=%(lifecycle_hook)s
+Environment=CAPA_WATCHER_KUBECONFIG=%(kubeconfig)s
 ExecStart=/usr/bin/python3 %(watcher_path)s
 Restart=on-failure
 RestartSec=5

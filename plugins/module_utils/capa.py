@@ -69,6 +69,7 @@ __all__ = [
     "roles_for",
     "common_argument_spec",
     "bootstrap_argument_spec",
+    "pool_bootstrap_argument_spec",
     "is_placeholder",
     "machine_argument_spec",
     "placeholder",
@@ -117,7 +118,7 @@ def machine_argument_spec() -> dict[str, Any]:
             default={},
             options=dict(
                 id=dict(type="str"),
-                base_os=dict(type="str", default="ubuntu-24.04"),
+                base_os=dict(type="str"),
                 owner=dict(type="str"),
                 name_format=dict(type="str"),
             ),
@@ -158,6 +159,14 @@ def bootstrap_argument_spec(default_type: str | None) -> dict[str, Any]:
             backend=dict(type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]),
         ),
     )
+
+
+def pool_bootstrap_argument_spec() -> dict[str, Any]:
+    """The ``bootstrap`` option of the pool modules: the machines' own types plus ``eks`` (self-managed EKS nodes)."""
+    spec = bootstrap_argument_spec("kubeadm")
+    spec["options"]["type"]["choices"] = ["kubeadm", "eks", "raw", "none"]
+    spec["options"]["eks_cluster_name"] = dict(type="str")
+    return spec
 
 
 class Tier(Protocol):

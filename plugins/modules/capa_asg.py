@@ -197,33 +197,6 @@ options:
         that gives the node's termination watcher time to drain it. Default - on when the pool uses spot
         (I(spot_market_options), or a distribution below 100% on-demand).
     type: bool
-  bootstrap:
-    description: The instances' bootstrap data.
-    type: dict
-    default: {}
-    suboptions:
-      type:
-        description:
-          - C(kubeadm) - a kubeadm join (worker) cloud-init rendered from the cluster PKI that
-            M(clusterapi.aws.capa_kubeadm) stored. C(raw) - the document in I(bootstrap.data). C(none) - no user data.
-        type: str
-        choices: [kubeadm, raw, none]
-        default: kubeadm
-      endpoint_host:
-        description: Host name of the Kubernetes API endpoint; kubeadm.
-        type: str
-      endpoint_port:
-        description: Port of the Kubernetes API endpoint; kubeadm.
-        type: int
-        default: 6443
-      data:
-        description: The bootstrap document for C(raw). Never logged or returned.
-        type: str
-      backend:
-        description: Where the document waits for the instances.
-        type: str
-        choices: [secrets-manager, ssm-parameter-store]
-        default: secrets-manager
 notes:
   - C(CreateLaunchTemplate) and C(CreateLaunchTemplateVersion) carry idempotency tokens, so a retried request
     never makes a second version.
@@ -236,6 +209,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
+  - clusterapi.aws.machine.pool_bootstrap
 """
 
 EXAMPLES = r"""
@@ -277,6 +251,21 @@ EXAMPLES = r"""
         - instance_type: m6i.large
         - instance_type: m5.large
     bootstrap: {type: kubeadm, endpoint_host: "{{ endpoint }}"}
+
+- name: Self-managed nodes of an EKS cluster, on the EKS-optimised AL2023 image of Kubernetes 1.31
+  clusterapi.aws.capa_asg:
+    cluster_name: demo-eks
+    name: demo-eks-mp-0
+    min_size: 1
+    max_size: 3
+    instance_type: t3.large
+    kubernetes_version: "1.31"
+    subnets: "{{ network_subnets.subnets }}"
+    security_group_ids:
+      - "{{ network_groups.security_groups['node-eks-additional'].id }}"
+      - "{{ eks.cluster.security_group_id }}"
+    iam_instance_profile: nodes.cluster-api-provider-aws.sigs.k8s.io
+    bootstrap: {type: eks}
 
 - name: Remove the pool, its instances, template and bootstrap entries
   clusterapi.aws.capa_asg:
@@ -404,8 +393,8 @@ diff:
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
     AsgTier,
-    bootstrap_argument_spec,
     machine_argument_spec,
+    pool_bootstrap_argument_spec,
     run_tier,
 )
 
@@ -498,7 +487,7 @@ def main():
                 ),
             ),
             drain_on_scale_in=dict(type="bool"),
-            bootstrap=bootstrap_argument_spec("kubeadm"),
+            bootstrap=pool_bootstrap_argument_spec(),
         ),
         tier=AsgTier(),
         result_key=None,

@@ -434,9 +434,10 @@ options:
                 type: str
                 default: ''
               base_os:
-                description: Base OS of the looked-up AMI.
+                description: Base OS of the looked-up AMI; empty means ubuntu-24.04,
+                  or for machine pools of an eks cluster the EKS-optimised image.
                 type: str
-                default: ubuntu-24.04
+                default: ''
               owner:
                 description: Owner account of the looked-up AMI (default CAPA's 819546954734).
                 type: str
@@ -557,9 +558,10 @@ options:
                 type: str
                 default: ''
               base_os:
-                description: Base OS of the looked-up AMI.
+                description: Base OS of the looked-up AMI; empty means ubuntu-24.04,
+                  or for machine pools of an eks cluster the EKS-optimised image.
                 type: str
-                default: ubuntu-24.04
+                default: ''
               owner:
                 description: Owner account of the looked-up AMI (default CAPA's 819546954734).
                 type: str
@@ -671,7 +673,9 @@ options:
                 default: Random
       machine_pools:
         description: 'Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind
-          fleet) of worker machines.'
+          fleet) of worker machines. In an eks cluster they are self-managed nodes:
+          nodeadm bootstrap, the EKS-optimised AL2023 image of eks.version unless ami
+          says otherwise, and the EKS cluster security group added to the pool''s groups.'
         type: list
         elements: dict
         default: []
@@ -723,9 +727,10 @@ options:
                 type: str
                 default: ''
               base_os:
-                description: Base OS of the looked-up AMI.
+                description: Base OS of the looked-up AMI; empty means ubuntu-24.04,
+                  or for machine pools of an eks cluster the EKS-optimised image.
                 type: str
-                default: ubuntu-24.04
+                default: ''
               owner:
                 description: Owner account of the looked-up AMI (default CAPA's 819546954734).
                 type: str

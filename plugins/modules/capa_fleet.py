@@ -73,36 +73,6 @@ options:
       - The launch template's own instance type (also picks the AMI architecture). Default the first of
         I(instance_types).
     type: str
-  bootstrap:
-    description:
-      - The machines' bootstrap data (as in M(clusterapi.aws.capa_instance)); pool machines join as workers.
-    type: dict
-    default: {}
-    suboptions:
-      type:
-        description:
-          - C(kubeadm) - a kubeadm join rendered from the cluster PKI that M(clusterapi.aws.capa_kubeadm) stored.
-          - C(raw) - the cloud-init document in I(bootstrap.data) (the watcher is merged into a C(#cloud-config);
-            other documents are used as they are).
-          - C(none) - no user data.
-        type: str
-        choices: [kubeadm, raw, none]
-        default: kubeadm
-      endpoint_host:
-        description: Host name of the Kubernetes API endpoint; kubeadm.
-        type: str
-      endpoint_port:
-        description: Port of the Kubernetes API endpoint; kubeadm.
-        type: int
-        default: 6443
-      data:
-        description: The cloud-init document for C(raw). Never logged or returned.
-        type: str
-      backend:
-        description: Where each launch template version's document waits for the machines.
-        type: str
-        choices: [secrets-manager, ssm-parameter-store]
-        default: secrets-manager
 notes:
   - With I(wait), a run that created or changed the fleet waits (within I(wait_timeout)) until the fleet has its
     target capacity; spot capacity that stays short is a warning, not a failure - the fleet keeps trying.
@@ -114,6 +84,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
+  - clusterapi.aws.machine.pool_bootstrap
 """
 
 EXAMPLES = r"""
@@ -215,8 +186,8 @@ diff:
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
     FleetTier,
-    bootstrap_argument_spec,
     machine_argument_spec,
+    pool_bootstrap_argument_spec,
     run_tier,
 )
 
@@ -244,7 +215,7 @@ def main():
             ),
             replace_unhealthy_instances=dict(type="bool", default=True),
             instance_type=dict(type="str"),
-            bootstrap=bootstrap_argument_spec("kubeadm"),
+            bootstrap=pool_bootstrap_argument_spec(),
         ),
         tier=FleetTier(),
         result_key="fleet",

@@ -7,6 +7,7 @@ moto makes every step fast; the others cover the load-balancer modes at cluster 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 import stat
@@ -20,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
 DELETE = REPO / "playbooks/delete.yml"
 GROUP_TAG = "clusterapi.aws/machine-group"
+EKS_131_X86_IMAGE = "ami-0e450000000000001"  # tools/moto_amis.json: amazon-eks-node-al2023-x86_64-standard-1.31
 ROLE_TAG = "sigs.k8s.io/cluster-api-provider-aws/role"
 AMI_V1_31 = "ami-b3b51f567c20d5e91"  # tools/moto_amis.json: newest capa-ami-ubuntu-24.04-v1.31.2 x86_64
 AMI_V1_32 = "ami-c738bdd8e6de00d1d"  # capa-ami-ubuntu-24.04-v1.32.0 x86_64
@@ -328,7 +330,9 @@ def test_bad_cluster_specs_fail_before_any_request(aws, run_playbook, tmp_path, 
 
 
 def test_eks_cluster_life(aws, run_playbook, tmp_path):
-    """kind eks: network, control plane with OIDC, a node group and a Fargate profile; no-op; delete leaves nothing."""
+    """kind eks: network, control plane with OIDC, a node group, a Fargate profile and a self-managed node pool
+    (auto scaling group on the EKS-optimised AMI, nodeadm bootstrap kept out of the launch template); no-op; delete
+    leaves nothing."""
     spec = {
         "name": "eks-it",
         "region": "us-east-1",
@@ -341,11 +345,14 @@ def test_eks_cluster_life(aws, run_playbook, tmp_path):
             "node_groups": [{"name": "ng-0"}],
             "fargate_profiles": [{"name": "fp-0", "selectors": [{"namespace": "default"}]}],
         },
+        "machine_pools": [{"name": "eks-it-mp", "min_size": 1, "max_size": 2, "desired_capacity": 1}],
     }
     inventory = write_inventory(tmp_path, spec)
     run_playbook(SITE, inventory=inventory)
     eks = aws.client("eks")
-    assert eks.describe_cluster(name="eks-it")["cluster"]["status"] == "ACTIVE"
+    cluster = eks.describe_cluster(name="eks-it")["cluster"]
+    assert cluster["status"] == "ACTIVE"
+    assert_eks_pool(aws, cluster, "eks-it-mp")
     [group] = eks.list_nodegroups(clusterName="eks-it")["nodegroups"]
     assert (
         eks.describe_nodegroup(clusterName="eks-it", nodegroupName=group)["nodegroup"]["scalingConfig"]["desiredSize"]
@@ -369,6 +376,36 @@ def test_eks_cluster_life(aws, run_playbook, tmp_path):
     roles = aws.client("iam").list_roles()["Roles"]
     assert [r["RoleName"] for r in roles if "eks-it" in r["RoleName"]] == []
     assert anything_tagged(aws, "eks-it") == {}
+
+
+def assert_eks_pool(aws, cluster, pool):
+    """The pool's nodes boot the EKS-optimised image (tools/moto_amis.json, served through AWS's public SSM
+    parameter) in the EKS cluster's security group, and join through a nodeadm NodeConfig that waits in Secrets
+    Manager: the launch template's user data is only the boot hook, with no certificate in it."""
+    [group] = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[pool])["AutoScalingGroups"]
+    assert group["DesiredCapacity"] == 1
+    ec2 = aws.client("ec2")
+    [version] = ec2.describe_launch_template_versions(LaunchTemplateName=pool, Versions=["$Latest"])[
+        "LaunchTemplateVersions"
+    ]
+    data = version["LaunchTemplateData"]
+    assert data["ImageId"] == EKS_131_X86_IMAGE
+    cluster_group = cluster["resourcesVpcConfig"].get("clusterSecurityGroupId")
+    if cluster_group:  # moto answers without one; AWS always has it
+        assert cluster_group in data["SecurityGroupIds"]
+    user_data = base64.b64decode(data["UserData"]).decode()
+    assert cluster["certificateAuthority"]["data"] not in user_data and "CERTIFICATE" not in user_data
+    assert "secretsmanager get-secret-value" in user_data
+    [instance_tags] = [t["Tags"] for t in data["TagSpecifications"] if t["ResourceType"] == "instance"]
+    backend, prefix, count = {t["Key"]: t["Value"] for t in instance_tags}["clusterapi.aws/bootstrap-data"].split(":")
+    assert (backend, count) == ("secrets-manager", "1")
+    blob = aws.client("secretsmanager").get_secret_value(SecretId=f"{prefix}-0")["SecretBinary"]
+    document = yaml.safe_load(gzip.decompress(blob).decode().split("\n", 1)[1])
+    [node_config] = [f for f in document["write_files"] if f["path"].startswith("/etc/eks/nodeadm.d/")]
+    config = yaml.safe_load(node_config["content"])["spec"]["cluster"]
+    assert config["name"] == cluster["name"] and config["apiServerEndpoint"] == cluster["endpoint"]
+    assert config["certificateAuthority"] == cluster["certificateAuthority"]["data"]
+    assert document["runcmd"][0].startswith("nodeadm init --config-source file:///etc/eks/nodeadm.d/")
 
 
 def test_machine_pools_life(aws, run_playbook, tmp_path):
