@@ -6,6 +6,10 @@ A module is an argument spec, its documentation, and one call::
 
     run_tier(argument_spec, tier=VpcTier(), result_key="vpc")
 
+with its tier imported from the tier's own private module (``from ..._vpc import VpcTier``), not from here: a
+module's process then imports only the code of its tier, not every tier of the collection (AnsiballZ bundles what
+a module imports; importing every tier cost each module run about as much as its boto3 client).
+
 ``run_tier`` builds an :class:`AnsibleAWSModule` (amazon.aws's connection options, aliases and environment
 variables) plus our shared options, validates input before any AWS call, opens one boto3 session (assuming
 ``identity`` when given), runs the tier, and returns ``changed``, the resource, ``plan``, ``api_calls`` and
@@ -20,25 +24,9 @@ from typing import Any, Protocol
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ._ami_info import AmiInfoTier
-from ._asg import AsgTier
-from ._cluster_info import ClusterInfoTier
 from ._connection import AwsSession
-from ._eks import EksClusterTier
-from ._eks_fargate import FargateProfileTier
-from ._eks_nodegroup import NodegroupTier
-from ._elb import ElbTier
-from ._fleet import FleetTier
-from ._iam_bootstrap import IamBootstrapTier
-from ._instances import InstanceTier
-from ._pki_store import KubeadmTier
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
-from ._security_groups import SecurityGroupTier
-from ._spec import argument_spec as cluster_argument_spec
-from ._spec import check_cluster, roles_for
-from ._subnets import SubnetTier
 from ._validation import check_cluster_name, check_tags
-from ._vpc import VpcTier
 
 try:
     import botocore.exceptions
@@ -46,27 +34,10 @@ except ImportError:
     pass  # AnsibleAWSModule reports a missing SDK.
 
 __all__ = [
-    "AmiInfoTier",
-    "AsgTier",
-    "ClusterInfoTier",
     "Context",
-    "EksClusterTier",
-    "ElbTier",
-    "FargateProfileTier",
-    "FleetTier",
-    "IamBootstrapTier",
-    "InstanceTier",
-    "KubeadmTier",
-    "NodegroupTier",
     "ReconcileError",
     "SpecError",
-    "SecurityGroupTier",
-    "SubnetTier",
     "Tier",
-    "VpcTier",
-    "check_cluster",
-    "cluster_argument_spec",
-    "roles_for",
     "common_argument_spec",
     "bootstrap_argument_spec",
     "pool_bootstrap_argument_spec",

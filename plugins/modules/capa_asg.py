@@ -391,8 +391,8 @@ diff:
   type: dict
 """
 
+from ansible_collections.clusterapi.aws.plugins.module_utils._asg import AsgTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
-    AsgTier,
     machine_argument_spec,
     pool_bootstrap_argument_spec,
     run_tier,

@@ -1216,12 +1216,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
-    SpecError,
-    check_cluster,
-    cluster_argument_spec,
-    roles_for,
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils._spec import argument_spec as cluster_argument_spec
+from ansible_collections.clusterapi.aws.plugins.module_utils._spec import check_cluster, roles_for
 
 
 def main():

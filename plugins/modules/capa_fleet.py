@@ -184,8 +184,8 @@ diff:
   type: dict
 """
 
+from ansible_collections.clusterapi.aws.plugins.module_utils._fleet import FleetTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
-    FleetTier,
     machine_argument_spec,
     pool_bootstrap_argument_spec,
     run_tier,

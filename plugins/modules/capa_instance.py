@@ -323,8 +323,8 @@ diff:
   type: dict
 """
 
+from ansible_collections.clusterapi.aws.plugins.module_utils._instances import InstanceTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
-    InstanceTier,
     bootstrap_argument_spec,
     machine_argument_spec,
     run_tier,

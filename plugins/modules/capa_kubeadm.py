@@ -207,7 +207,8 @@ api_calls:
   sample: {"secretsmanager:GetSecretValue": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import KubeadmTier, run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils._pki_store import KubeadmTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
 
 PKI_FIELDS = (
     "cluster_ca_cert",
