@@ -1,6 +1,6 @@
 """Benchmark: our playbooks against a hand-written amazon.aws peer playbook, on a local moto server.
 
-    python bench/run.py [--runs 3] [--workers 2,20,100] [--clusters 1,5,20] [--out .build/bench]
+    python bench/run.py [--runs 3] [--workers 2,20,100,200] [--clusters 1,5,20] [--out .build/bench]
     python bench/run.py --report          # rewrite BENCHMARKS.md and docs/bench-*.png from the saved results
 
 Every measurement is one ``ansible-playbook`` process: wall time, CPU seconds (user + system) of its whole
@@ -272,7 +272,7 @@ def machine() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--runs", type=int, default=3, help="runs of the four phases (default 3)")
-    parser.add_argument("--workers", default="2,20,100", help="worker counts for the machine series ('' skips)")
+    parser.add_argument("--workers", default="2,20,100,200", help="worker counts for the machine series ('' skips)")
     parser.add_argument("--clusters", default="1,5,20", help="cluster counts for the parallel series ('' skips)")
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
