@@ -64,7 +64,7 @@ def in_account(aws, service, account):
     """A client of the administrator acting in ``account`` (moto's x-moto-account-id header)."""
     client = aws.client(service)
     client.meta.events.register(
-        f"before-sign.{service}.*", lambda request, **_: request.headers.add_header("x-moto-account-id", account)
+        f"before-sign.{service}.*", lambda request, **kwargs: request.headers.add_header("x-moto-account-id", account)
     )
     return client
 
@@ -114,16 +114,16 @@ def write_inventory(tmp_path, specs, extra_vars=None, name="inventory.yml"):
     return path
 
 
-def owned_in(session, cluster):
+def owned_in(session, cluster, url):
     """What ``cluster`` owns in the session's account: VPCs, live instances, classic ELBs, secrets."""
     key = owner(cluster)
-    ec2 = session.client("ec2", endpoint_url=ENDPOINT[0])
+    ec2 = session.client("ec2", endpoint_url=url)
     by_tag = [{"Name": f"tag:{key}", "Values": ["owned"]}]
     live = by_tag + [{"Name": "instance-state-name", "Values": ["pending", "running"]}]
-    elb = session.client("elb", endpoint_url=ENDPOINT[0])
+    elb = session.client("elb", endpoint_url=url)
     names = [d["LoadBalancerName"] for d in elb.describe_load_balancers()["LoadBalancerDescriptions"]]
     descriptions = elb.describe_tags(LoadBalancerNames=names)["TagDescriptions"] if names else []
-    secrets = session.client("secretsmanager", endpoint_url=ENDPOINT[0]).list_secrets(
+    secrets = session.client("secretsmanager", endpoint_url=url).list_secrets(
         Filters=[{"Key": "tag-key", "Values": [key]}]
     )["SecretList"]
     return {
@@ -134,11 +134,7 @@ def owned_in(session, cluster):
     }
 
 
-ENDPOINT: list[str] = []
-
-
 def test_two_clusters_in_one_run_each_in_its_own_account(aws, run_playbook, tmp_path):
-    ENDPOINT[:] = [aws.url]
     role_a = create_role(aws, ACCOUNT_A, "capa-team-a", "ext-a")
     hop = create_role(aws, ACCOUNT_A, "capa-hop", "ext-hop")
     role_b = create_role(aws, ACCOUNT_B, "capa-team-b", "ext-b")
@@ -167,7 +163,7 @@ def test_two_clusters_in_one_run_each_in_its_own_account(aws, run_playbook, tmp_
     in_a = session_in(aws, role_a, "ext-a")
     in_b = session_in(aws, role_b, "ext-b")
     found = {
-        account: {cluster: owned_in(session, cluster) for cluster in ("id-a", "id-b")}
+        account: {cluster: owned_in(session, cluster, aws.url) for cluster in ("id-a", "id-b")}
         for account, session in ((HOME, home), (ACCOUNT_A, in_a), (ACCOUNT_B, in_b))
     }
     print(f"per account after one site.yml run ({assume_calls} AssumeRole requests): {found}")
@@ -185,11 +181,10 @@ def test_two_clusters_in_one_run_each_in_its_own_account(aws, run_playbook, tmp_
     run_playbook(DELETE, inventory=inventory)
     for account, session in ((ACCOUNT_A, in_a), (ACCOUNT_B, in_b)):
         for cluster in ("id-a", "id-b"):
-            assert owned_in(session, cluster) == nothing, (account, cluster)
+            assert owned_in(session, cluster, aws.url) == nothing, (account, cluster)
 
 
 def test_a_wrong_external_id_fails_before_any_change(aws, run_playbook, tmp_path):
-    ENDPOINT[:] = [aws.url]
     role = create_role(aws, ACCOUNT_A, "capa-team-a", "ext-a")
     inventory = write_inventory(tmp_path, [small_cluster("id-wrong", {"role_arn": role, "external_id": "guess"})])
     aws.reset_requests()
