@@ -46,7 +46,27 @@ it more lenient than AWS)
    missing ports, so the rule is stored, described without ports, and can be revoked.  The
    response serialiser already omits ``None`` ports.  tcp/udp/icmp still require ports exactly
    as moto enforced before (no change for them).
-2. AWS's public SSM parameters of the EKS-optimised Amazon Linux 2023 images,
+2. Under IAM enforcement (``INITIAL_NO_AUTH_ACTION_COUNT``, or ``POST /moto-api/reset-auth``) moto
+   re-computes each request's SigV4 signature.  For bodiless REST requests (EKS ``GET /clusters/...``,
+   ``DELETE ...``) it hashes its own parsed request data (the header dict) as the payload instead of the
+   empty body, so every such request fails with ``SignatureDoesNotMatch``.  AWS hashes the raw body: the
+   patch makes moto do that for requests without a body.
+3. Under IAM enforcement moto names the action ``<SigV4 signing name>:<Operation>``.  For the Resource Groups
+   Tagging API the signing name is ``tagging`` but the IAM action prefix is ``tag`` (``tag:GetResources``), so
+   a policy allowing ``tag:GetResources`` was refused.  The patch maps the signing name to the IAM prefix.
+4. Under IAM enforcement moto evaluates every Secrets Manager and SSM action against the resource ``*``, so a
+   statement scoped to secret or parameter ARNs (as CAPA's policies are) never matches and the call is
+   refused.  AWS evaluates the secret's / parameter's ARN: the patch gives moto that resource (from
+   ``SecretId``/``Name``, or the first of ``Names``), so a scoped statement allows exactly what AWS allows.
+   Likewise an IAM role action on a role that does not exist yet (``GetRole`` answering ``NoSuchEntity``,
+   ``CreateRole``) is evaluated against ``*`` instead of ``arn:aws:iam::<account>:role<path><name>``.
+5. ``sts:AssumeRole`` and the role's trust policy: without IAM enforcement moto never reads the trust policy,
+   and with it a missing ``ExternalId`` passes a ``sts:ExternalId`` condition.  AWS refuses the call with
+   ``AccessDenied`` ("User: <caller> is not authorized to perform: sts:AssumeRole on resource: <role>") when
+   no Allow statement of the role's trust policy accepts the request's external id.  The patch checks the
+   ``sts:ExternalId`` conditions (``StringEquals``/``StringLike``) of the trust policy of an existing role
+   on every AssumeRole; principals and other condition keys are still not evaluated (as before).
+6. AWS's public SSM parameters of the EKS-optimised Amazon Linux 2023 images,
    ``/aws/service/eks/optimized-ami/<minor>/amazon-linux-2023/<arch>/standard/recommended/image_id``
    (moto serves the ``ami-amazon-linux-latest`` and ECS trees, not the EKS one).  They are
    derived from the ``amazon-eks-node-al2023-<arch>-standard-<minor>-v<date>`` images of
@@ -301,6 +321,10 @@ def apply_moto_fixes() -> list[str]:
     """Apply the fixes described in the module docstring; return their names."""
     applied: list[str] = []
     applied += _fix_portless_sg_rules()
+    applied += _fix_bodiless_signature()
+    applied += _fix_iam_action_prefix()
+    applied += _fix_scoped_resources()
+    applied += _fix_assume_role_external_id()
     applied += _serve_eks_ami_parameters()
     return applied
 
@@ -336,6 +360,163 @@ def _fix_portless_sg_rules() -> list[str]:
     return ["portless-sg-rules"]
 
 
+def _fix_bodiless_signature() -> list[str]:
+    """Fix 2: a request without a body is signed over the empty payload, as AWS checks it."""
+    from moto.iam.access_control import IAMRequestBase
+
+    original = IAMRequestBase._create_aws_request
+    if getattr(original, "_capa_fixed", False):
+        return ["bodiless-signature"]
+
+    def _create_aws_request(self: Any) -> Any:
+        if not self._body and self._method in ("GET", "DELETE", "HEAD"):
+            saved = self._data
+            self._data = b""
+            try:
+                return original(self)
+            finally:
+                self._data = saved
+        return original(self)
+
+    _create_aws_request._capa_fixed = True  # type: ignore[attr-defined]
+    IAMRequestBase._create_aws_request = _create_aws_request  # type: ignore[method-assign]
+    return ["bodiless-signature"]
+
+
+# SigV4 signing names whose IAM action prefix differs.
+_IAM_PREFIXES = {"tagging": "tag"}
+
+
+def _fix_iam_action_prefix() -> list[str]:
+    """Fix 3: ``tagging:GetResources`` is the IAM action ``tag:GetResources``."""
+    from moto.iam.access_control import IAMRequestBase
+
+    original = IAMRequestBase.__init__
+    if getattr(original, "_capa_fixed", False):
+        return ["iam-action-prefix"]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        prefix, _sep, operation = self._action.partition(":")
+        if prefix in _IAM_PREFIXES:
+            self._action = f"{_IAM_PREFIXES[prefix]}:{operation}"
+
+    __init__._capa_fixed = True  # type: ignore[attr-defined]
+    IAMRequestBase.__init__ = __init__  # type: ignore[method-assign]
+    return ["iam-action-prefix"]
+
+
+def _first_param(response: Any, *names: str) -> str | None:
+    for name in names:
+        value = response._get_param(name)
+        if isinstance(value, list):
+            value = value[0] if value else None
+        if value:
+            return str(value)
+    return None
+
+
+def _secret_arn(response: Any) -> str:
+    name = _first_param(response, "SecretId", "Name")
+    if not name:
+        return "*"
+    if name.startswith("arn:"):
+        return name
+    return f"arn:{response.partition}:secretsmanager:{response.region}:{response.current_account}:secret:{name}"
+
+
+def _parameter_arn(response: Any) -> str:
+    name = _first_param(response, "Name", "Names")
+    if not name:
+        return "*"
+    if name.startswith("arn:"):
+        return name
+    return f"arn:{response.partition}:ssm:{response.region}:{response.current_account}:parameter/{name.lstrip('/')}"
+
+
+def _fix_scoped_resources() -> list[str]:
+    """Fix 4: Secrets Manager and SSM actions are evaluated against the secret's / parameter's ARN."""
+    from moto.iam.responses import IamResponse
+    from moto.secretsmanager.responses import SecretsManagerResponse
+    from moto.ssm.responses import SimpleSystemManagerResponse
+
+    for cls, resource in ((SecretsManagerResponse, _secret_arn), (SimpleSystemManagerResponse, _parameter_arn)):
+        if not hasattr(cls, "_determine_resource"):
+            cls._determine_resource = resource  # type: ignore[attr-defined]
+    original = IamResponse._resolve_resource_arn
+    if not getattr(original, "_capa_fixed", False):
+
+        def _resolve_resource_arn(self: Any, role_name: str) -> str:
+            found = original(self, role_name)
+            if found != "*":
+                return found
+            path = self._get_param("Path") or "/"
+            return f"arn:{self.partition}:iam::{self.current_account}:role{path}{role_name}"
+
+        _resolve_resource_arn._capa_fixed = True  # type: ignore[attr-defined]
+        IamResponse._resolve_resource_arn = _resolve_resource_arn  # type: ignore[method-assign]
+    return ["scoped-resources"]
+
+
+def _external_id_allowed(document: Any, external_id: str | None) -> bool:
+    """Whether an Allow statement for sts:AssumeRole accepts ``external_id`` (only sts:ExternalId is read)."""
+    import fnmatch
+
+    if isinstance(document, str):
+        document = json.loads(document)
+    statements = document.get("Statement", [])
+    for statement in [statements] if isinstance(statements, dict) else statements:
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        if statement.get("Effect") != "Allow" or not any(fnmatch.fnmatchcase("sts:AssumeRole", a) for a in actions):
+            continue
+        accepted = True
+        for operator, conditions in (statement.get("Condition") or {}).items():
+            for key, wanted in conditions.items():
+                if key.lower() != "sts:externalid" or operator not in ("StringEquals", "StringLike"):
+                    continue
+                values = [wanted] if isinstance(wanted, str) else list(wanted)
+                match = fnmatch.fnmatchcase if operator == "StringLike" else str.__eq__
+                if external_id is None or not any(match(external_id, v) for v in values):
+                    accepted = False
+        if accepted:
+            return True
+    return False
+
+
+def _fix_assume_role_external_id() -> list[str]:
+    """Fix 5: AssumeRole is refused when the role's trust policy does not accept the external id."""
+    from moto.core.exceptions import AccessDeniedError
+    from moto.iam.models import iam_backends
+    from moto.sts.models import sts_backends
+    from moto.sts.responses import TokenResponse
+
+    original = TokenResponse.assume_role
+    if getattr(original, "_capa_fixed", False):
+        return ["assume-role-external-id"]
+
+    def assume_role(self: Any) -> Any:
+        role_arn = self._get_param("RoleArn") or ""
+        parts = role_arn.split(":")
+        role = None
+        if len(parts) >= 6 and parts[4] in iam_backends:
+            try:
+                role = iam_backends[parts[4]][parts[1]].get_role_by_arn(role_arn)
+            except Exception:  # no such role: moto's own behaviour applies
+                role = None
+        external_id = self._get_param("ExternalId")
+        if role is not None and not _external_id_allowed(role.assume_role_policy_document, external_id):
+            signed = re.search(r"Credential=([^/,\s]+)/", self.headers.get("Authorization", ""))
+            key_id = signed.group(1) if signed else ""
+            caller = sts_backends[self.current_account][self.partition].get_caller_identity(key_id, self.region)[1]
+            raise AccessDeniedError(user_arn=caller, action=f"sts:AssumeRole on resource: {role_arn}")
+        return original(self)
+
+    assume_role._capa_fixed = True  # type: ignore[attr-defined]
+    TokenResponse.assume_role = assume_role  # type: ignore[method-assign]
+    return ["assume-role-external-id"]
+
+
 EKS_AMI_NAME = re.compile(r"^amazon-eks-node-al2023-(?P<arch>x86_64|arm64)-standard-(?P<minor>\d+\.\d+)-v\d+$")
 EKS_AMI_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/standard/recommended/image_id"
 
@@ -354,7 +535,7 @@ def eks_ami_parameters(images: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _serve_eks_ami_parameters() -> list[str]:
-    """Fix 2: the public EKS-optimised AMI parameters (see the module docstring)."""
+    """Fix 6: the public EKS-optimised AMI parameters (see the module docstring)."""
     from moto.ssm import models as ssm_models
 
     parameters_cls = ssm_models.ParameterDict

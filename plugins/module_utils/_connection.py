@@ -8,7 +8,7 @@ Modules do not import this file; they use :mod:`capa` (the public facade).
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 try:
     import boto3
@@ -149,6 +149,45 @@ def _client_config(user_agent: str, aws_config: Any) -> Any:
     return config
 
 
+# AWX's "Amazon Web Services" credential (and older tooling) hands temporary keys' token over as
+# AWS_SECURITY_TOKEN, which amazon.aws 10 no longer reads: it would pass the keys from AWS_ACCESS_KEY_ID without
+# their token, and AWS refuses temporary keys without one.
+LEGACY_TOKEN_VARIABLES = ("AWS_SECURITY_TOKEN", "EC2_SECURITY_TOKEN")
+
+
+def with_legacy_session_token(params: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """``params`` with the token of keys taken from the environment, when only a legacy variable carries it.
+
+    Only for keys that came from ``AWS_ACCESS_KEY_ID``, and only while ``AWS_SESSION_TOKEN`` is not set at all:
+    an empty ``AWS_SESSION_TOKEN`` says "these keys have no token".
+    """
+    if params.get("aws_session_token") or params.get("profile_name") or "AWS_SESSION_TOKEN" in environ:
+        return params
+    key = params.get("aws_access_key_id")
+    if not key or key != environ.get("AWS_ACCESS_KEY_ID"):
+        return params
+    for name in LEGACY_TOKEN_VARIABLES:
+        if environ.get(name):
+            return dict(params, aws_session_token=environ[name])
+    return params
+
+
+class IdentityRefused(Exception):
+    """STS refused to let the caller assume a role of the identity chain (trust policy, external id, permissions)."""
+
+    def __init__(self, role: dict[str, Any], error: Exception) -> None:
+        self.role_arn = role["role_arn"]
+        response = getattr(error, "response", {}) or {}
+        self.code = response.get("Error", {}).get("Code", "")
+        detail = response.get("Error", {}).get("Message", "") or str(error)
+        given = "with an external id" if role.get("external_id") else "without an external id"
+        super().__init__(
+            f"could not assume role {self.role_arn} ({given}): AWS refused sts:AssumeRole"
+            f"{' with ' + self.code if self.code else ''}: {detail}. The role's trust policy does not accept this "
+            "caller, or its sts:ExternalId condition does not accept the external id given"
+        )
+
+
 class AwsSession:
     """One boto3 session for a whole module run; every client comes from it and is recorded."""
 
@@ -215,4 +254,7 @@ class AwsSession:
         }
         if role.get("external_id"):
             request["ExternalId"] = role["external_id"]
-        return self.client("sts").assume_role(**request)["Credentials"]
+        try:
+            return self.client("sts").assume_role(**request)["Credentials"]
+        except botocore.exceptions.ClientError as e:
+            raise IdentityRefused(role, e) from e

@@ -47,36 +47,54 @@ def role_is_owned(role_tags: Mapping[str, str] | None, cluster: str) -> bool:
     return tags.get(cloud_provider_tag_key(cluster)) == OWNED or is_owned(tags, cluster)
 
 
+# Services whose trust statement also needs sts:TagSession: EKS Pod Identity tags the session it opens with the
+# pod's cluster, namespace and service account (clusterawsadm's controllers role when EKS is enabled).
+TAG_SESSION_SERVICES = frozenset({"pods.eks.amazonaws.com"})
+
+
 def trust_policy(services: str | Iterable[str]) -> dict[str, Any]:
     """A trust policy letting AWS services assume the role (``eks.amazonaws.com`` …)."""
     principals = [services] if isinstance(services, str) else sorted(services)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": principals[0] if len(principals) == 1 else principals},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
+    plain = [p for p in principals if p not in TAG_SESSION_SERVICES]
+    tagging = [p for p in principals if p in TAG_SESSION_SERVICES]
+    statements = []
+    for group, actions in ((plain, "sts:AssumeRole"), (tagging, ["sts:AssumeRole", "sts:TagSession"])):
+        if group:
+            principal = {"Service": group[0] if len(group) == 1 else group}
+            statements.append({"Effect": "Allow", "Principal": principal, "Action": actions})
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
-def trusted_services(document: Any) -> set[str]:
-    """The services a trust policy lets assume the role (GetRole returns the document decoded or as text)."""
+def _allow_statements(document: Any) -> list[dict[str, Any]]:
     if isinstance(document, str):
         try:
             document = json.loads(document)
         except ValueError:
-            return set()
-    services: set[str] = set()
+            return []
     statements = (document or {}).get("Statement", [])
-    for statement in [statements] if isinstance(statements, dict) else statements:
-        if statement.get("Effect") != "Allow":
-            continue
-        service = (statement.get("Principal") or {}).get("Service", [])
-        services.update([service] if isinstance(service, str) else service)
+    statements = [statements] if isinstance(statements, dict) else statements
+    return [s for s in statements if s.get("Effect") == "Allow"]
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def trusted_services(document: Any) -> set[str]:
+    """The services a trust policy lets assume the role (GetRole returns the document decoded or as text)."""
+    services: set[str] = set()
+    for statement in _allow_statements(document):
+        services.update(_as_list((statement.get("Principal") or {}).get("Service")))
     return services
+
+
+def trust_grants(document: Any) -> set[tuple[str, str]]:
+    """(service, action) pairs a trust policy allows: what two trust policies are compared by."""
+    grants: set[tuple[str, str]] = set()
+    for statement in _allow_statements(document):
+        for service in _as_list((statement.get("Principal") or {}).get("Service")):
+            grants.update((service, action) for action in _as_list(statement.get("Action")))
+    return grants
 
 
 def role_placeholder_arn(name: str) -> str:
@@ -175,7 +193,7 @@ def _create_role(
 
 def _reconcile_trust(ctx: Context, name: str, role: Mapping[str, Any], trust_service: str | list[str]) -> None:
     wanted = {trust_service} if isinstance(trust_service, str) else set(trust_service)
-    if trusted_services(role.get("AssumeRolePolicyDocument")) != wanted:
+    if trust_grants(role.get("AssumeRolePolicyDocument")) != trust_grants(trust_policy(trust_service)):
         ctx.ops.call(
             ctx.client("iam"),
             "update_assume_role_policy",

@@ -42,6 +42,7 @@ POLICY_SIZE_LIMIT = 6144
 NAME_CHARS = re.compile(r"^[\w+=,.@-]*$")
 PATH = re.compile(r"^/([\x21-\x7e]*/)?$")
 EC2 = "ec2.amazonaws.com"
+EKS_POD_IDENTITY = "pods.eks.amazonaws.com"
 
 # Role bases in creation order, with their trust, instance profile and policies (customer bases, AWS managed).
 CONTROL_PLANE, CONTROLLERS, NODES = "control-plane", "controllers", "nodes"
@@ -56,7 +57,7 @@ PROFILE_BASES = (CONTROL_PLANE, CONTROLLERS, NODES)
 class RoleSpec:
     base: str
     name: str
-    trust: str
+    trust: str | list[str]
     customer_policies: list[str]
     aws_policies: list[str]
     instance_profile: bool
@@ -126,7 +127,8 @@ def desired_state(params: Mapping[str, Any], region: str | None) -> Desired:
     worker = aws("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy") if eks else []
     roles = [
         RoleSpec(CONTROL_PLANE, names[CONTROL_PLANE], EC2, [CONTROL_PLANE, NODES, *controllers], [], True),
-        RoleSpec(CONTROLLERS, names[CONTROLLERS], EC2, controllers, [], True),
+        # With EKS, the controllers may run in an EKS cluster under EKS Pod Identity (as clusterawsadm trusts it).
+        RoleSpec(CONTROLLERS, names[CONTROLLERS], [EC2, EKS_POD_IDENTITY] if eks else EC2, controllers, [], True),
         RoleSpec(NODES, names[NODES], EC2, [NODES], worker + aws("AmazonEC2ContainerRegistryReadOnly"), True),
     ]
     if eks:
@@ -264,7 +266,8 @@ class _Run:
                 tags=self.tags(spec.name),
                 owns=self.owns,
             )
-            role.update(base=spec.base, trust_services=[spec.trust], instance_profile=None)
+            trusted = [spec.trust] if isinstance(spec.trust, str) else list(spec.trust)
+            role.update(base=spec.base, trust_services=trusted, instance_profile=None)
             if spec.instance_profile:
                 role["instance_profile"] = self.ensure_profile(spec.name, profiles_now.get(spec.name))
             role_results.append(role)

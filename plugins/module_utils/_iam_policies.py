@@ -22,6 +22,9 @@ SSM_PARAMETER_STORE = "ssm-parameter-store"
 SECRET_BACKENDS = (SECRETS_MANAGER, SSM_PARAMETER_STORE)
 
 SECRET_ARN = "arn:*:secretsmanager:*:*:secret:aws.cluster.x-k8s.io/*"
+# The cluster's PKI secret (_kubeadm.SECRET_NAME_FORMAT, clusterapi.aws/<cluster>/pki) is the controllers' own: no
+# machine reads it, so only the controllers policy names it.
+PKI_SECRET_ARN = "arn:*:secretsmanager:*:*:secret:clusterapi.aws/*"
 PARAMETER_ARN = "arn:*:ssm:*:*:parameter/cluster.x-k8s.io/*"
 EKS_AMI_PARAMETER_ARN = "arn:*:ssm:*:*:parameter/aws/service/eks/optimized-ami/*"
 
@@ -371,7 +374,7 @@ def controllers_policy(suffix: str, backends: Iterable[str], extra: Iterable[Map
     ]
     # pki_store keeps the cluster's CA in Secrets Manager whatever the bootstrap-data backend.
     secret_actions = {a for a in actions if _is_secret(a)}
-    statements.append(_statement(secret_actions, SECRET_ARN, "ClusterSecrets"))
+    statements.append(_statement(secret_actions, [SECRET_ARN, PKI_SECRET_ARN], "ClusterSecrets"))
     if SSM_PARAMETER_STORE in backends:
         statements.append(_statement({a for a in actions if _is_parameter(a)}, PARAMETER_ARN, "BootstrapParameters"))
     return _document(statements, extra)

@@ -19,12 +19,13 @@ variables) plus our shared options, validates input before any AWS call, opens o
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any, Protocol
 
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ._connection import AwsSession
+from ._connection import AwsSession, IdentityRefused, with_legacy_session_token
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
 from ._validation import check_cluster_name, check_tags
 
@@ -169,9 +170,13 @@ def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSessio
     region, endpoint_url, connect_params = get_aws_connection_info(module)
     if not region:
         raise SpecError("region", "no region given (option 'region', AWS_REGION or AWS_DEFAULT_REGION)")
-    session = AwsSession(region, endpoint_url, connect_params)
+    session = AwsSession(region, endpoint_url, with_legacy_session_token(connect_params, os.environ))
     if params.get("identity"):
-        session.assume(params["identity"], default_session_name=f"capa-{params['cluster_name']}")
+        try:
+            session.assume(params["identity"], default_session_name=f"capa-{params['cluster_name']}")
+        except IdentityRefused as e:
+            # Before the tier runs: nothing was asked of AWS but STS.
+            raise ReconcileError(str(e)) from e
     return session
 
 
@@ -207,7 +212,7 @@ def run_tier(
     except ReconcileError as e:
         module.fail_json(msg=str(e), **_progress(session, ctx))
     except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
-        module.fail_json_aws(e, msg=_describe_failure(e), **_progress(session, ctx))
+        module.fail_json_aws(e, msg=_describe_failure(e, ctx), **_progress(session, ctx))
 
     if info and ctx.ops.plan:
         module.fail_json(msg="an info tier planned a mutating call (a bug)", **_progress(session, ctx))
@@ -231,6 +236,12 @@ def _progress(session: AwsSession | None, ctx: Context | None) -> dict[str, Any]
     }
 
 
-def _describe_failure(error: Exception) -> str:
+def _describe_failure(error: Exception, ctx: Context | None = None) -> str:
+    """Which call AWS refused and, for a mutating call, on which resource (the last planned call)."""
     operation = getattr(error, "operation_name", None)
-    return f"AWS refused {operation}" if operation else "AWS request failed"
+    if not operation:
+        return "AWS request failed"
+    last = ctx.ops.plan[-1] if ctx and ctx.ops.plan else None
+    if last is not None and last.call.split(":", 1)[-1] == operation:
+        return f"AWS refused {last.call} on {last.resource}"
+    return f"AWS refused {operation}"

@@ -186,7 +186,9 @@ def test_names_trust_and_attachments():
     assert roles["nodes"].name == "team-nodes" + SUFFIX
     assert roles["eks-controlplane"].trust == "eks.amazonaws.com"
     assert roles["eks-fargate"].trust == "eks-fargate-pods.amazonaws.com"
-    assert roles["controllers"].trust == "ec2.amazonaws.com"
+    assert roles["controllers"].trust == ["ec2.amazonaws.com", "pods.eks.amazonaws.com"]
+    without_eks = {r.base: r for r in bootstrap.desired_state(params(eks=False), None).roles}
+    assert without_eks["controllers"].trust == "ec2.amazonaws.com"
     assert roles["eks-fargate"].aws_policies == ["arn:aws-cn:iam::aws:policy/AmazonEKSFargatePodExecutionRolePolicy"]
     assert roles["control-plane"].customer_policies == ["control-plane", "nodes", "controllers", "controllers-eks"]
     assert set(desired.policies) == {"controllers", "controllers-eks", "control-plane", "nodes"}
@@ -256,3 +258,52 @@ def test_version_to_prune(versions, pruned):
 )
 def test_canonical(left, right, same):
     assert (bootstrap.canonical(left) == bootstrap.canonical(right)) is same
+
+
+def test_controllers_trust_eks_pod_identity_with_tag_session():
+    """clusterawsadm's controllers role trusts EKS Pod Identity, which needs sts:TagSession, when EKS is on."""
+    from ansible_collections.clusterapi.aws.plugins.module_utils import _iam
+
+    roles = {r.base: r for r in bootstrap.desired_state(params(), None).roles}
+    document = _iam.trust_policy(roles["controllers"].trust)
+    assert _iam.trust_grants(document) == {
+        ("ec2.amazonaws.com", "sts:AssumeRole"),
+        ("pods.eks.amazonaws.com", "sts:AssumeRole"),
+        ("pods.eks.amazonaws.com", "sts:TagSession"),
+    }
+    # An older role trusting only EC2 (or pods without TagSession) differs, so the bootstrap updates it.
+    assert _iam.trust_grants(_iam.trust_policy("ec2.amazonaws.com")) != _iam.trust_grants(document)
+
+
+def _resources(document: dict[str, Any], action: str) -> list[str]:
+    found = []
+    for statement in document["Statement"]:
+        if action in statement["Action"]:
+            resources = statement["Resource"]
+            found += [resources] if isinstance(resources, str) else resources
+    return found
+
+
+def _arn_allowed(patterns: list[str], arn: str) -> bool:
+    return any(re.fullmatch(re.escape(p).replace(r"\*", ".*"), arn) for p in patterns)
+
+
+def test_scoped_statements_cover_the_names_the_code_gives():
+    """Actions are derived from the calls; the scoped resources must match the names the code creates: the PKI
+    secret (_kubeadm.secret_name) and the bootstrap data (_bootstrap_data.new_prefix) - and nothing broader."""
+    import uuid
+
+    from ansible_collections.clusterapi.aws.plugins.module_utils import _bootstrap_data, _kubeadm
+
+    document = policies.controllers_policy(SUFFIX, BOTH)
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:{}-AbCdEf"
+    names = [_kubeadm.secret_name("c1"), _bootstrap_data.new_prefix("secrets-manager", uuid.uuid4()) + "/0"]
+    for action in ("secretsmanager:CreateSecret", "secretsmanager:GetSecretValue", "secretsmanager:DeleteSecret"):
+        patterns = _resources(document, action)
+        assert "*" not in patterns
+        for name in names:
+            assert _arn_allowed(patterns, arn.format(name)), (action, name)
+        assert not _arn_allowed(patterns, arn.format("someone-else/secret"))
+    parameter = _bootstrap_data.new_prefix("ssm-parameter-store", uuid.uuid4()) + "/0"
+    patterns = _resources(document, "ssm:PutParameter")
+    assert _arn_allowed(patterns, f"arn:aws:ssm:us-east-1:123456789012:parameter{parameter}")
