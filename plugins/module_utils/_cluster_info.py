@@ -26,6 +26,7 @@ except ImportError:
     pass
 
 from ._ec2 import describe, error_code
+from ._external_gc import cloud_provider_tagged
 from ._ownership import (
     CAPA_TAG_PREFIX,
     OWNED,
@@ -316,6 +317,35 @@ def _tagged_of(predicate: Callable[[str, str], bool]) -> Fetch:
     return fetch
 
 
+CLOUD_PROVIDER_TYPES = ("elasticloadbalancing:loadbalancer", "elasticloadbalancing:targetgroup")
+
+
+def _cloud_tagged(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """ONE more tagging-API request: the v2 load balancers and target groups the cloud provider made.
+
+    They carry only ``kubernetes.io/cluster/<name>``, which the request above (CAPA's tag) cannot find, and the
+    tagging API ANDs its tag filters, so one request cannot ask for either tag.
+    """
+    if "cloud_tagged" not in scope.shared:
+        scope.shared["cloud_tagged"] = cloud_provider_tagged(ctx, CLOUD_PROVIDER_TYPES)
+    return scope.shared["cloud_tagged"]
+
+
+def _elb_tagged_of(predicate: Callable[[str, str], bool]) -> Fetch:
+    """Load balancers and target groups with either tag (CAPA's first: a resource with both is CAPA's)."""
+
+    def fetch(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+        seen: set[str] = set()
+        out = []
+        for r in _tagged(ctx, scope) + _cloud_tagged(ctx, scope):
+            if r["ResourceARN"] not in seen and predicate(*arn_parts(r["ResourceARN"])):
+                seen.add(r["ResourceARN"])
+                out.append(r)
+        return out
+
+    return fetch
+
+
 def _secret_name(arn: str) -> str:
     # secret:<name>-<6 random characters AWS appends>
     name = arn_parts(arn)[1].split(":", 1)[-1]
@@ -434,14 +464,16 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "load_balancer_v2",
-        _tagged_of(lambda service, resource: service == "elasticloadbalancing" and _v2_lb(resource)),
+        _elb_tagged_of(lambda service, resource: service == "elasticloadbalancing" and _v2_lb(resource)),
         lambda r: r["ResourceARN"],
         fields=lambda r: {"type": arn_parts(r["ResourceARN"])[1].split("/")[1]},
         name_of=_arn_name,
     ),
     Kind(
         "target_group",
-        _tagged_of(lambda service, resource: service == "elasticloadbalancing" and resource.startswith("targetgroup/")),
+        _elb_tagged_of(
+            lambda service, resource: service == "elasticloadbalancing" and resource.startswith("targetgroup/")
+        ),
         lambda r: r["ResourceARN"],
         name_of=_arn_name,
     ),

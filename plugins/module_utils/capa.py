@@ -28,6 +28,7 @@ from ._eks import EksClusterTier
 from ._eks_fargate import FargateProfileTier
 from ._eks_nodegroup import NodegroupTier
 from ._elb import ElbTier
+from ._external_gc import ExternalResourcesTier
 from ._fleet import FleetTier
 from ._iam_bootstrap import IamBootstrapTier
 from ._instances import InstanceTier
@@ -52,6 +53,7 @@ __all__ = [
     "Context",
     "EksClusterTier",
     "ElbTier",
+    "ExternalResourcesTier",
     "FargateProfileTier",
     "FleetTier",
     "IamBootstrapTier",

@@ -31,7 +31,7 @@ EXPECTED_CALLS = {
     "ec2:DescribeSecurityGroups": 1,
     "ec2:DescribeInstances": 1,
     "elb:DescribeLoadBalancers": 1,
-    "resourcegroupstaggingapi:GetResources": 1,
+    "resourcegroupstaggingapi:GetResources": 2,  # CAPA's tag, then the cloud provider's (v2 LBs, target groups)
 }
 
 
