@@ -25,6 +25,7 @@ try:
 except ImportError:
     pass
 
+from ._asg_info import owned_groups
 from ._ec2 import describe, error_code
 from ._external_gc import cloud_provider_tagged
 from ._ownership import (
@@ -246,6 +247,10 @@ def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     # The largest page AWS allows, so a no-op's request count stays flat as machines are added.
     reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters, MaxResults=1000)
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
+
+
+def _fetch_asgs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    return owned_groups(ctx, scope.cluster)
 
 
 def _fetch_classic_lbs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
@@ -476,6 +481,21 @@ KINDS: tuple[Kind, ...] = (
         ),
         lambda r: r["ResourceARN"],
         name_of=_arn_name,
+    ),
+    Kind(
+        "auto_scaling_group",
+        _fetch_asgs,
+        lambda r: r["AutoScalingGroupName"],
+        fields=lambda r: {"desired": r.get("DesiredCapacity"), "min": r.get("MinSize"), "max": r.get("MaxSize")},
+        state=lambda r: r.get("Status") or "active",
+        name_of=lambda r: r["AutoScalingGroupName"],
+    ),
+    Kind(
+        "launch_template",
+        _ec2("describe_launch_templates", "LaunchTemplates", Scope.owner_filter),
+        lambda r: r["LaunchTemplateId"],
+        fields=lambda r: {"latest_version": r.get("LatestVersionNumber")},
+        name_of=lambda r: r.get("LaunchTemplateName"),
     ),
     Kind(
         "secret",
@@ -812,6 +832,14 @@ def machine_summary(facts: Facts) -> dict[str, dict[str, Any]]:
     return {group: _group_status(desired, by_group.get(group, [])) for group, desired in groups.items()}
 
 
+def pool_orphans(facts: Facts) -> None:
+    """Auto scaling groups and launch templates are named after their machine pool; other names are orphans."""
+    for kind in ("auto_scaling_group", "launch_template"):
+        for record in facts.owned.get(kind, []):
+            if record["name"] not in facts.view.machine_pools:
+                facts.orphan(kind, record, f"machine pool {record['name']!r} is not in the spec")
+
+
 def _group_status(desired: int, instances: list[dict[str, Any]]) -> dict[str, Any]:
     states: dict[str, int] = {}
     for instance in instances:
@@ -903,6 +931,7 @@ def summarise(raw: Mapping[str, list[dict[str, Any]]], view: ClusterView, vpc_id
     if view.kind == "unmanaged":
         conditions["LoadBalancerReady"] = load_balancer_condition(facts)
     _bootstrap_orphans(facts)
+    pool_orphans(facts)
     return {
         "vpc_id": facts.vpc_id,
         "resources": facts.owned,

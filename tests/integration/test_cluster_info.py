@@ -31,6 +31,8 @@ EXPECTED_CALLS = {
     "ec2:DescribeSecurityGroups": 1,
     "ec2:DescribeInstances": 1,
     "elb:DescribeLoadBalancers": 1,
+    "autoscaling:DescribeAutoScalingGroups": 1,
+    "ec2:DescribeLaunchTemplates": 1,
     "resourcegroupstaggingapi:GetResources": 2,  # CAPA's tag, then the cloud provider's (v2 LBs, target groups)
 }
 

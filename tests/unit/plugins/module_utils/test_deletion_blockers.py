@@ -303,3 +303,28 @@ def test_other_errors_are_not_explained_as_blockers(stubs):
     with pytest.raises(ReconcileError) as e:
         delete_when_free(ctx, lambda: ec2.delete_vpc(VpcId="vpc-1"), "VPC vpc-1", finder(ctx, vpc_id="vpc-1"))
     assert str(e.value) == "cannot delete VPC vpc-1: not allowed"
+
+
+# capa_cluster_info: pools the spec does not explain ------------------------------------------------------------
+def test_auto_scaling_groups_and_launch_templates_of_pools_not_in_the_spec_are_orphans():
+    from ansible_collections.clusterapi.aws.plugins.module_utils._cluster_info import read_spec, summarise
+
+    owned = {**CAPA}
+    raw = {
+        "auto_scaling_group": [
+            {"AutoScalingGroupName": "pool-a", "Tags": tag_list(owned), "DesiredCapacity": 2},
+            {"AutoScalingGroupName": "pool-gone", "Tags": tag_list(owned), "DesiredCapacity": 1},
+        ],
+        "launch_template": [
+            {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "pool-a", "Tags": tag_list(owned)},
+            {"LaunchTemplateId": "lt-2", "LaunchTemplateName": "pool-gone", "Tags": tag_list(owned)},
+        ],
+    }
+    spec = {"name": CLUSTER, "machine_pools": [{"name": "pool-a"}]}
+    result = summarise(raw, read_spec(spec, CLUSTER), None)
+    orphans = {(o["kind"], o["id"]): o["reason"] for o in result["orphans"]}
+    assert orphans == {
+        ("auto_scaling_group", "pool-gone"): "machine pool 'pool-gone' is not in the spec",
+        ("launch_template", "lt-2"): "machine pool 'pool-gone' is not in the spec",
+    }
+    assert [r["name"] for r in result["resources"]["auto_scaling_group"]] == ["pool-a", "pool-gone"]
