@@ -76,6 +76,7 @@ BASTION_INSTANCE_TYPE = "t3.micro"
 KUBEADM, RAW, NONE = "kubeadm", "raw", "none"
 ROLE_TAGS = {"control-plane": ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
 MAX_STEPS = 100
+STATUS_IDS_MAX = 100
 
 
 @dataclass
@@ -322,22 +323,28 @@ def observe(ctx: Context, group: str) -> list[Machine]:
 
 
 def observe_health(ctx: Context, machines: list[Machine]) -> dict[str, str]:
-    """Why each unhealthy machine is unhealthy: one DescribeInstanceStatus for the group's running machines.
+    """Why each unhealthy machine is unhealthy: one DescribeInstanceStatus (per 100) for the running machines.
 
     Stopped machines are known from DescribeInstances already; only running ones can have failed status checks,
     so a group with none running costs no extra request.
     """
     reasons = {m.id: health_reason(m.state, None) for m in machines if not m.leaving and not is_placeholder(m.id)}
     running = [m.id for m in machines if m.state == "running" and not is_placeholder(m.id)]
-    if running:
+    by_id: dict[str, Any] = {}
+    # DescribeInstanceStatus takes at most 100 instance ids: one request per 100 running machines.
+    for start in range(0, len(running), STATUS_IDS_MAX):
         statuses = (
             ctx.client("ec2")
-            .paginate("describe_instance_status", InstanceIds=running, IncludeAllInstances=True)
+            .paginate(
+                "describe_instance_status",
+                InstanceIds=running[start : start + STATUS_IDS_MAX],
+                IncludeAllInstances=True,
+            )
             .get("InstanceStatuses", [])
         )
-        by_id = {s["InstanceId"]: s for s in statuses}
-        for machine_id in running:
-            reasons[machine_id] = health_reason("running", by_id.get(machine_id))
+        by_id.update({s["InstanceId"]: s for s in statuses})
+    for machine_id in running:
+        reasons[machine_id] = health_reason("running", by_id.get(machine_id))
     return {k: v for k, v in reasons.items() if v}
 
 

@@ -171,6 +171,7 @@ def test_cloud_provider_resources_are_listed_then_removed_before_the_network(aws
     gc_calls = [p["call"] for p in gc.result["plan"]]
     assert "elbv2:DeleteLoadBalancer" in gc_calls and "ec2:DeleteSecurityGroup" in gc_calls
     assert task_index(deleted, gc.name) < task_index(deleted, VPC_TASK)
+    print(f"external resource GC: {len(gc.result['plan'])} calls {gc_calls}, requests {gc.result['api_calls']}")
 
     assert v2.describe_load_balancers()["LoadBalancers"] == []
     assert v2.describe_target_groups()["TargetGroups"] == []
@@ -243,6 +244,7 @@ def test_a_foreign_blocker_is_named_with_its_owner_and_left_alone(aws, run_playb
     assert failed.rc != 0, failed.describe()
     vpc_task = failed.task(VPC_TASK)
     message = vpc_task.result["msg"]
+    print(f"VPC refusal explained: {message}\nrequests of the failing VPC deletion: {vpc_task.result.get('api_calls')}")
     assert f"cannot delete VPC {net['vpc_id']}" in message and "blocked by:" in message, message
     assert f"subnet {foreign_subnet} ({foreign_cidr}; owner: someone else (untagged))" in message, message
     assert f"network interface {eni} (" in message and f"attached to {instance['InstanceId']}" in message, message

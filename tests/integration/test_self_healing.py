@@ -115,6 +115,7 @@ def test_stopped_worker_is_replaced_and_check_mode_only_plans_it(shared, run_mod
     aws.reset_requests()
     healed = _ok(run_module, _args(network, group))
     calls = healed["api_calls"]
+    print(f"healing run: plan {_calls(healed)}, requests {calls}")
     assert _calls(healed) == ["ec2:TerminateInstances", "ec2:RunInstances"]
     # The health read is one DescribeInstanceStatus for the whole group.
     assert calls["ec2:DescribeInstanceStatus"] == 1, calls
@@ -124,6 +125,7 @@ def test_stopped_worker_is_replaced_and_check_mode_only_plans_it(shared, run_mod
     assert healed["replicas"]["ready"] == 3
 
     again = _ok(run_module, _args(network, group))
+    print(f"no-op run after healing: requests {again['api_calls']}")
     assert not again["changed"] and again["plan"] == [] and again["health"]["unhealthy"] == []
 
 

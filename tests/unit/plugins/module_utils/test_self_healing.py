@@ -180,3 +180,23 @@ def test_observe_health_makes_no_request_when_nothing_runs():
     ctx = Context(session=session, cluster="heal", check_mode=False)
     with Stubber(session.client("ec2").raw):  # any request would fail: no response is queued
         assert observe_health(ctx, [m("a", state="stopped"), m("b", state="pending")]) == {"i-a": "instance stopped"}
+
+
+def test_observe_health_asks_for_at_most_100_ids_per_request():
+    session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
+    ctx = Context(session=session, cluster="heal", check_mode=False)
+    machines = [m(f"{n:03d}") for n in range(150)]
+    ids = [x.id for x in machines]
+    with Stubber(session.client("ec2").raw) as stub:
+        stub.add_response(
+            "describe_instance_status",
+            {"InstanceStatuses": []},
+            {"InstanceIds": ids[:100], "IncludeAllInstances": True},
+        )
+        stub.add_response(
+            "describe_instance_status",
+            {"InstanceStatuses": [{"InstanceId": ids[120], "InstanceStatus": IMPAIRED}]},
+            {"InstanceIds": ids[100:], "IncludeAllInstances": True},
+        )
+        assert observe_health(ctx, machines) == {ids[120]: "instance status check impaired"}
+        stub.assert_no_pending_responses()
