@@ -25,7 +25,9 @@ try:
 except ImportError:
     pass
 
+from ._asg_info import owned_groups
 from ._ec2 import describe, error_code
+from ._external_gc import cloud_provider_tagged
 from ._ownership import (
     CAPA_TAG_PREFIX,
     OWNED,
@@ -247,6 +249,10 @@ def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
 
 
+def _fetch_asgs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    return owned_groups(ctx, scope.cluster)
+
+
 def _fetch_classic_lbs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     """Classic ELBs of the region with their tags (the ELB API has no tag filter, as in CAPA's own lookup).
 
@@ -312,6 +318,35 @@ def _v2_lb(resource: str) -> bool:
 def _tagged_of(predicate: Callable[[str, str], bool]) -> Fetch:
     def fetch(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
         return [r for r in _tagged(ctx, scope) if predicate(*arn_parts(r["ResourceARN"]))]
+
+    return fetch
+
+
+CLOUD_PROVIDER_TYPES = ("elasticloadbalancing:loadbalancer", "elasticloadbalancing:targetgroup")
+
+
+def _cloud_tagged(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """ONE more tagging-API request: the v2 load balancers and target groups the cloud provider made.
+
+    They carry only ``kubernetes.io/cluster/<name>``, which the request above (CAPA's tag) cannot find, and the
+    tagging API ANDs its tag filters, so one request cannot ask for either tag.
+    """
+    if "cloud_tagged" not in scope.shared:
+        scope.shared["cloud_tagged"] = cloud_provider_tagged(ctx, CLOUD_PROVIDER_TYPES)
+    return scope.shared["cloud_tagged"]
+
+
+def _elb_tagged_of(predicate: Callable[[str, str], bool]) -> Fetch:
+    """Load balancers and target groups with either tag (CAPA's first: a resource with both is CAPA's)."""
+
+    def fetch(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+        seen: set[str] = set()
+        out = []
+        for r in _tagged(ctx, scope) + _cloud_tagged(ctx, scope):
+            if r["ResourceARN"] not in seen and predicate(*arn_parts(r["ResourceARN"])):
+                seen.add(r["ResourceARN"])
+                out.append(r)
+        return out
 
     return fetch
 
@@ -434,16 +469,33 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "load_balancer_v2",
-        _tagged_of(lambda service, resource: service == "elasticloadbalancing" and _v2_lb(resource)),
+        _elb_tagged_of(lambda service, resource: service == "elasticloadbalancing" and _v2_lb(resource)),
         lambda r: r["ResourceARN"],
         fields=lambda r: {"type": arn_parts(r["ResourceARN"])[1].split("/")[1]},
         name_of=_arn_name,
     ),
     Kind(
         "target_group",
-        _tagged_of(lambda service, resource: service == "elasticloadbalancing" and resource.startswith("targetgroup/")),
+        _elb_tagged_of(
+            lambda service, resource: service == "elasticloadbalancing" and resource.startswith("targetgroup/")
+        ),
         lambda r: r["ResourceARN"],
         name_of=_arn_name,
+    ),
+    Kind(
+        "auto_scaling_group",
+        _fetch_asgs,
+        lambda r: r["AutoScalingGroupName"],
+        fields=lambda r: {"desired": r.get("DesiredCapacity"), "min": r.get("MinSize"), "max": r.get("MaxSize")},
+        state=lambda r: r.get("Status") or "active",
+        name_of=lambda r: r["AutoScalingGroupName"],
+    ),
+    Kind(
+        "launch_template",
+        _ec2("describe_launch_templates", "LaunchTemplates", Scope.owner_filter),
+        lambda r: r["LaunchTemplateId"],
+        fields=lambda r: {"latest_version": r.get("LatestVersionNumber")},
+        name_of=lambda r: r.get("LaunchTemplateName"),
     ),
     Kind(
         "secret",
@@ -780,6 +832,14 @@ def machine_summary(facts: Facts) -> dict[str, dict[str, Any]]:
     return {group: _group_status(desired, by_group.get(group, [])) for group, desired in groups.items()}
 
 
+def pool_orphans(facts: Facts) -> None:
+    """Auto scaling groups and launch templates are named after their machine pool; other names are orphans."""
+    for kind in ("auto_scaling_group", "launch_template"):
+        for record in facts.owned.get(kind, []):
+            if record["name"] not in facts.view.machine_pools:
+                facts.orphan(kind, record, f"machine pool {record['name']!r} is not in the spec")
+
+
 def _group_status(desired: int, instances: list[dict[str, Any]]) -> dict[str, Any]:
     states: dict[str, int] = {}
     for instance in instances:
@@ -871,6 +931,7 @@ def summarise(raw: Mapping[str, list[dict[str, Any]]], view: ClusterView, vpc_id
     if view.kind == "unmanaged":
         conditions["LoadBalancerReady"] = load_balancer_condition(facts)
     _bootstrap_orphans(facts)
+    pool_orphans(facts)
     return {
         "vpc_id": facts.vpc_id,
         "resources": facts.owned,

@@ -60,13 +60,25 @@ def ensure_tags(
         )
 
 
+def is_dependency_error(code: str, message: str) -> bool:
+    """AWS's several ways of saying 'something still uses it' (EC2, ELB, ELBv2)."""
+    text = message.lower()
+    return (
+        code in ("DependencyViolation", "ResourceInUse", "ResourceInUseException", "InvalidGroup.InUse")
+        or "has dependencies" in text
+        or "dependent object" in text
+        or "currently in use" in text
+    )
+
+
 def delete_when_free(
     ctx: Context, attempt: Callable[[], Any], what: str, blockers: Callable[[], str] | None = None
 ) -> None:
-    """Run a delete that AWS refuses with DependencyViolation while dependants are still going away.
+    """Run a delete that AWS refuses while dependants are still going away.
 
     ENIs of NAT gateways, load balancers and terminated instances take minutes to be released, so a delete is
-    retried within the run's wait budget, and the final error names what still blocks it.
+    retried within the run's wait budget; if it is still refused then, the error names what blocks it and whose
+    it is (``_blockers.finder``).
     """
     delay = 2.0
     while True:
@@ -77,18 +89,10 @@ def delete_when_free(
             code = error_code(e)
             if code.endswith(NOT_FOUND_SUFFIX):
                 return
-            if code != "DependencyViolation" or ctx.remaining() <= 0 or not ctx.wait:
-                detail = f"; still in use by {blockers()}" if blockers and code == "DependencyViolation" else ""
-                raise ReconcileError(f"cannot delete {what}: {e.response['Error'].get('Message', code)}{detail}") from e
+            message = e.response["Error"].get("Message", code)
+            dependency = is_dependency_error(code, message)
+            if not dependency or ctx.remaining() <= 0 or not ctx.wait:
+                detail = f"; blocked by: {blockers()}" if blockers and dependency else ""
+                raise ReconcileError(f"cannot delete {what}: {message}{detail}") from e
         time.sleep(min(delay, max(ctx.remaining(), 0.1)))
         delay = min(delay * 1.7, 15.0)
-
-
-def network_interfaces_in(ctx: Context, filters: list[dict[str, Any]]) -> str:
-    """A short description of the ENIs matching ``filters`` (who blocks a deletion)."""
-    enis = describe(ctx, "describe_network_interfaces", "NetworkInterfaces", Filters=filters)
-    if not enis:
-        return "nothing visible yet (AWS may still be releasing network interfaces)"
-    return ", ".join(
-        f"{e['NetworkInterfaceId']} ({e.get('Description') or e.get('InterfaceType', 'interface')})" for e in enis
-    )

@@ -23,6 +23,7 @@ try:
 except ImportError:
     pass
 
+from ._blockers import finder
 from ._ec2 import error_code
 from ._elb_plan import (
     CLASSIC,
@@ -875,9 +876,10 @@ class _Deletion:
                     self.elbv2, "delete_target_group", resource=label, reason="cluster deleted", TargetGroupArn=arn
                 ),
                 label,
+                blockers=finder(self.ctx, target_group_arn=group["TargetGroupArn"]),
             )
 
-    def _retry_in_use(self, attempt: Callable[[], Any], label: str) -> None:
+    def _retry_in_use(self, attempt: Callable[[], Any], label: str, blockers: Callable[[], str] | None = None) -> None:
         """AWS may answer ResourceInUse for a moment after the listeners using a target group are gone."""
         delay = 2.0
         while True:
@@ -888,7 +890,8 @@ class _Deletion:
                 if _not_found(e):
                     return
                 if error_code(e) != "ResourceInUse" or not self.ctx.wait or self.ctx.remaining() <= 0:
-                    raise ReconcileError(f"cannot delete target group {label}: {e}") from e
+                    blocked = f"; blocked by: {blockers()}" if blockers and error_code(e) == "ResourceInUse" else ""
+                    raise ReconcileError(f"cannot delete target group {label}: {e}{blocked}") from e
             time.sleep(min(delay, max(self.ctx.remaining(), 0.1)))
             delay = min(delay * 1.7, 15.0)
 

@@ -32,12 +32,16 @@ from ._machine_plan import (
     LEAVING_STATES,
     LIVE_STATES,
     Machine,
+    Remediation,
     Step,
     choose_zone,
     client_token,
     default_failure_domains,
+    health_reason,
     instance_ready,
     machine_name,
+    parse_max_unhealthy,
+    plan_remediation,
     plan_step,
     subnet_for_zone,
     template_hash,
@@ -72,6 +76,7 @@ BASTION_INSTANCE_TYPE = "t3.micro"
 KUBEADM, RAW, NONE = "kubeadm", "raw", "none"
 ROLE_TAGS = {"control-plane": ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
 MAX_STEPS = 100
+STATUS_IDS_MAX = 100
 
 
 @dataclass
@@ -101,6 +106,7 @@ class GroupSpec:
     max_surge: int
     max_unavailable: int
     deletion_policy: str
+    max_unhealthy: str = "100%"
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
@@ -141,6 +147,7 @@ class GroupSpec:
             max_surge=rollout.get("max_surge", 1),
             max_unavailable=rollout.get("max_unavailable", 0),
             deletion_policy=rollout.get("deletion_policy") or "Random",
+            max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
         )
 
     @property
@@ -218,6 +225,12 @@ def _validate_rollout(spec: GroupSpec) -> None:
         raise SpecError("rollout.max_unavailable", "must be 0 for a control plane (machines are replaced one by one)")
     if spec.deletion_policy not in DELETION_POLICIES:
         raise SpecError("rollout.deletion_policy", f"must be one of {', '.join(DELETION_POLICIES)}")
+    try:
+        parse_max_unhealthy(spec.max_unhealthy)
+    except ValueError:
+        raise SpecError(
+            "max_unhealthy", f"'{spec.max_unhealthy}' is not a count (like 2) or a percentage up to 100% (like 40%)"
+        ) from None
 
 
 def _validate_load_balancers(spec: GroupSpec) -> None:
@@ -307,6 +320,32 @@ def observe(ctx: Context, group: str) -> list[Machine]:
     )
     machines = [to_machine(i) for r in reservations for i in r.get("Instances", [])]
     return sorted(machines, key=lambda m: (m.launch_time, m.name))
+
+
+def observe_health(ctx: Context, machines: list[Machine]) -> dict[str, str]:
+    """Why each unhealthy machine is unhealthy: one DescribeInstanceStatus (per 100) for the running machines.
+
+    Stopped machines are known from DescribeInstances already; only running ones can have failed status checks,
+    so a group with none running costs no extra request.
+    """
+    reasons = {m.id: health_reason(m.state, None) for m in machines if not m.leaving and not is_placeholder(m.id)}
+    running = [m.id for m in machines if m.state == "running" and not is_placeholder(m.id)]
+    by_id: dict[str, Any] = {}
+    # DescribeInstanceStatus takes at most 100 instance ids: one request per 100 running machines.
+    for start in range(0, len(running), STATUS_IDS_MAX):
+        statuses = (
+            ctx.client("ec2")
+            .paginate(
+                "describe_instance_status",
+                InstanceIds=running[start : start + STATUS_IDS_MAX],
+                IncludeAllInstances=True,
+            )
+            .get("InstanceStatuses", [])
+        )
+        by_id.update({s["InstanceId"]: s for s in statuses})
+    for machine_id in running:
+        reasons[machine_id] = health_reason("running", by_id.get(machine_id))
+    return {k: v for k, v in reasons.items() if v}
 
 
 @dataclass
@@ -449,7 +488,9 @@ class InstanceTier:
             return before, self._result(spec, [], None, registrations)
         run = GroupRun(ctx, spec, self.rng, machines)
         run.reconcile()
-        return before, self._result(spec, run.machines, run.group_hash, run.registrations, run.image)
+        after = self._result(spec, run.machines, run.group_hash, run.registrations, run.image)
+        after["health"] = run.health.as_dict(run.names, spec.max_unhealthy)
+        return before, after
 
     def _remove_all(self, ctx: Context, spec: GroupSpec, machines: list[Machine], regs: Registrations) -> None:
         going = [m for m in machines if not m.leaving]
@@ -494,6 +535,8 @@ class GroupRun:
     image: _ami.Image | None = None
     group_hash: str | None = None
     registrations: Registrations = field(default_factory=Registrations)
+    health: Remediation = field(default_factory=Remediation)
+    names: dict[str, str] = field(default_factory=dict)
     _pki: Any = None
     _pki_loaded: bool = False
 
@@ -504,6 +547,7 @@ class GroupRun:
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash
+        self._check_health()
         self.registrations = Registrations.observe(self.ctx, self.spec)
         if self.spec.replicas:
             self.registrations.check_zones(self.spec.failure_domains)
@@ -533,6 +577,21 @@ class GroupRun:
             raise ReconcileError(f"group {self.spec.name} did not converge in {MAX_STEPS} steps")
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
 
+    # health ----------------------------------------------------------------------------------------------------
+    def _check_health(self) -> None:
+        """Mark the machines to remediate: outdated and unavailable, so the rollout replaces them first."""
+        self.names = {m.id: m.name for m in self.machines}
+        reasons = observe_health(self.ctx, self.machines) if self.spec.replicas else {}
+        self.health = plan_remediation(
+            self.machines, reasons, self.spec.max_unhealthy, control_plane=self.spec.control_plane
+        )
+        if not self.health.allowed:
+            self.ctx.warn(f"group {self.spec.name}: {self.health.reason}")
+        for machine in self.machines:
+            if machine.id in self.health.remediate:
+                machine.unhealthy = self.health.unhealthy[machine.id]
+                machine.updated = False
+
     # image -----------------------------------------------------------------------------------------------------
     def _resolve_image(self) -> _ami.Image:
         spec = self.spec
@@ -558,7 +617,10 @@ class GroupRun:
         # Removals first: the group then never exceeds replicas + max_surge, even for a moment.
         for machine in step.delete:
             self.registrations.deregister(self.ctx, machine)
-        _terminate(self.ctx, step.delete, "outdated or beyond replicas")
+        sick = [m for m in step.delete if m.unhealthy]
+        if sick:
+            _terminate(self.ctx, sick, "unhealthy: " + "; ".join(f"{m.name} {m.unhealthy}" for m in sick))
+        _terminate(self.ctx, [m for m in step.delete if not m.unhealthy], "outdated or beyond replicas")
         for machine in step.delete:
             _delete_bootstrap(self.ctx, machine)
         # The result lists what stays; machines found leaving at the start are still reported.

@@ -21,6 +21,10 @@ from typing import Any, Iterable, Mapping, Sequence
 # States a machine of the group can be in while it still counts (DescribeInstances filter values).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 LEAVING_STATES = ("shutting-down", "terminated")
+# Live states in which a machine is down although it still exists: CAPI's MachineHealthCheck remediates it.
+DOWN_STATES = ("stopping", "stopped")
+IMPAIRED = "impaired"
+DEFAULT_MAX_UNHEALTHY = "100%"
 
 DELETION_POLICIES = ("Random", "Newest", "Oldest")
 NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
@@ -46,11 +50,12 @@ class Machine:
     subnet_id: str = ""
     updated: bool = True
     created: bool = False  # launched by this run
+    unhealthy: str = ""  # why the machine is to be remediated (set only when remediation is allowed)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def available(self) -> bool:
-        return self.state == "running"
+        return self.state == "running" and not self.unhealthy
 
     @property
     def leaving(self) -> bool:
@@ -111,6 +116,98 @@ def instance_ready(state: str, just_created: bool = False) -> dict[str, Any]:
     if state in ("stopping", "stopped"):
         return {"status": False, "reason": REASON_STOPPED}
     return {"status": False, "reason": REASON_TERMINATED}
+
+
+# health (CAPI MachineHealthCheck) -------------------------------------------------------------------------------
+@dataclass
+class Remediation:
+    """Which machines are unhealthy, and whether the guard lets this run replace them."""
+
+    unhealthy: dict[str, str] = field(default_factory=dict)  # machine id -> reason
+    remediate: list[str] = field(default_factory=list)  # ids to replace now
+    allowed: bool = True
+    reason: str = ""  # why remediation is held back, when it is
+
+    def as_dict(self, names: Mapping[str, str], max_unhealthy: str) -> dict[str, Any]:
+        return {
+            "max_unhealthy": max_unhealthy,
+            "unhealthy": [{"id": i, "name": names.get(i, i), "reason": r} for i, r in sorted(self.unhealthy.items())],
+            "remediated": sorted(names.get(i, i) for i in self.remediate),
+            "allowed": self.allowed,
+            "skipped_reason": self.reason or None,
+        }
+
+
+def health_reason(state: str, status: Mapping[str, Any] | None) -> str:
+    """Why a live machine is unhealthy ('' when it is healthy).
+
+    ``status`` is the machine's DescribeInstanceStatus entry: AWS reports failed reachability checks of the
+    instance (its OS) and of the system (the host) as ``impaired``; ``initializing`` and ``insufficient-data``
+    are not failures.
+    """
+    if state in DOWN_STATES:
+        return f"instance {state}"
+    failed = [
+        label
+        for label, key in (("system", "SystemStatus"), ("instance", "InstanceStatus"))
+        if ((status or {}).get(key) or {}).get("Status") == IMPAIRED
+    ]
+    return f"{' and '.join(failed)} status check impaired" if failed else ""
+
+
+def parse_max_unhealthy(value: Any) -> tuple[int, bool]:
+    """``3`` / ``"3"`` -> (3, False); ``"40%"`` -> (40, True). Raises ValueError for anything else."""
+    text = str(DEFAULT_MAX_UNHEALTHY if value is None or value == "" else value).strip()
+    percent = text.endswith("%")
+    number = int(text[:-1] if percent else text)
+    if number < 0 or (percent and number > 100):
+        raise ValueError(text)
+    return number, percent
+
+
+def max_unhealthy_count(value: Any, targets: int) -> int:
+    """CAPI's scaled maxUnhealthy: a percentage of the targets, rounded down (intstr, roundUp=false)."""
+    number, percent = parse_max_unhealthy(value)
+    return targets * number // 100 if percent else number
+
+
+def plan_remediation(
+    machines: Sequence[Machine], reasons: Mapping[str, str], max_unhealthy: Any, control_plane: bool = False
+) -> Remediation:
+    """CAPI's MachineHealthCheck short-circuit, plus KubeadmControlPlane's rules for a control plane.
+
+    Remediation is allowed only while the unhealthy machines number at most ``max_unhealthy`` of the targets
+    (the group's live machines); past that something is wrong beyond single machines, and replacing them all
+    would only make it worse. A control plane is remediated one machine at a time, and only when etcd keeps its
+    quorum once that machine is gone.
+    """
+    live = [m for m in machines if not m.leaving]
+    unhealthy = {m.id: reasons[m.id] for m in live if reasons.get(m.id)}
+    result = Remediation(unhealthy=unhealthy)
+    if not unhealthy:
+        return result
+    limit = max_unhealthy_count(max_unhealthy, len(live))
+    if len(unhealthy) > limit:
+        result.allowed = False
+        result.reason = (
+            f"{len(unhealthy)} of {len(live)} machines are unhealthy, more than max_unhealthy {max_unhealthy} "
+            f"({limit}): remediation is held back"
+        )
+        return result
+    ids = [m.id for m in live if m.id in unhealthy]
+    if control_plane:
+        members = len(live) - 1
+        healthy = len(live) - len(unhealthy)
+        if healthy < members // 2 + 1:
+            result.allowed = False
+            result.reason = (
+                f"removing an unhealthy control-plane machine would leave {healthy} healthy of {members} etcd "
+                "members, below quorum: remediation is held back"
+            )
+            return result
+        ids = ids[:1]
+    result.remediate = ids
+    return result
 
 
 # placement -------------------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import ipaddress
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from ._ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, network_interfaces_in, tags_of
+from ._blockers import finder
+from ._ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, tags_of
 from ._ownership import (
     OWNED,
     cloud_provider_tag_key,
@@ -633,7 +634,7 @@ class SecurityGroupTier:
             ctx,
             attempt,
             f"security group {group.name} ({group.group_id})",
-            blockers=lambda: network_interfaces_in(ctx, [{"Name": "group-id", "Values": [group.group_id]}]),
+            blockers=finder(ctx, group_id=group.group_id),
         )
 
     # report --------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import ipaddress
 import re
 from typing import Any
 
+from ._machine_plan import parse_max_unhealthy
 from ._reconcile import SpecError
 from ._validation import (
     check_availability_zone,
@@ -205,6 +206,12 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
         "A role to assume for every request of this cluster.", type="dict", options=_role_identity_options(True)
     ),
     additional_tags=opt("Tags added to every resource the cluster creates.", type="dict", default={}),
+    external_resource_gc=opt(
+        "On delete, first remove the load balancers, target groups and security groups the in-cluster cloud "
+        "provider created (tagged kubernetes.io/cluster/<name>: owned), as CAPA's ExternalResourceGC does.",
+        type="bool",
+        default=True,
+    ),
     ssh_key_name=opt("SSH key pair for machines that name none; empty means no key.", default=""),
     network=opt("The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
     bastion=opt(
@@ -273,6 +280,12 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
                 default={},
                 options=dict(max_surge=opt("Extra machines during a rollout.", type="int", default=1)),
             ),
+            max_unhealthy=opt(
+                "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it "
+                "no unhealthy (stopped, impaired) machine is replaced.",
+                type="raw",
+                default="100%",
+            ),
         ),
     ),
     machine_deployments=opt(
@@ -298,6 +311,12 @@ CLUSTER_OPTIONS: dict[str, Any] = dict(
                         "Which machines go first on scale-in.", choices=["Random", "Newest", "Oldest"], default="Random"
                     ),
                 ),
+            ),
+            max_unhealthy=opt(
+                "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it "
+                "no unhealthy (stopped, impaired) machine is replaced.",
+                type="raw",
+                default="100%",
             ),
         ),
     ),
@@ -750,7 +769,15 @@ def _check_source_cidr(cidr: str, field: str) -> None:
         raise SpecError(field, f"'{cidr}' is not a valid CIDR block ({e})") from None
 
 
+def _check_max_unhealthy(value: Any, field: str) -> None:
+    try:
+        parse_max_unhealthy(value)
+    except ValueError:
+        raise SpecError(field, f"'{value}' is not a count (like 2) or a percentage up to 100% (like 40%)") from None
+
+
 def _check_machines(cluster: dict[str, Any], region: str) -> None:
+    _check_max_unhealthy(cluster["control_plane"].get("max_unhealthy"), "capa_cluster.control_plane.max_unhealthy")
     replicas = cluster["control_plane"]["replicas"]
     if replicas < 1 or replicas % 2 == 0:
         raise SpecError(
@@ -767,6 +794,7 @@ def _check_machines(cluster: dict[str, Any], region: str) -> None:
             check_availability_zone(zone, region, f"{where}.failure_domains[{zone_index}]")
         if deployment["replicas"] < 0:
             raise SpecError(f"{where}.replicas", "must not be negative")
+        _check_max_unhealthy(deployment.get("max_unhealthy"), f"{where}.max_unhealthy")
         rollout = deployment["rollout"]
         if rollout["max_surge"] < 0 or rollout["max_unavailable"] < 0:
             raise SpecError(f"{where}.rollout", "max_surge and max_unavailable must not be negative")

@@ -18,7 +18,8 @@ try:
 except ImportError:
     pass
 
-from ._ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, network_interfaces_in, tags_of
+from ._blockers import finder
+from ._ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, tags_of
 from ._ownership import (
     ELB_ROLE_TAG,
     INTERNAL_ELB_ROLE_TAG,
@@ -667,9 +668,7 @@ class _Deletion:
                 self.ctx,
                 attempt,
                 f"subnet {subnet_id}",
-                blockers=lambda subnet_id=subnet_id: network_interfaces_in(
-                    self.ctx, [{"Name": "subnet-id", "Values": [subnet_id]}]
-                ),
+                blockers=finder(self.ctx, subnet_id=subnet_id),
             )
 
     def _untag_shared(self, subnets: list[dict[str, Any]]) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, network_interfaces_in, tags_of
+from ._blockers import finder
+from ._ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, tags_of
 from ._ownership import ROLE_COMMON, igw_name, is_owned, tag_specifications, vpc_name
 from ._reconcile import Context, ReconcileError, SpecError, placeholder
 from ._validation import check_resource_id, check_vpc_cidr
@@ -214,7 +215,7 @@ class VpcTier:
                 ec2, "delete_vpc", resource=vpc_name(ctx.cluster), reason="cluster deleted", VpcId=vpc_id
             ),
             f"VPC {vpc_id}",
-            blockers=lambda: network_interfaces_in(ctx, [{"Name": "vpc-id", "Values": [vpc_id]}]),
+            blockers=finder(ctx, vpc_id=vpc_id),
         )
 
 

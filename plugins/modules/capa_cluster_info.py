@@ -81,7 +81,7 @@ resources:
   description:
     - Resources carrying the cluster's ownership tag, per kind (C(vpc), C(internet_gateway), C(subnet),
       C(route_table), C(nat_gateway), C(elastic_ip), C(security_group), C(instance), C(load_balancer),
-      C(load_balancer_v2), C(target_group), C(secret), C(ssm_parameter)).
+      C(load_balancer_v2), C(target_group), C(auto_scaling_group), C(launch_template), C(secret), C(ssm_parameter)).
     - Each has C(id), C(name), C(role) (CAPA's role tag), C(state) (C(null) where AWS reports none), C(tags) and
       a few fields of its kind (C(vpc_id), C(availability_zone), C(cidr_block), C(public), C(subnet_ids),
       C(default_route), C(allocation_ids), C(group), C(dns_name), C(machine)).

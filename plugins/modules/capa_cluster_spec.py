@@ -88,6 +88,12 @@ options:
         description: Tags added to every resource the cluster creates.
         type: dict
         default: {}
+      external_resource_gc:
+        description: 'On delete, first remove the load balancers, target groups and
+          security groups the in-cluster cloud provider created (tagged kubernetes.io/cluster/<name>:
+          owned), as CAPA''s ExternalResourceGC does.'
+        type: bool
+        default: true
       ssh_key_name:
         description: SSH key pair for machines that name none; empty means no key.
         type: str
@@ -530,6 +536,12 @@ options:
                 description: Extra machines during a rollout.
                 type: int
                 default: 1
+          max_unhealthy:
+            description: 'Self-healing guard (MachineHealthCheck maxUnhealthy): a count
+              or a percentage like 40%; above it no unhealthy (stopped, impaired) machine
+              is replaced.'
+            type: raw
+            default: 100%
       machine_deployments:
         description: Worker machine deployments.
         type: list
@@ -671,6 +683,12 @@ options:
                   - Newest
                   - Oldest
                 default: Random
+          max_unhealthy:
+            description: 'Self-healing guard (MachineHealthCheck maxUnhealthy): a count
+              or a percentage like 40%; above it no unhealthy (stopped, impaired) machine
+              is replaced.'
+            type: raw
+            default: 100%
       machine_pools:
         description: 'Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind
           fleet) of worker machines. In an eks cluster they are self-managed nodes:

@@ -155,6 +155,18 @@ options:
         type: str
         choices: [Random, Newest, Oldest]
         default: Random
+  max_unhealthy:
+    description:
+      - Self-healing guard, as Cluster API's MachineHealthCheck C(maxUnhealthy). A machine is unhealthy when its
+        instance is stopped or stopping behind the module's back, or when EC2 reports its system or instance status
+        check C(impaired); unhealthy machines are replaced (terminated, then relaunched within the I(rollout)
+        bounds). When more machines than this are unhealthy at once, none is replaced; the run warns and says why
+        in RV(health).
+      - A count (C(2)) or a percentage of the group's machines (C(40%), rounded down).
+      - A control plane is healed one machine at a time, and only while etcd keeps its quorum.
+      - A machine terminated behind the module's back is simply gone, and replaced as a missing replica.
+    type: raw
+    default: "100%"
 notes:
   - With I(wait), a rolling replacement runs to its end within I(wait_timeout) (launch, wait until running,
     register, then deregister and terminate outdated machines, step by step); without it the run makes one step
@@ -306,6 +318,35 @@ ami_id:
   returned: always
   type: str
   sample: ami-0a1b2c3d4e5f67890
+health:
+  description:
+    - What the health check found when the run started - the unhealthy machines and why, those replaced (or, in
+      check mode, to be replaced), and, when I(max_unhealthy) held remediation back, the reason.
+  returned: when state is present
+  type: dict
+  contains:
+    max_unhealthy:
+      description: The guard in force.
+      type: str
+      sample: "100%"
+    unhealthy:
+      description: Unhealthy machines (C(id), C(name), C(reason)).
+      type: list
+      elements: dict
+      sample: [{"id": "i-0a1b2c3d4e5f67890", "name": "demo-md-0-x7k2p", "reason": "instance stopped"}]
+    remediated:
+      description: Names of the machines replaced because they were unhealthy.
+      type: list
+      elements: str
+      sample: [demo-md-0-x7k2p]
+    allowed:
+      description: Whether the guard allowed remediation.
+      type: bool
+      sample: true
+    skipped_reason:
+      description: Why remediation was held back (null when it was not).
+      type: str
+      sample: "2 of 3 machines are unhealthy, more than max_unhealthy 1 (1): remediation is held back"
 plan:
   description: The mutating AWS calls the run made, or in check mode would make, in order.
   returned: always
@@ -316,7 +357,7 @@ api_calls:
   description: Number of AWS requests the run made, per C(service:Operation).
   returned: always
   type: dict
-  sample: {"ec2:DescribeInstances": 1, "ec2:DescribeImages": 1, "ec2:DescribeInstanceTypes": 1}
+  sample: {"ec2:DescribeInstances": 1, "ec2:DescribeInstanceStatus": 1, "ec2:DescribeImages": 1}
 diff:
   description: The group before and after the run (with C(--diff)).
   returned: when diff mode is on
@@ -355,6 +396,7 @@ def main():
                     deletion_policy=dict(type="str", default="Random", choices=["Random", "Newest", "Oldest"]),
                 ),
             ),
+            max_unhealthy=dict(type="raw", default="100%"),
         ),
         tier=InstanceTier(),
         result_key=None,

@@ -131,6 +131,8 @@ def network() -> dict[str, list[dict[str, Any]]]:
         ],
         "load_balancer_v2": [],
         "target_group": [],
+        "auto_scaling_group": [],
+        "launch_template": [],
         "secret": [],
         "ssm_parameter": [],
     }
