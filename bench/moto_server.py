@@ -11,6 +11,15 @@ playbook cannot create its ELB on moto.
 2. AWS gives every new classic ELB a default health check (``TCP:<instance port>``, interval 30, timeout 5,
    unhealthy 2, healthy 10) and always returns ``HealthCheck``; moto leaves it out until
    ``ConfigureHealthCheck``, and ``elb_classic_lb`` fails with ``KeyError: 'HealthCheck'``.
+
+3. moto 5.2.5 does not implement ``autoscaling:DisableMetricsCollection`` (HTTP 500); AWS answers it.
+   ``amazon.aws.autoscaling_group`` calls it on every run over an existing group without ``metrics_collection``,
+   so without the fix the peer's second run fails on its first pool.
+
+4. moto 5.2.5 does not implement ``ec2:DeleteLaunchTemplateVersions`` (HTTP 500), which
+   ``amazon.aws.ec2_launch_template`` with ``state: absent`` calls for every version but the default before it
+   deletes the template.  The fix answers that the versions were deleted and leaves them in moto's list (moto
+   numbers versions by list position) until ``DeleteLaunchTemplate`` removes the template with all of them.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
 import moto_server  # noqa: E402
+from moto.autoscaling import responses as autoscaling_responses  # noqa: E402
+from moto.ec2.responses import launch_templates as lt_responses  # noqa: E402
 from moto.elb import models as elb_models  # noqa: E402
 from moto.elb import responses as elb_responses  # noqa: E402
 from moto.elb.exceptions import LoadBalancerNotFoundError  # noqa: E402
@@ -52,7 +63,39 @@ def _fix_default_health_check() -> None:
     elb_models.LoadBalancer.__init__ = __init__
 
 
+def _fix_disable_metrics_collection() -> None:
+    def disable_metrics_collection(self):  # type: ignore[no-untyped-def]
+        name = self._get_param("AutoScalingGroupName")
+        group = self.autoscaling_backend.describe_auto_scaling_groups([name])[0]
+        # Metrics left out means all of them, as on AWS.
+        gone = set(self._get_param("Metrics") or group.metrics or [])
+        group.metrics = [m for m in group.metrics or [] if m not in gone]
+        return autoscaling_responses.EmptyResult()
+
+    autoscaling_responses.AutoScalingResponse.disable_metrics_collection = disable_metrics_collection
+
+
+def _fix_delete_launch_template_versions() -> None:
+    def delete_launch_template_versions(self):  # type: ignore[no-untyped-def]
+        name = self._get_param("LaunchTemplateName")
+        tid = self._get_param("LaunchTemplateId")
+        template = (
+            self.ec2_backend.get_launch_template(tid) if tid else self.ec2_backend.get_launch_template_by_name(name)
+        )
+        numbers = [int(v) for v in self._get_param("LaunchTemplateVersions", [])]
+        deleted = [
+            {"LaunchTemplateId": template.id, "LaunchTemplateName": template.name, "VersionNumber": n} for n in numbers
+        ]
+        return lt_responses.ActionResult(
+            {"SuccessfullyDeletedLaunchTemplateVersions": deleted, "UnsuccessfullyDeletedLaunchTemplateVersions": []}
+        )
+
+    lt_responses.LaunchTemplates.delete_launch_template_versions = delete_launch_template_versions
+
+
 if __name__ == "__main__":
     _fix_missing_elb_attributes()
     _fix_default_health_check()
+    _fix_disable_metrics_collection()
+    _fix_delete_launch_template_versions()
     sys.exit(moto_server.main())
