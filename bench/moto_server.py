@@ -20,6 +20,10 @@ playbook cannot create its ELB on moto.
    ``amazon.aws.ec2_launch_template`` with ``state: absent`` calls for every version but the default before it
    deletes the template.  The fix answers that the versions were deleted and leaves them in moto's list (moto
    numbers versions by list position) until ``DeleteLaunchTemplate`` removes the template with all of them.
+
+5. AWS gives every managed node group an ``updateConfig`` (``maxUnavailable: 1``) and returns it; moto leaves it out
+   unless the create names one, and ``community.aws.eks_nodegroup`` fails with ``KeyError: 'updateConfig'`` on its
+   second run over the node group.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import moto_server  # noqa: E402
 from moto.autoscaling import responses as autoscaling_responses  # noqa: E402
 from moto.ec2.responses import launch_templates as lt_responses  # noqa: E402
+from moto.eks import models as eks_models  # noqa: E402
 from moto.elb import models as elb_models  # noqa: E402
 from moto.elb import responses as elb_responses  # noqa: E402
 from moto.elb.exceptions import LoadBalancerNotFoundError  # noqa: E402
@@ -93,9 +98,21 @@ def _fix_delete_launch_template_versions() -> None:
     lt_responses.LaunchTemplates.delete_launch_template_versions = delete_launch_template_versions
 
 
+def _fix_default_update_config() -> None:
+    original = eks_models.Nodegroup.__init__
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]  # noqa: N807
+        original(self, *args, **kwargs)
+        if not self.update_config:
+            self.update_config = {"maxUnavailable": 1}
+
+    eks_models.Nodegroup.__init__ = __init__
+
+
 if __name__ == "__main__":
     _fix_missing_elb_attributes()
     _fix_default_health_check()
     _fix_disable_metrics_collection()
     _fix_delete_launch_template_versions()
+    _fix_default_update_config()
     sys.exit(moto_server.main())
