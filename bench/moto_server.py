@@ -87,7 +87,7 @@ def _fix_delete_launch_template_versions() -> None:
         template = (
             self.ec2_backend.get_launch_template(tid) if tid else self.ec2_backend.get_launch_template_by_name(name)
         )
-        numbers = [int(v) for v in self._get_param("LaunchTemplateVersions", [])]
+        numbers = [int(v) for v in self._get_param("Versions", [])]
         deleted = [
             {"LaunchTemplateId": template.id, "LaunchTemplateName": template.name, "VersionNumber": n} for n in numbers
         ]
