@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import time
 from typing import Any, Callable, Mapping
 
@@ -23,8 +24,47 @@ def error_code(error: Exception) -> str:
 
 
 def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
-    """One logical describe (all pages) returning the list under ``key``."""
-    return ctx.client("ec2").paginate(method, **params).get(key, [])
+    """One logical describe (all pages) returning the list under ``key``.
+
+    Tag filters are checked again on what comes back: what a describe returns is what a tier may change or delete,
+    and a server that ignored a tag filter (moto does for NAT gateways) must not make another cluster's resource
+    look like ours.
+    """
+    found = ctx.client("ec2").paginate(method, **params).get(key, [])
+    wanted = tag_filters(params.get("Filters") or params.get("Filter") or [])
+    if not wanted:
+        return found
+    if key == "Reservations":
+        return [
+            dict(r, Instances=[i for i in r.get("Instances", []) if matches_tags(i, wanted)])
+            for r in found
+            if any(matches_tags(i, wanted) for i in r.get("Instances", []))
+        ]
+    return [item for item in found if matches_tags(item, wanted)]
+
+
+def tag_filters(filters: list[Mapping[str, Any]]) -> list[tuple[str | None, list[str]]]:
+    """``(key, values)`` per ``tag:<key>`` filter and ``(None, keys)`` per ``tag-key`` filter."""
+    wanted: list[tuple[str | None, list[str]]] = []
+    for entry in filters:
+        name = entry.get("Name", "")
+        if name.startswith("tag:"):
+            wanted.append((name[4:], list(entry.get("Values", []))))
+        elif name == "tag-key":
+            wanted.append((None, list(entry.get("Values", []))))
+    return wanted
+
+
+def matches_tags(resource: Mapping[str, Any], wanted: list[tuple[str | None, list[str]]]) -> bool:
+    """AWS's semantics: every filter must match, any of a filter's values may (``*``/``?`` wildcards)."""
+    tags = tags_of(resource)
+    for key, values in wanted:
+        if key is None:
+            if not any(fnmatch.fnmatchcase(k, pattern) for k in tags for pattern in values):
+                return False
+        elif key not in tags or not any(fnmatch.fnmatchcase(tags[key], pattern) for pattern in values):
+            return False
+    return True
 
 
 def describe_by_ids(ctx: Context, method: str, key: str, id_param: str, ids: list[str]) -> list[dict[str, Any]]:

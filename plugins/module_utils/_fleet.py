@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from . import _ami, _launch_template, _node_bootstrap
-from ._ec2 import tags_of
+from ._ec2 import describe, tags_of
 from ._fleet_plan import (
     GONE_STATES,
     FleetSpec,
@@ -278,7 +278,7 @@ def pool_instances(ctx: Context, name: str) -> list[str]:
         {"Name": f"tag:{POOL_TAG}", "Values": [name]},
         {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
     ]
-    reservations = ctx.client("ec2").paginate("describe_instances", Filters=filters).get("Reservations", [])
+    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters)
     return [i["InstanceId"] for r in reservations for i in r.get("Instances", [])]
 
 

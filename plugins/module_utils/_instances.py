@@ -26,7 +26,7 @@ except ImportError:
 
 from . import _ami, _bootstrap_data
 from ._bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
-from ._ec2 import error_code, tags_of
+from ._ec2 import describe, error_code, tags_of
 from ._machine_plan import (
     DELETION_POLICIES,
     LEAVING_STATES,
@@ -315,9 +315,7 @@ def observe(ctx: Context, group: str) -> list[Machine]:
         {"Name": "instance-state-name", "Values": list(LIVE_STATES) + ["shutting-down"]},
     ]
     # The largest page AWS allows: a no-op costs the same for 2 machines and for 200.
-    reservations = (
-        ctx.client("ec2").paginate("describe_instances", Filters=filters, MaxResults=1000).get("Reservations", [])
-    )
+    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters, MaxResults=1000)
     machines = [to_machine(i) for r in reservations for i in r.get("Instances", [])]
     return sorted(machines, key=lambda m: (m.launch_time, m.name))
 
@@ -873,7 +871,7 @@ def _wait_for(
     """Poll the given instances with one DescribeInstances per round, within the run's wait budget."""
     ids = [m.id for m in machines]
 
-    def describe() -> dict[str, dict[str, Any]]:
+    def poll() -> dict[str, dict[str, Any]]:
         try:
             reservations = ctx.client("ec2").paginate("describe_instances", InstanceIds=ids).get("Reservations", [])
         except botocore.exceptions.ClientError as e:
@@ -893,7 +891,7 @@ def _wait_for(
         return None
 
     names = ", ".join(m.name for m in machines)
-    return wait_until(describe, done, ctx, f"{names} {what}", delay=5.0, failed=failed)
+    return wait_until(poll, done, ctx, f"{names} {what}", delay=5.0, failed=failed)
 
 
 def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
