@@ -53,6 +53,9 @@ TRANSIENT_CODES = (
     "RequestTimeout",
     "RequestTimeoutException",
     "PriorRequestNotComplete",
+    "ServerException",
+    "ServiceUnavailableException",
+    "ServiceFailure",
 )
 
 _READ_PREFIXES = ("Describe", "List", "Get")
@@ -90,6 +93,15 @@ class ApiCallRecorder:
         return {k: v for k, v in self.as_dict().items() if not is_read_operation(k.split(":", 1)[1])}
 
 
+def is_lost_response(exc: BaseException) -> bool:
+    """True when a request may have reached AWS but its answer did not come back (dropped or timed out).
+
+    Such a request may have been applied: resending a create that carries no idempotency token can make a
+    second resource, so writes are never resent blindly on these (see ``_idempotency``).
+    """
+    return isinstance(exc, (botocore.exceptions.ConnectionClosedError, botocore.exceptions.ReadTimeoutError))
+
+
 def _retry_decorator(operation: str, retries: int) -> Callable:
     extra = list(TRANSIENT_CODES)
     if not is_read_operation(operation):
@@ -104,10 +116,22 @@ class RetryingClient:
     forget) and the codes depend on whether the call reads or writes.
     """
 
-    def __init__(self, client: Any, retries: int = 8) -> None:
+    def __init__(self, client: Any, retries: int = 8, single_attempt: Callable[[], Any] | None = None) -> None:
         self.raw = client
         self._retries = retries
         self._wrapped: dict[str, Callable] = {}
+        # Writes go through a client that makes exactly one HTTP attempt: botocore would otherwise resend a
+        # create whose answer was lost. Errors with a code are still retried here (AWSRetry), lost answers are
+        # resolved by Operations.call. Without a factory (unit tests with a stubbed client) writes use ``raw``.
+        self._single_attempt_factory = single_attempt
+        self._single: Any = None
+
+    def _client_for(self, method: str) -> Any:
+        if self._single_attempt_factory is None or is_read_operation(self.api_name(method)):
+            return self.raw
+        if self._single is None:
+            self._single = self._single_attempt_factory()
+        return self._single
 
     @property
     def meta(self) -> Any:
@@ -119,9 +143,9 @@ class RetryingClient:
     def __getattr__(self, method: str) -> Callable:
         if method in self._wrapped:
             return self._wrapped[method]
-        attr = getattr(self.raw, method)
         if method not in self.raw.meta.method_to_api_mapping:
-            return attr
+            return getattr(self.raw, method)
+        attr = getattr(self._client_for(method), method)
         wrapped = _retry_decorator(self.api_name(method), self._retries)(attr)
         self._wrapped[method] = wrapped
         return wrapped
@@ -140,12 +164,18 @@ class RetryingClient:
         return self.raw.get_waiter(name)
 
 
-def _client_config(user_agent: str, aws_config: Any) -> Any:
+def _client_config(user_agent: str, aws_config: Any, single_attempt: bool = False) -> Any:
     # botocore's "standard" mode retries connection errors and 5xx with jittered exponential backoff at the
-    # HTTP layer; AWSRetry above adds the longer, code-aware backoff.
-    config = botocore.config.Config(user_agent_extra=user_agent, retries={"mode": "standard", "max_attempts": 4})
+    # HTTP layer; AWSRetry above adds the longer, code-aware backoff. Writes make a single HTTP attempt (see
+    # RetryingClient), whatever the user's aws_config says.
+    retries = (
+        {"mode": "standard", "total_max_attempts": 1} if single_attempt else {"mode": "standard", "max_attempts": 4}
+    )
+    config = botocore.config.Config(user_agent_extra=user_agent, retries=retries)
     if aws_config is not None:
         config = config.merge(aws_config)
+        if single_attempt:
+            config = config.merge(botocore.config.Config(retries=retries))
     return config
 
 
@@ -163,7 +193,9 @@ class AwsSession:
         self.region = region
         self.endpoint_url = endpoint_url
         self._verify = params.pop("verify", None)
-        self._config = _client_config(user_agent, params.pop("aws_config", None))
+        aws_config = params.pop("aws_config", None)
+        self._config = _client_config(user_agent, aws_config)
+        self._single_attempt_config = _client_config(user_agent, aws_config, single_attempt=True)
         self.recorder = ApiCallRecorder()
         self._session = boto3.session.Session(**{k: v for k, v in params.items() if v is not None})
         self.recorder.attach(self._session)
@@ -173,14 +205,20 @@ class AwsSession:
         """The run's client for ``service``; ``region`` other than the run's region is for multi-region reads."""
         key = service if region in (None, self.region) else f"{service}@{region}"
         if key not in self._clients:
-            raw = self._session.client(
-                service,
-                region_name=region or self.region,
-                endpoint_url=self.endpoint_url,
-                verify=self._verify,
-                config=self._config,
+            session = self._session
+
+            def make(config: Any) -> Any:
+                return session.client(
+                    service,
+                    region_name=region or self.region,
+                    endpoint_url=self.endpoint_url,
+                    verify=self._verify,
+                    config=config,
+                )
+
+            self._clients[key] = RetryingClient(
+                make(self._config), single_attempt=lambda: make(self._single_attempt_config)
             )
-            self._clients[key] = RetryingClient(raw)
         return self._clients[key]
 
     def credentials(self) -> Any:
