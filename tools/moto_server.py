@@ -366,8 +366,9 @@ class FaultInjector:
     * ``error``: HTTP 500 or 503 (even odds) with the protocol's error body, not forwarded;
     * ``drop``: forwarded to moto, which applies it; then the connection is closed without an answer (the change
       happened, the client never heard). Reads are dropped too: harmless, and it happens on AWS as well.
-    * ``kill_at``: eligible request numbers (1-based) at which, after moto applied the request, the process group
-      ``kill_pgid`` gets SIGKILL and the connection is dropped: a crash at a deterministic point.
+    * ``kill_at``: eligible request numbers (1-based; with ``kill_mutating`` numbers of the requests that are
+      not Describe/List/Get) at which, after moto applied the request, the process group ``kill_pgid`` gets
+      SIGKILL and the connection is dropped: a crash at a deterministic point.
 
     ``GET /_capa/faults`` returns the configuration and the counters (eligible requests, faults per kind and per
     ``service:Operation``, kills done); ``POST /_capa/faults/reset`` switches it off. A moto reset keeps it.
@@ -389,9 +390,11 @@ class FaultInjector:
             "match": str(config.get("match", "clusterapi.aws")),
             "kill_at": sorted(int(n) for n in config.get("kill_at", [])),
             "kill_pgid": config.get("kill_pgid"),
+            "kill_mutating": bool(config.get("kill_mutating", False)),
         }
         self._rng = random.Random(self.config["seed"])
         self.requests = 0
+        self.mutating = 0
         self.injected: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
         self.by_operation: dict[str, dict[str, int]] = {}
         self.kills: list[dict[str, Any]] = []
@@ -401,6 +404,7 @@ class FaultInjector:
             return {
                 "config": dict(self.config),
                 "requests": self.requests,
+                "mutating": self.mutating,
                 "injected": dict(self.injected),
                 "by_operation": {op: dict(kinds) for op, kinds in sorted(self.by_operation.items())},
                 "kills": list(self.kills),
@@ -422,7 +426,10 @@ class FaultInjector:
         record = classify(environ)
         with self._lock:
             self.requests += 1
-            kill = bool(self.config["kill_at"]) and self.requests in self.config["kill_at"]
+            writes = not record["operation"].startswith(("Describe", "List", "Get"))
+            self.mutating += writes
+            number = self.mutating if self.config["kill_mutating"] else self.requests
+            kill = number in self.config["kill_at"] and (writes or not self.config["kill_mutating"])
             draw = self._rng.random()
             kind = None
             throttle, error, drop = self.config["throttle"], self.config["error"], self.config["drop"]

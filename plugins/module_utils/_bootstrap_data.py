@@ -228,6 +228,39 @@ def _put_parameter(ctx: Context, name: str, part: str, tags: Mapping[str, str], 
         )
 
 
+def unreferenced_secrets(ctx: Context, owner: Mapping[str, str], kept: set[str], marker: str) -> list[str]:
+    """Secrets Manager entries carrying every tag of ``owner`` and the tag key ``marker`` whose name belongs to
+    none of the ``kept`` prefixes: bootstrap data written by a run that died before the machine that would read
+    it was launched (or after it was terminated). One paginated ListSecrets."""
+    filters = [{"Key": "tag-key", "Values": [next(iter(owner))]}]
+    found = ctx.client("secretsmanager").paginate("list_secrets", Filters=filters).get("SecretList", [])
+    stray = []
+    for secret in found:
+        tags = {t["Key"]: t["Value"] for t in secret.get("Tags", [])}
+        if marker not in tags or any(tags.get(k) != v for k, v in owner.items()):
+            continue
+        if not any(secret["Name"].startswith(f"{prefix}-") for prefix in kept):
+            stray.append(secret["Name"])
+    return sorted(stray)
+
+
+def delete_named(ctx: Context, names: list[str], reason: str) -> None:
+    """Remove Secrets Manager entries by name; one already gone is fine."""
+    for name in names:
+        try:
+            ctx.ops.call(
+                ctx.client("secretsmanager"),
+                "delete_secret",
+                resource=name,
+                reason=reason,
+                SecretId=name,
+                ForceDeleteWithoutRecovery=True,
+            )
+        except botocore.exceptions.ClientError as e:
+            if error_code(e) != "ResourceNotFoundException":
+                raise
+
+
 def delete(ctx: Context, ref: BootstrapRef, machine_name: str) -> None:
     """Remove a machine's entries; entries already gone (the node deletes them on boot) are fine."""
     reason = f"machine {machine_name} goes"

@@ -48,6 +48,7 @@ from ._ownership import (
     ROLE_CONTROL_PLANE,
     ROLE_NODE,
     cloud_provider_tag_key,
+    cluster_tag_key,
     dict_to_tags,
     missing_tags,
     tag_specifications,
@@ -460,6 +461,7 @@ class InstanceTier:
             _wait_for(ctx, going, lambda s: s == "terminated", "to terminate")
         for machine in going:
             _delete_bootstrap(ctx, machine)
+        _sweep_bootstrap(ctx, spec, [])
 
     def _result(
         self,
@@ -510,6 +512,7 @@ class GroupRun:
         if sum(m.updated for m in live) < self.spec.replicas and self.spec.bootstrap["type"] == KUBEADM:
             self._load_pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
+        changed = False
         for _attempt in range(MAX_STEPS):
             if self.ctx.wait:
                 self._wait_pending()
@@ -525,12 +528,17 @@ class GroupRun:
             )
             if step.empty:
                 break
+            changed = True
             self._apply(step)
             if not self.ctx.wait:
                 self._register_running()
                 break
         else:
             raise ReconcileError(f"group {self.spec.name} did not converge in {MAX_STEPS} steps")
+        if changed:
+            # Only a run that launches or removes machines can meet what a killed one left behind; a no-op run
+            # stays a describe per type.
+            _sweep_bootstrap(self.ctx, self.spec, self.machines)
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
 
     # image -----------------------------------------------------------------------------------------------------
@@ -793,6 +801,23 @@ def _terminate(ctx: Context, machines: list[Machine], reason: str) -> None:
             reason=reason,
             InstanceIds=ids,
         )
+
+
+def _sweep_bootstrap(ctx: Context, spec: GroupSpec, machines: list[Machine]) -> None:
+    """Delete the group's bootstrap entries that no machine refers to (a run killed between storing them and
+    RunInstances, or between TerminateInstances and deleting them, leaves such entries behind)."""
+    if spec.bootstrap["type"] == NONE or spec.bootstrap["backend"] != _bootstrap_data.SECRETS_MANAGER:
+        return
+    if ctx.check_mode:
+        return  # what a check run would sweep depends on machines it only planned
+    kept = set()
+    for machine in machines:
+        ref = BootstrapRef.from_tag((machine.extra.get("tags") or {}).get(BOOTSTRAP_TAG))
+        if ref is not None:
+            kept.add(ref.prefix)
+    owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
+    stray = _bootstrap_data.unreferenced_secrets(ctx, owner, kept, MACHINE_NAME_TAG)
+    _bootstrap_data.delete_named(ctx, stray, "bootstrap data no machine refers to")
 
 
 def _delete_bootstrap(ctx: Context, machine: Machine) -> None:
