@@ -366,6 +366,7 @@ class FaultInjector:
     * ``error``: HTTP 500 or 503 (even odds) with the protocol's error body, not forwarded;
     * ``drop``: forwarded to moto, which applies it; then the connection is closed without an answer (the change
       happened, the client never heard). Reads are dropped too: harmless, and it happens on AWS as well.
+    * ``drop_writes``: a further share of the requests that are not Describe/List/Get, dropped as above;
     * ``kill_at``: eligible request numbers (1-based; with ``kill_mutating`` numbers of the requests that are
       not Describe/List/Get) at which, after moto applied the request, the process group ``kill_pgid`` gets
       SIGKILL and the connection is dropped: a crash at a deterministic point.
@@ -391,6 +392,7 @@ class FaultInjector:
             "kill_at": sorted(int(n) for n in config.get("kill_at", [])),
             "kill_pgid": config.get("kill_pgid"),
             "kill_mutating": bool(config.get("kill_mutating", False)),
+            "drop_writes": float(config.get("drop_writes", 0.0)),
         }
         self._rng = random.Random(self.config["seed"])
         self.requests = 0
@@ -439,6 +441,8 @@ class FaultInjector:
                 kind = "error500" if self._rng.random() < 0.5 else "error503"
             elif draw < throttle + error + drop:
                 kind = "drop"
+            elif writes and draw < throttle + error + drop + self.config["drop_writes"]:
+                kind = "drop"
             if kill:
                 kind = None
             if kind:
@@ -454,7 +458,7 @@ class FaultInjector:
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if path.startswith("/_capa/faults"):
             return self._control(environ, start_response, path, method)
-        active = self.config["throttle"] or self.config["error"] or self.config["drop"] or self.config["kill_at"]
+        active = any(self.config[k] for k in ("throttle", "error", "drop", "drop_writes", "kill_at"))
         eligible = (
             active
             and not path.startswith(("/_capa", "/moto-api"))

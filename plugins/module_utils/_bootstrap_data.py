@@ -228,16 +228,20 @@ def _put_parameter(ctx: Context, name: str, part: str, tags: Mapping[str, str], 
         )
 
 
-def unreferenced_secrets(ctx: Context, owner: Mapping[str, str], kept: set[str], marker: str) -> list[str]:
-    """Secrets Manager entries carrying every tag of ``owner`` and the tag key ``marker`` whose name belongs to
-    none of the ``kept`` prefixes: bootstrap data written by a run that died before the machine that would read
-    it was launched (or after it was terminated). One paginated ListSecrets."""
+def unreferenced_secrets(
+    ctx: Context, owner: Mapping[str, str], kept: set[str], marker: str | None = None, unmarked: str | None = None
+) -> list[str]:
+    """Secrets Manager entries carrying every tag of ``owner`` (and the tag key ``marker``, and not the tag key
+    ``unmarked``, when given) whose name belongs to none of the ``kept`` prefixes: bootstrap data written by a run
+    that died before what would read it was created (or after it was removed). One paginated ListSecrets."""
     filters = [{"Key": "tag-key", "Values": [next(iter(owner))]}]
     found = ctx.client("secretsmanager").paginate("list_secrets", Filters=filters).get("SecretList", [])
     stray = []
     for secret in found:
         tags = {t["Key"]: t["Value"] for t in secret.get("Tags", [])}
-        if marker not in tags or any(tags.get(k) != v for k, v in owner.items()):
+        if any(tags.get(k) != v for k, v in owner.items()):
+            continue
+        if (marker and marker not in tags) or (unmarked and unmarked in tags):
             continue
         if not any(secret["Name"].startswith(f"{prefix}-") for prefix in kept):
             stray.append(secret["Name"])

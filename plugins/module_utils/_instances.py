@@ -512,7 +512,7 @@ class GroupRun:
         if sum(m.updated for m in live) < self.spec.replicas and self.spec.bootstrap["type"] == KUBEADM:
             self._load_pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
-        changed = False
+        swept = False
         for _attempt in range(MAX_STEPS):
             if self.ctx.wait:
                 self._wait_pending()
@@ -528,17 +528,17 @@ class GroupRun:
             )
             if step.empty:
                 break
-            changed = True
+            if not swept:
+                # Before the first launch or removal (a no-op run stays one describe per type): what a killed
+                # run stored for a machine it never launched is deleted before new entries are written.
+                _sweep_bootstrap(self.ctx, self.spec, self.machines)
+                swept = True
             self._apply(step)
             if not self.ctx.wait:
                 self._register_running()
                 break
         else:
             raise ReconcileError(f"group {self.spec.name} did not converge in {MAX_STEPS} steps")
-        if changed:
-            # Only a run that launches or removes machines can meet what a killed one left behind; a no-op run
-            # stays a describe per type.
-            _sweep_bootstrap(self.ctx, self.spec, self.machines)
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
 
     # image -----------------------------------------------------------------------------------------------------

@@ -137,6 +137,41 @@ def run_killable(
     return proc.returncode, status, output[-3000:]
 
 
+# A small cluster so that a run is quick: one AZ (public + private subnet, one NAT gateway and its EIP, two route
+# tables), the four role security groups of a cluster without bastion, the classic API load balancer, one
+# control-plane machine, md-0 with one worker, the ASG pool mp-0 (one instance, one launch template) and the
+# Secrets Manager entries of the machines' and the template's bootstrap data (5, as a fault-free run makes).
+SMALL_EXPECTED = {
+    "auto_scaling_group": 1,
+    "classic_elb": 1,
+    "eip": 1,
+    "instance": 3,
+    "instance:control-plane": 1,
+    "instance:md-0": 1,
+    "instance:mp-0": 1,
+    "internet_gateway": 1,
+    "launch_template": 1,
+    "nat_gateway": 1,
+    "route_table": 2,
+    "secret": 5,
+    "security_group": 4,
+    "subnet": 2,
+    "vpc": 1,
+}
+
+
+def small_spec(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "region": "us-east-1",
+        "kubernetes_version": "v1.31.2",
+        "network": {"vpc": {"availability_zone_usage_limit": 1}, "nat_gateways": "single"},
+        "control_plane": {"replicas": 1},
+        "machine_deployments": [{"name": "md-0", "replicas": 1}],
+        "machine_pools": [{"name": "mp-0", "kind": "asg", "min_size": 1, "max_size": 2, "desired_capacity": 1}],
+    }
+
+
 # census -------------------------------------------------------------------------------------------------------
 def census(aws: Any, cluster: str) -> dict[str, list[str]]:
     """Every live resource carrying the cluster's ownership tag, by kind -> sorted list of ids (or names)."""

@@ -17,11 +17,13 @@ from typing import Any
 from reliability import (
     DELETE,
     SITE,
+    SMALL_EXPECTED,
     Faults,
     ansible_env,
     census,
     counts,
     run_killable,
+    small_spec,
     tagged_anywhere,
     write_figures,
     write_inventory,
@@ -29,39 +31,6 @@ from reliability import (
 
 KILLS_PER_CHAIN = 10
 MAX_WRITES_PER_STEP = 6  # a resumed run dies after 1..6 of its writes
-
-# A small cluster so that a run is quick: one AZ (public + private subnet, one NAT gateway and its EIP, two route
-# tables), the five role security groups, the classic API load balancer, one control-plane machine, md-0 with one
-# worker, the ASG pool mp-0 (one instance, one launch template) and the bootstrap secrets of the machines.
-SMALL_EXPECTED = {
-    "auto_scaling_group": 1,
-    "classic_elb": 1,
-    "eip": 1,
-    "instance": 3,
-    "instance:control-plane": 1,
-    "instance:md-0": 1,
-    "instance:mp-0": 1,
-    "internet_gateway": 1,
-    "launch_template": 1,
-    "nat_gateway": 1,
-    "route_table": 2,
-    "secret": 3,
-    "security_group": 5,
-    "subnet": 2,
-    "vpc": 1,
-}
-
-
-def small_spec(name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "region": "us-east-1",
-        "kubernetes_version": "v1.31.2",
-        "network": {"vpc": {"availability_zone_usage_limit": 1}, "nat_gateways": "single"},
-        "control_plane": {"replicas": 1},
-        "machine_deployments": [{"name": "md-0", "replicas": 1}],
-        "machine_pools": [{"name": "mp-0", "kind": "asg", "min_size": 1, "max_size": 2, "desired_capacity": 1}],
-    }
 
 
 def over_spec(found: dict[str, list[str]], limit: dict[str, int]) -> dict[str, int]:

@@ -14,7 +14,19 @@ import boto3
 import botocore.config
 import botocore.exceptions
 import pytest
-from reliability import DELETE, SITE, Faults, census, counts, demo_spec, tagged_anywhere, write_figures, write_inventory
+from reliability import (
+    DELETE,
+    SITE,
+    SMALL_EXPECTED,
+    Faults,
+    census,
+    counts,
+    demo_spec,
+    small_spec,
+    tagged_anywhere,
+    write_figures,
+    write_inventory,
+)
 
 SEED = 20261129
 RATES = {"throttle": 0.10, "error": 0.03, "drop": 0.03}
@@ -117,20 +129,9 @@ def test_demo_cluster_converges_under_faults(aws, run_playbook, tmp_path):
     figures = {"cluster": "demo", "seed": SEED, "rates": RATES}
     started = time.monotonic()
 
-    faults.configure(seed=SEED, **RATES)
-    try:
-        runs = []
-        for _attempt in range(2):
-            result = run_playbook(SITE, inventory=inventory, expect_rc=None)
-            runs.append(result.rc)
-            if result.rc == 0:
-                break
-        status = faults.status()
-    finally:
-        faults.off()
-    assert runs[-1] == 0, f"site.yml did not converge in {len(runs)} runs under faults\n{result.describe()}"
+    runs, status = converge(run_playbook, SITE, inventory, faults, seed=SEED, **RATES)
     figures["site"] = {
-        "runs_to_converge": len(runs),
+        "runs_to_converge": runs,
         "requests": status["requests"],
         "faults": status["injected"],
         "faulted_operations": len(status["by_operation"]),
@@ -150,21 +151,10 @@ def test_demo_cluster_converges_under_faults(aws, run_playbook, tmp_path):
     assert again.changed == 0, [t.name for t in again.changed_tasks]
     assert aws.mutating_requests() == []
 
-    faults.configure(seed=SEED + 1, **RATES)
-    try:
-        runs = []
-        for _attempt in range(2):
-            result = run_playbook(DELETE, inventory=inventory, expect_rc=None)
-            runs.append(result.rc)
-            if result.rc == 0:
-                break
-        status = faults.status()
-    finally:
-        faults.off()
-    assert runs[-1] == 0, f"delete.yml did not finish in {len(runs)} runs under faults\n{result.describe()}"
+    runs, status = converge(run_playbook, DELETE, inventory, faults, seed=SEED + 1, **RATES)
     left = census(aws, "demo")
     figures["delete"] = {
-        "runs_to_converge": len(runs),
+        "runs_to_converge": runs,
         "requests": status["requests"],
         "faults": status["injected"],
         "dropped": dropped(status),
@@ -174,3 +164,45 @@ def test_demo_cluster_converges_under_faults(aws, run_playbook, tmp_path):
     figures["seconds"] = round(time.monotonic() - started, 1)
     write_figures("faults", figures)
     assert left == {} and figures["delete"]["tagged_left"] == []
+
+
+def converge(run_playbook, playbook, inventory, faults, **config):
+    """Run ``playbook`` under ``config`` faults until it succeeds, twice at most; (runs, injector status)."""
+    faults.configure(**config)
+    try:
+        runs = []
+        for _attempt in range(2):
+            result = run_playbook(playbook, inventory=inventory, expect_rc=None)
+            runs.append(result.rc)
+            if result.rc == 0:
+                break
+        status = faults.status()
+    finally:
+        faults.off()
+    assert runs[-1] == 0, f"{playbook.name} did not converge in {len(runs)} runs under faults\n{result.describe()}"
+    return len(runs), status
+
+
+def test_lost_answers_to_a_third_of_the_writes_make_no_duplicate(aws, run_playbook, tmp_path):
+    """Every tier's creates, attaches and deletes lose their answer often: tokens, tags and "already done"
+    answers (Operations.call) must keep the result exact."""
+    started = time.monotonic()
+    inventory = write_inventory(tmp_path, small_spec("lost"))
+    faults = Faults(aws.url)
+    runs, status = converge(run_playbook, SITE, inventory, faults, seed=SEED, drop_writes=0.33)
+    found = counts(census(aws, "lost"))
+    figures = {
+        "cluster": "small (1 AZ)",
+        "site": {"runs_to_converge": runs, "requests": status["requests"], "writes": status["mutating"]},
+        "site_dropped": dropped(status),
+        "resources": found,
+    }
+    assert found == SMALL_EXPECTED
+    runs, status = converge(run_playbook, DELETE, inventory, faults, seed=SEED + 1, drop_writes=0.33)
+    figures["delete"] = {"runs_to_converge": runs, "requests": status["requests"], "writes": status["mutating"]}
+    figures["delete_dropped"] = dropped(status)
+    figures["resources_left"] = counts(census(aws, "lost"))
+    figures["tagged_left"] = tagged_anywhere(aws, "lost")
+    figures["seconds"] = round(time.monotonic() - started, 1)
+    write_figures("lost_writes", figures)
+    assert figures["resources_left"] == {} and figures["tagged_left"] == []

@@ -61,3 +61,17 @@ def test_deleting_an_entry_already_gone_is_fine():
         delete_named(ctx, ["a-0", "b-0"], "stray")
         stub.assert_no_pending_responses()
     assert [p.resource for p in ctx.ops.plan] == ["a-0", "b-0"]
+
+
+def test_a_pools_sweep_leaves_machine_entries_alone():
+    client = boto3.client("secretsmanager", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    pool = {OWNED_KEY: "owned", GROUP: "mp-0"}
+    listed = [
+        secret("aws.cluster.x-k8s.io/version-1-0", **pool),
+        secret("aws.cluster.x-k8s.io/killed-0", **pool),
+        secret("aws.cluster.x-k8s.io/machine-0", **pool, MachineName="demo/demo-mp-0-aaaaa"),
+    ]
+    with Stubber(client) as stub:
+        stub.add_response("list_secrets", {"SecretList": listed})
+        stray = unreferenced_secrets(_Ctx(client), pool, {"aws.cluster.x-k8s.io/version-1"}, unmarked="MachineName")
+    assert stray == ["aws.cluster.x-k8s.io/killed-0"]
