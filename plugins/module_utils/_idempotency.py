@@ -17,6 +17,7 @@ Used by ``Operations.call``, so every tier gets the same behaviour. Modules do n
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Mapping
 
 from ._connection import is_lost_response
@@ -28,8 +29,10 @@ except ImportError:
 
 TOKEN_PARAMS = ("ClientToken", "ClientRequestToken", "clientRequestToken", "IdempotencyToken")
 
-# How often a write is sent in all when its answers keep getting lost.
-LOST_RESPONSE_ATTEMPTS = 4
+# How often a write is sent in all when its answers keep getting lost, and the pause before a resend (doubling):
+# a lost answer is a network or endpoint hiccup, not throttling.
+LOST_RESPONSE_ATTEMPTS = 6
+LOST_RESPONSE_PAUSE = 0.2
 
 # EC2 TagSpecifications resource type -> (describe method, list key, key of the create's answer or None when
 # the create answers with the resource's fields at top level: CreateSecurityGroup, AllocateAddress, id key).
@@ -165,6 +168,7 @@ def send(
                 raise
             if lost is not None:
                 lost(operation)
+            time.sleep(min(LOST_RESPONSE_PAUSE * 2**attempt, 5.0))
             if not carries_token(params):
                 landed = _find_landed(client, operation, lookup, claimed)
                 if landed is not None:

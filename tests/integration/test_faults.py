@@ -136,6 +136,7 @@ def test_demo_cluster_converges_under_faults(aws, run_playbook, tmp_path):
         "faults": status["injected"],
         "faulted_operations": len(status["by_operation"]),
         "dropped": dropped(status),
+        "failures": status["failures"],
     }
     assert sum(status["injected"].values()) > 0
 
@@ -158,6 +159,7 @@ def test_demo_cluster_converges_under_faults(aws, run_playbook, tmp_path):
         "requests": status["requests"],
         "faults": status["injected"],
         "dropped": dropped(status),
+        "failures": status["failures"],
         "resources_left": sum(len(v) for k, v in left.items() if not k.startswith("instance:")),
         "tagged_left": tagged_anywhere(aws, "demo"),
     }
@@ -167,16 +169,19 @@ def test_demo_cluster_converges_under_faults(aws, run_playbook, tmp_path):
 
 
 def converge(run_playbook, playbook, inventory, faults, **config):
-    """Run ``playbook`` under ``config`` faults until it succeeds, twice at most; (runs, injector status)."""
+    """Run ``playbook`` under ``config`` faults until it succeeds, twice at most; (runs, injector status).
+
+    The status carries ``failures``: the message of each failed task of a run that did not succeed."""
     faults.configure(**config)
     try:
-        runs = []
+        runs, failures = [], []
         for _attempt in range(2):
             result = run_playbook(playbook, inventory=inventory, expect_rc=None)
             runs.append(result.rc)
             if result.rc == 0:
                 break
-        status = faults.status()
+            failures += [f"{t.name}: {str(t.result.get('msg'))[:300]}" for t in result.tasks if t.failed]
+        status = faults.status() | {"failures": failures}
     finally:
         faults.off()
     assert runs[-1] == 0, f"{playbook.name} did not converge in {len(runs)} runs under faults\n{result.describe()}"
@@ -193,13 +198,23 @@ def test_lost_answers_to_a_third_of_the_writes_make_no_duplicate(aws, run_playbo
     found = counts(census(aws, "lost"))
     figures = {
         "cluster": "small (1 AZ)",
-        "site": {"runs_to_converge": runs, "requests": status["requests"], "writes": status["mutating"]},
+        "site": {
+            "runs_to_converge": runs,
+            "requests": status["requests"],
+            "writes": status["mutating"],
+            "failures": status["failures"],
+        },
         "site_dropped": dropped(status),
         "resources": found,
     }
     assert found == SMALL_EXPECTED
     runs, status = converge(run_playbook, DELETE, inventory, faults, seed=SEED + 1, drop_writes=0.33)
-    figures["delete"] = {"runs_to_converge": runs, "requests": status["requests"], "writes": status["mutating"]}
+    figures["delete"] = {
+        "runs_to_converge": runs,
+        "requests": status["requests"],
+        "writes": status["mutating"],
+        "failures": status["failures"],
+    }
     figures["delete_dropped"] = dropped(status)
     figures["resources_left"] = counts(census(aws, "lost"))
     figures["tagged_left"] = tagged_anywhere(aws, "lost")

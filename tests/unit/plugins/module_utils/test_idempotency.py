@@ -28,6 +28,11 @@ OWNED = "sigs.k8s.io/cluster-api-provider-aws/cluster/demo"
 VPC_TAGS = [{"Key": "Name", "Value": "demo-vpc"}, {"Key": OWNED, "Value": "owned"}]
 
 
+@pytest.fixture(autouse=True)
+def no_pause(monkeypatch):
+    monkeypatch.setattr(idem, "LOST_RESPONSE_PAUSE", 0.0)
+
+
 def client_error(code: str) -> botocore.exceptions.ClientError:
     return botocore.exceptions.ClientError({"Error": {"Code": code, "Message": code}}, "Op")
 
