@@ -14,6 +14,7 @@ try:
     import boto3
     import botocore.config
     import botocore.exceptions
+    import botocore.retries.standard
 except ImportError:
     pass  # AnsibleAWSModule reports the missing SDK before any of this runs.
 
@@ -116,22 +117,10 @@ class RetryingClient:
     forget) and the codes depend on whether the call reads or writes.
     """
 
-    def __init__(self, client: Any, retries: int = 8, single_attempt: Callable[[], Any] | None = None) -> None:
+    def __init__(self, client: Any, retries: int = 8) -> None:
         self.raw = client
         self._retries = retries
         self._wrapped: dict[str, Callable] = {}
-        # Writes go through a client that makes exactly one HTTP attempt: botocore would otherwise resend a
-        # create whose answer was lost. Errors with a code are still retried here (AWSRetry), lost answers are
-        # resolved by Operations.call. Without a factory (unit tests with a stubbed client) writes use ``raw``.
-        self._single_attempt_factory = single_attempt
-        self._single: Any = None
-
-    def _client_for(self, method: str) -> Any:
-        if self._single_attempt_factory is None or is_read_operation(self.api_name(method)):
-            return self.raw
-        if self._single is None:
-            self._single = self._single_attempt_factory()
-        return self._single
 
     @property
     def meta(self) -> Any:
@@ -143,9 +132,9 @@ class RetryingClient:
     def __getattr__(self, method: str) -> Callable:
         if method in self._wrapped:
             return self._wrapped[method]
+        attr = getattr(self.raw, method)
         if method not in self.raw.meta.method_to_api_mapping:
-            return getattr(self.raw, method)
-        attr = getattr(self._client_for(method), method)
+            return attr
         wrapped = _retry_decorator(self.api_name(method), self._retries)(attr)
         self._wrapped[method] = wrapped
         return wrapped
@@ -164,19 +153,40 @@ class RetryingClient:
         return self.raw.get_waiter(name)
 
 
-def _client_config(user_agent: str, aws_config: Any, single_attempt: bool = False) -> Any:
+def _client_config(user_agent: str, aws_config: Any) -> Any:
     # botocore's "standard" mode retries connection errors and 5xx with jittered exponential backoff at the
-    # HTTP layer; AWSRetry above adds the longer, code-aware backoff. Writes make a single HTTP attempt (see
-    # RetryingClient), whatever the user's aws_config says.
-    retries = (
-        {"mode": "standard", "total_max_attempts": 1} if single_attempt else {"mode": "standard", "max_attempts": 4}
-    )
-    config = botocore.config.Config(user_agent_extra=user_agent, retries=retries)
+    # HTTP layer (but not a write whose answer was lost: see guard_writes); AWSRetry above adds the longer,
+    # code-aware backoff.
+    config = botocore.config.Config(user_agent_extra=user_agent, retries={"mode": "standard", "max_attempts": 4})
     if aws_config is not None:
         config = config.merge(aws_config)
-        if single_attempt:
-            config = config.merge(botocore.config.Config(retries=retries))
     return config
+
+
+def guard_writes(client: Any) -> Any:
+    """Keep botocore from resending a write whose answer was lost; every other retry stays botocore's.
+
+    botocore's standard retry resends any request after a dropped connection, a create without idempotency token
+    included, which can make a second resource. Its retry handler is replaced by one that declines exactly that
+    case, so the write's error reaches ``Operations.call`` (``_idempotency``), which knows how to resolve it.
+    """
+    if (client.meta.config.retries or {}).get("mode") != "standard":
+        return client
+    name = client.meta.service_model.service_id.hyphenize()
+    attempts = client.meta.config.retries.get("total_max_attempts")
+    client.meta.events.unregister(f"needs-retry.{name}", unique_id=f"retry-config-{name}")
+    handler = botocore.retries.standard.register_retry_handler(client, max_attempts=attempts)
+    client.meta.events.unregister(f"needs-retry.{name}", unique_id=f"retry-config-{name}")
+
+    def needs_retry(**kwargs: Any) -> Any:
+        operation = kwargs.get("operation")
+        caught = kwargs.get("caught_exception")
+        if caught is not None and is_lost_response(caught) and not is_read_operation(getattr(operation, "name", "")):
+            return None
+        return handler.needs_retry(**kwargs)
+
+    client.meta.events.register(f"needs-retry.{name}", needs_retry, unique_id=f"retry-config-{name}")
+    return client
 
 
 class AwsSession:
@@ -193,9 +203,7 @@ class AwsSession:
         self.region = region
         self.endpoint_url = endpoint_url
         self._verify = params.pop("verify", None)
-        aws_config = params.pop("aws_config", None)
-        self._config = _client_config(user_agent, aws_config)
-        self._single_attempt_config = _client_config(user_agent, aws_config, single_attempt=True)
+        self._config = _client_config(user_agent, params.pop("aws_config", None))
         self.recorder = ApiCallRecorder()
         self._session = boto3.session.Session(**{k: v for k, v in params.items() if v is not None})
         self.recorder.attach(self._session)
@@ -205,20 +213,14 @@ class AwsSession:
         """The run's client for ``service``; ``region`` other than the run's region is for multi-region reads."""
         key = service if region in (None, self.region) else f"{service}@{region}"
         if key not in self._clients:
-            session = self._session
-
-            def make(config: Any) -> Any:
-                return session.client(
-                    service,
-                    region_name=region or self.region,
-                    endpoint_url=self.endpoint_url,
-                    verify=self._verify,
-                    config=config,
-                )
-
-            self._clients[key] = RetryingClient(
-                make(self._config), single_attempt=lambda: make(self._single_attempt_config)
+            raw = self._session.client(
+                service,
+                region_name=region or self.region,
+                endpoint_url=self.endpoint_url,
+                verify=self._verify,
+                config=self._config,
             )
+            self._clients[key] = RetryingClient(guard_writes(raw))
         return self._clients[key]
 
     def credentials(self) -> Any:

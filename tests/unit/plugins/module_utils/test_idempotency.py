@@ -1,8 +1,8 @@
 """Writes whose answer was lost: resent by token, adopted by tags, or taken as done by an "already" answer.
 
 A lost answer is a botocore connection error, which ``botocore.stub.Stubber`` cannot produce; these tests drive
-``Operations.call`` with a scripted client (same surface as RetryingClient) and check the routing of reads and
-writes with real boto3 clients and Stubber.
+``Operations.call`` with a scripted client (same surface as RetryingClient) and check botocore's own retries with a real
+client whose sends are dropped by an event hook.
 """
 
 from __future__ import annotations
@@ -10,15 +10,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import boto3
-import botocore.config
+import botocore.endpoint
 import botocore.exceptions
 import pytest
-from botocore.stub import Stubber
 
 from ansible_collections.clusterapi.aws.plugins.module_utils import _idempotency as idem
 from ansible_collections.clusterapi.aws.plugins.module_utils._connection import (
-    RetryingClient,
     _client_config,
+    guard_writes,
     is_lost_response,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Operations
@@ -195,21 +194,36 @@ def test_lost_response_errors():
     assert not is_lost_response(client_error("Throttling"))
 
 
-def test_writes_make_one_http_attempt_and_reads_keep_botocore_retries():
-    reads = _client_config("ua", None)
-    writes = _client_config("ua", botocore.config.Config(retries={"mode": "legacy", "max_attempts": 9}), True)
-    assert reads.retries == {"mode": "standard", "max_attempts": 4}
-    assert writes.retries == {"mode": "standard", "total_max_attempts": 1}
-
-
-def test_retrying_client_sends_writes_through_the_single_attempt_client():
+@pytest.mark.parametrize("operation, attempts", [("create_vpc", 1), ("describe_vpcs", 5)])
+def test_botocore_resends_a_read_but_not_a_write_whose_answer_was_lost(monkeypatch, operation, attempts):
+    """A real client with the session's retry config: a dropped connection on every attempt."""
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)
     session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
-    reads, writes = session.client("ec2"), session.client("ec2")
-    client = RetryingClient(reads, retries=0, single_attempt=lambda: writes)
-    with Stubber(reads) as read_stub, Stubber(writes) as write_stub:
-        read_stub.add_response("describe_vpcs", {"Vpcs": []})
-        write_stub.add_response("create_vpc", {"Vpc": {"VpcId": "vpc-1"}}, {"CidrBlock": "10.0.0.0/16"})
-        assert client.describe_vpcs() == {"Vpcs": []}
-        assert client.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"] == "vpc-1"
-        read_stub.assert_no_pending_responses()
-        write_stub.assert_no_pending_responses()
+    client = guard_writes(session.client("ec2", config=_client_config("clusterapi.aws", None)))
+    sent = []
+
+    def drop(request, **kwargs):
+        sent.append(request.url)
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    client.meta.events.register("before-send.ec2", drop)
+    params = {"CidrBlock": "10.0.0.0/16"} if operation == "create_vpc" else {}
+    with pytest.raises(botocore.exceptions.ConnectionClosedError):
+        getattr(client, operation)(**params)
+    assert len(sent) == attempts
+
+
+def test_other_failures_of_a_write_are_still_retried_by_botocore(monkeypatch):
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)
+    session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
+    client = guard_writes(session.client("ec2", config=_client_config("clusterapi.aws", None)))
+    sent = []
+
+    def refuse(request, **kwargs):
+        sent.append(request.url)
+        raise botocore.exceptions.EndpointConnectionError(endpoint_url=request.url)  # never reached AWS
+
+    client.meta.events.register("before-send.ec2", refuse)
+    with pytest.raises(botocore.exceptions.EndpointConnectionError):
+        client.create_vpc(CidrBlock="10.0.0.0/16")
+    assert len(sent) == 5
