@@ -73,11 +73,22 @@ it more lenient than AWS)
    ``MOTO_AMIS_PATH`` (owner 602401143452, Amazon's EKS account): the newest image per minor and
    architecture, loaded lazily the first time a name under ``/aws/service/eks/`` is read, as moto
    loads its other public trees.  Reserved ``/aws/`` names stay read-only, as on AWS.
+7. Idempotency tokens (``ClientTokenCache``): AWS answers a repeated create carrying the same
+   ``ClientToken`` / ``clientRequestToken`` and parameters with the first answer; moto ignores the
+   tokens and creates a duplicate.  A WSGI layer replays the first answer (see the class).
+
+Fault injection (tests only)
+----------------------------
+``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
+``/_capa/faults``: seeded throttling errors and 5xx answers in each protocol's format, responses
+dropped after moto applied the request, and SIGKILL of a process group at chosen request numbers.
+``GET /_capa/faults`` returns its counters.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -304,6 +315,220 @@ class RequestCounter:
             with self._lock:
                 self._records.append(record)
         return self.app(environ, start_response)
+
+
+# --------------------------------------------------------------------------------------
+# fault injection (tests only: off until a test configures it)
+# --------------------------------------------------------------------------------------
+# Error bodies in each protocol's own format, so botocore parses the code as it would from AWS.
+_EC2_ERROR = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code><Message>{message}'
+    "</Message></Error></Errors><RequestID>{request_id}</RequestID></Response>"
+)
+_QUERY_ERROR = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<ErrorResponse><Error><Type>{fault}</Type><Code>{code}</Code>'
+    "<Message>{message}</Message></Error><RequestId>{request_id}</RequestId></ErrorResponse>"
+)
+# (protocol, kind) -> (HTTP status, error code); kinds: throttle, error500, error503.
+_FAULT_CODES = {
+    ("ec2", "throttle"): ("503 Service Unavailable", "RequestLimitExceeded"),
+    ("ec2", "error500"): ("500 Internal Server Error", "InternalError"),
+    ("ec2", "error503"): ("503 Service Unavailable", "Unavailable"),
+    ("query", "throttle"): ("400 Bad Request", "Throttling"),
+    ("query", "error500"): ("500 Internal Server Error", "InternalFailure"),
+    ("query", "error503"): ("503 Service Unavailable", "ServiceUnavailable"),
+    ("json", "throttle"): ("400 Bad Request", "ThrottlingException"),
+    ("json", "error500"): ("500 Internal Server Error", "InternalFailure"),
+    ("json", "error503"): ("503 Service Unavailable", "ServiceUnavailable"),
+    ("rest-json", "throttle"): ("429 Too Many Requests", "ThrottlingException"),
+    ("rest-json", "error500"): ("500 Internal Server Error", "ServerException"),
+    ("rest-json", "error503"): ("503 Service Unavailable", "ServiceUnavailableException"),
+}
+FAULT_KINDS = ("throttle", "error500", "error503", "drop")
+
+
+def protocol_of(environ: dict[str, Any], record: dict[str, str]) -> str:
+    """The wire protocol of a classified request: ec2, query, json or rest-json."""
+    if environ.get("HTTP_X_AMZ_TARGET"):
+        return "json"
+    if record.get("service") == "ec2":
+        return "ec2"
+    if " " not in record.get("operation", " ") and (
+        "Action=" in environ.get("QUERY_STRING", "") or environ.get("CONTENT_TYPE", "").startswith("application/x-www")
+    ):
+        return "query"
+    return "rest-json"
+
+
+def fault_response(protocol: str, kind: str, request_id: str) -> tuple[str, list[tuple[str, str]], bytes]:
+    """(status, headers, body) of an injected throttling or server error in ``protocol``'s format."""
+    status, code = _FAULT_CODES[(protocol, kind)]
+    message = "Rate exceeded" if kind == "throttle" else "injected by the test harness"
+    headers = [("x-amzn-RequestId", request_id)]
+    if protocol == "ec2":
+        body = _EC2_ERROR.format(code=code, message=message, request_id=request_id)
+        headers.append(("Content-Type", "text/xml"))
+    elif protocol == "query":
+        fault = "Sender" if kind == "throttle" else "Receiver"
+        body = _QUERY_ERROR.format(fault=fault, code=code, message=message, request_id=request_id)
+        headers.append(("Content-Type", "text/xml"))
+    else:
+        body = json.dumps({"__type": code, "message": message})
+        headers += [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", code)]
+    data = body.encode()
+    headers.append(("Content-Length", str(len(data))))
+    return status, headers, data
+
+
+class FaultInjector:
+    """WSGI middleware that answers a seeded fraction of requests with faults, for reliability tests.
+
+    ``POST /_capa/faults`` (JSON) configures it and clears its counters::
+
+        {"seed": 7, "throttle": 0.10, "error": 0.03, "drop": 0.03,
+         "match": "clusterapi.aws",          # only requests whose User-Agent contains this are eligible
+         "kill_at": [120, 340], "kill_pgid": 4242}
+
+    * ``throttle``: the protocol's throttling error (``RequestLimitExceeded`` for EC2, ``Throttling`` for the
+      query services, ``ThrottlingException`` for JSON and REST-JSON), not forwarded to moto;
+    * ``error``: HTTP 500 or 503 (even odds) with the protocol's error body, not forwarded;
+    * ``drop``: forwarded to moto, which applies it; then the connection is closed without an answer (the change
+      happened, the client never heard). Reads are dropped too: harmless, and it happens on AWS as well.
+    * ``drop_writes``: a further share of the requests that are not Describe/List/Get, dropped as above;
+    * ``kill_at``: eligible request numbers (1-based; with ``kill_mutating`` numbers of the requests that are
+      not Describe/List/Get) at which, after moto applied the request, the process group ``kill_pgid`` gets
+      SIGKILL and the connection is dropped: a crash at a deterministic point.
+
+    ``GET /_capa/faults`` returns the configuration and the counters (eligible requests, faults per kind and per
+    ``service:Operation``, kills done); ``POST /_capa/faults/reset`` switches it off. A moto reset keeps it.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._configure({})
+
+    def _configure(self, config: dict[str, Any]) -> None:
+        import random
+
+        self.config = {
+            "seed": int(config.get("seed", 0)),
+            "throttle": float(config.get("throttle", 0.0)),
+            "error": float(config.get("error", 0.0)),
+            "drop": float(config.get("drop", 0.0)),
+            "match": str(config.get("match", "clusterapi.aws")),
+            "kill_at": sorted(int(n) for n in config.get("kill_at", [])),
+            "kill_pgid": config.get("kill_pgid"),
+            "kill_mutating": bool(config.get("kill_mutating", False)),
+            "drop_writes": float(config.get("drop_writes", 0.0)),
+        }
+        self._rng = random.Random(self.config["seed"])
+        self.requests = 0
+        self.mutating = 0
+        self.injected: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
+        self.by_operation: dict[str, dict[str, int]] = {}
+        self.kills: list[dict[str, Any]] = []
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "config": dict(self.config),
+                "requests": self.requests,
+                "mutating": self.mutating,
+                "injected": dict(self.injected),
+                "by_operation": {op: dict(kinds) for op, kinds in sorted(self.by_operation.items())},
+                "kills": list(self.kills),
+            }
+
+    def _control(self, environ: dict[str, Any], start_response: Any, path: str, method: str) -> list[bytes]:
+        if path == "/_capa/faults" and method == "POST":
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            config = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
+            with self._lock:
+                self._configure(config)
+        elif path == "/_capa/faults/reset" and method == "POST":
+            with self._lock:
+                self._configure({})
+        return RequestCounter._json(start_response, "200 OK", self.status())
+
+    def _decide(self, environ: dict[str, Any]) -> tuple[str | None, bool, dict[str, str]]:
+        """(fault kind or None, kill now, classified record) for one eligible request."""
+        record = classify(environ)
+        with self._lock:
+            self.requests += 1
+            writes = not record["operation"].startswith(("Describe", "List", "Get"))
+            self.mutating += writes
+            number = self.mutating if self.config["kill_mutating"] else self.requests
+            kill = number in self.config["kill_at"] and (writes or not self.config["kill_mutating"])
+            draw = self._rng.random()
+            kind = None
+            throttle, error, drop = self.config["throttle"], self.config["error"], self.config["drop"]
+            if draw < throttle:
+                kind = "throttle"
+            elif draw < throttle + error:
+                kind = "error500" if self._rng.random() < 0.5 else "error503"
+            elif draw < throttle + error + drop:
+                kind = "drop"
+            elif writes and draw < throttle + error + drop + self.config["drop_writes"]:
+                kind = "drop"
+            if kill:
+                kind = None
+            if kind:
+                self.injected[kind] += 1
+                op = f"{record['service']}:{record['operation']}"
+                self.by_operation.setdefault(op, dict.fromkeys(FAULT_KINDS, 0))[kind] += 1
+            if kill:
+                self.kills.append({"request": self.requests, "operation": f"{record['service']}:{record['operation']}"})
+        return kind, kill, record
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "").rstrip("/")
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        if path.startswith("/_capa/faults"):
+            return self._control(environ, start_response, path, method)
+        active = any(self.config[k] for k in ("throttle", "error", "drop", "drop_writes", "kill_at"))
+        eligible = (
+            active
+            and not path.startswith(("/_capa", "/moto-api"))
+            and self.config["match"] in environ.get("HTTP_USER_AGENT", "")
+        )
+        if not eligible:
+            return self.app(environ, start_response)
+        kind, kill, record = self._decide(environ)
+        if kind in ("throttle", "error500", "error503"):
+            status, headers, body = fault_response(protocol_of(environ, record), kind, f"capa-fault-{self.requests}")
+            start_response(status, headers)
+            return [body]
+        if kind is None and not kill:
+            return self.app(environ, start_response)
+        # Drop (or crash): moto applies the request, the answer never reaches the client.
+        captured: list[Any] = []
+        body_iter = self.app(environ, lambda status, headers, exc_info=None: captured.append(status))
+        try:
+            b"".join(body_iter)
+        finally:
+            if hasattr(body_iter, "close"):
+                body_iter.close()
+        if kill and self.config["kill_pgid"]:
+            try:
+                os.killpg(int(self.config["kill_pgid"]), signal.SIGKILL)
+            except OSError:
+                pass
+        _drop_connection(environ)
+        start_response("200 OK", [("Content-Length", "0")])
+        return []
+
+
+def _drop_connection(environ: dict[str, Any]) -> None:
+    """Close the client's socket without a response; werkzeug then sees a dropped connection and writes nothing."""
+    import socket
+
+    sock = environ.get("werkzeug.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 # --------------------------------------------------------------------------------------
@@ -571,13 +796,96 @@ def _serve_eks_ami_parameters() -> list[str]:
     return ["eks-ami-parameters"]
 
 
+class ClientTokenCache:
+    """moto fix 7 (WSGI level): creates with an idempotency token answer as AWS does on a repeat.
+
+    AWS returns the first answer again when a create is repeated with the same ``ClientToken`` (EC2:
+    RunInstances, CreateNatGateway, CreateFleet, CreateLaunchTemplate[Version], ...) or ``clientRequestToken``
+    (EKS CreateCluster, CreateNodegroup, CreateFargateProfile) and the same parameters; that is what makes a
+    retry after a lost response safe. moto ignores these tokens (it creates a second instance, NAT gateway or
+    fleet, or answers ResourceInUse). This layer remembers the successful answer of each tokened create
+    (per region, service, operation and token) and replays it for an identical repeat. A repeat with other
+    parameters goes to moto unchanged (AWS would answer IdempotentParameterMismatch; moto's usual answer is
+    kept, so nothing becomes more lenient than before). ``POST /moto-api/reset`` forgets the answers.
+    """
+
+    _JSON_TOKENS = ("clientRequestToken", "ClientToken", "clientToken")
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[str, ...], tuple[str, str, list[tuple[str, str]], bytes]] = {}
+
+    @staticmethod
+    def _body(environ: dict[str, Any]) -> bytes:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return b""
+        if length <= 0:
+            return b""
+        body = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = io.BytesIO(body)
+        return body
+
+    def _token(self, environ: dict[str, Any], body: bytes) -> str | None:
+        if environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
+            return parse_qs(body.decode("utf-8", "replace")).get("ClientToken", [None])[0]
+        if body[:1] == b"{" and environ.get("REQUEST_METHOD", "").upper() == "POST":
+            try:
+                data = json.loads(body)
+            except ValueError:
+                return None
+            if isinstance(data, dict):
+                return next((str(data[k]) for k in self._JSON_TOKENS if data.get(k)), None)
+        return None
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/moto-api/reset"):
+            with self._lock:
+                self._answers.clear()
+            return self.app(environ, start_response)
+        if path.startswith(CAPA_PREFIX) or path.startswith("/moto-api"):
+            return self.app(environ, start_response)
+        body = self._body(environ)
+        token = self._token(environ, body)
+        if not token:
+            return self.app(environ, start_response)
+        record = classify(environ)
+        scope = _CRED_RE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        key = (scope.group(1) if scope else "", record["service"], record["operation"], path, token)
+        digest = hashlib.sha256(body).hexdigest()
+        with self._lock:
+            known = self._answers.get(key)
+        if known and known[0] == digest:
+            start_response(known[1], known[2])
+            return [known[3]]
+        captured: list[Any] = []
+
+        def remember(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured[:] = [status, list(headers)]
+            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
+        chunks = self.app(environ, remember)
+        try:
+            data = b"".join(chunks)
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()
+        if captured and captured[0].startswith("2") and known is None:
+            with self._lock:
+                self._answers.setdefault(key, (digest, captured[0], captured[1], data))
+        return [data]
+
+
 # --------------------------------------------------------------------------------------
 # server
 # --------------------------------------------------------------------------------------
-def build_app() -> RequestCounter:
+def build_app() -> FaultInjector:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    return RequestCounter(DomainDispatcherApplication(create_backend_app))
+    return FaultInjector(RequestCounter(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
 
 
 def _write_atomic(path: str, text: str) -> None:

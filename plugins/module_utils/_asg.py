@@ -52,9 +52,17 @@ from ._asg_plan import (
     validate,
     versions_to_prune,
 )
-from ._bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+from ._bootstrap_data import BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
 from ._ec2 import ensure_tags, error_code, tags_of
-from ._ownership import OWNED, ROLE_NODE, cloud_provider_tag_key, dict_to_tags, is_owned, missing_tags
+from ._ownership import (
+    OWNED,
+    ROLE_NODE,
+    cloud_provider_tag_key,
+    cluster_tag_key,
+    dict_to_tags,
+    is_owned,
+    missing_tags,
+)
 from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder, wait_until
 
 # The spot/termination watcher: the drain hook's name and the cloud-config that installs the node-side watcher.
@@ -272,6 +280,7 @@ class PoolRun:
         ref = None
         user_data = None
         if document is not None:
+            self._sweep_entries()
             entry_tags = {k: v for k, v in tags.items() if k != BOOTSTRAP_HASH_TAG}
             ref = _bootstrap_data.store(
                 ctx, spec.bootstrap["backend"], f"{spec.name}/{tags[BOOTSTRAP_HASH_TAG][:16]}", document, entry_tags
@@ -330,6 +339,12 @@ class PoolRun:
             "DefaultVersion": number == self.template.get("DefaultVersionNumber"),
             "LaunchTemplateData": data,
         }
+
+    def _sweep_entries(self) -> None:
+        """Before a new version's entries are written: delete the pool's entries no version refers to (a run
+        killed between storing them and creating the version left them)."""
+        kept = {ref.prefix for ref in map(bootstrap_ref_of_version, self.observed.versions.values()) if ref}
+        _sweep_pool_entries(self.ctx, self.spec, kept)
 
     def _template_tags(self) -> dict[str, str]:
         return self.ctx.tags(ROLE_NODE, self.spec.name, {cloud_provider_tag_key(self.ctx.cluster): OWNED})
@@ -547,12 +562,26 @@ class PoolDeletion:
                 reason="state is absent",
                 LaunchTemplateId=template["LaunchTemplateId"],
             )
+        _sweep_pool_entries(ctx, self.spec, set())
 
 
 # helpers -----------------------------------------------------------------------------------------------------------
 def _token(cluster: str, name: str, unique: str) -> str:
     """Idempotency token of one template write: a retried request never makes a second version."""
     return "capa-" + hashlib.sha256(f"{cluster}/{name}/{unique}".encode()).hexdigest()[:40]
+
+
+def bootstrap_ref_of_version(version: Mapping[str, Any]) -> BootstrapRef | None:
+    return bootstrap_ref_of(version.get("LaunchTemplateData") or {})
+
+
+def _sweep_pool_entries(ctx: Context, spec: PoolSpec, kept: set[str]) -> None:
+    if ctx.check_mode or spec.bootstrap.get("type") == "none" or spec.bootstrap.get("backend") != SECRETS_MANAGER:
+        return
+    owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
+    # Machine groups' entries carry MachineName; a pool's do not (one set per template version).
+    stray = _bootstrap_data.unreferenced_secrets(ctx, owner, kept, unmarked="MachineName")
+    _bootstrap_data.delete_named(ctx, stray, "bootstrap data no template version refers to")
 
 
 def _delete_entries(ctx: Context, pool: str, version: Mapping[str, Any]) -> None:

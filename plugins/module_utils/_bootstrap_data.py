@@ -228,6 +228,43 @@ def _put_parameter(ctx: Context, name: str, part: str, tags: Mapping[str, str], 
         )
 
 
+def unreferenced_secrets(
+    ctx: Context, owner: Mapping[str, str], kept: set[str], marker: str | None = None, unmarked: str | None = None
+) -> list[str]:
+    """Secrets Manager entries carrying every tag of ``owner`` (and the tag key ``marker``, and not the tag key
+    ``unmarked``, when given) whose name belongs to none of the ``kept`` prefixes: bootstrap data written by a run
+    that died before what would read it was created (or after it was removed). One paginated ListSecrets."""
+    filters = [{"Key": "tag-key", "Values": [next(iter(owner))]}]
+    found = ctx.client("secretsmanager").paginate("list_secrets", Filters=filters).get("SecretList", [])
+    stray = []
+    for secret in found:
+        tags = {t["Key"]: t["Value"] for t in secret.get("Tags", [])}
+        if any(tags.get(k) != v for k, v in owner.items()):
+            continue
+        if (marker and marker not in tags) or (unmarked and unmarked in tags):
+            continue
+        if not any(secret["Name"].startswith(f"{prefix}-") for prefix in kept):
+            stray.append(secret["Name"])
+    return sorted(stray)
+
+
+def delete_named(ctx: Context, names: list[str], reason: str) -> None:
+    """Remove Secrets Manager entries by name; one already gone is fine."""
+    for name in names:
+        try:
+            ctx.ops.call(
+                ctx.client("secretsmanager"),
+                "delete_secret",
+                resource=name,
+                reason=reason,
+                SecretId=name,
+                ForceDeleteWithoutRecovery=True,
+            )
+        except botocore.exceptions.ClientError as e:
+            if error_code(e) != "ResourceNotFoundException":
+                raise
+
+
 def delete(ctx: Context, ref: BootstrapRef, machine_name: str) -> None:
     """Remove a machine's entries; entries already gone (the node deletes them on boot) are fine."""
     reason = f"machine {machine_name} goes"

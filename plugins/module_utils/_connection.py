@@ -14,6 +14,7 @@ try:
     import boto3
     import botocore.config
     import botocore.exceptions
+    import botocore.retries.standard
 except ImportError:
     pass  # AnsibleAWSModule reports the missing SDK before any of this runs.
 
@@ -53,6 +54,9 @@ TRANSIENT_CODES = (
     "RequestTimeout",
     "RequestTimeoutException",
     "PriorRequestNotComplete",
+    "ServerException",
+    "ServiceUnavailableException",
+    "ServiceFailure",
 )
 
 _READ_PREFIXES = ("Describe", "List", "Get")
@@ -88,6 +92,15 @@ class ApiCallRecorder:
 
     def mutating(self) -> dict[str, int]:
         return {k: v for k, v in self.as_dict().items() if not is_read_operation(k.split(":", 1)[1])}
+
+
+def is_lost_response(exc: BaseException) -> bool:
+    """True when a request may have reached AWS but its answer did not come back (dropped or timed out).
+
+    Such a request may have been applied: resending a create that carries no idempotency token can make a
+    second resource, so writes are never resent blindly on these (see ``_idempotency``).
+    """
+    return isinstance(exc, (botocore.exceptions.ConnectionClosedError, botocore.exceptions.ReadTimeoutError))
 
 
 def _retry_decorator(operation: str, retries: int) -> Callable:
@@ -142,7 +155,8 @@ class RetryingClient:
 
 def _client_config(user_agent: str, aws_config: Any) -> Any:
     # botocore's "standard" mode retries connection errors and 5xx with jittered exponential backoff at the
-    # HTTP layer; AWSRetry above adds the longer, code-aware backoff.
+    # HTTP layer (but not a write whose answer was lost: see guard_writes); AWSRetry above adds the longer,
+    # code-aware backoff.
     config = botocore.config.Config(user_agent_extra=user_agent, retries={"mode": "standard", "max_attempts": 4})
     if aws_config is not None:
         config = config.merge(aws_config)
@@ -188,6 +202,32 @@ class IdentityRefused(Exception):
         )
 
 
+def guard_writes(client: Any) -> Any:
+    """Keep botocore from resending a write whose answer was lost; every other retry stays botocore's.
+
+    botocore's standard retry resends any request after a dropped connection, a create without idempotency token
+    included, which can make a second resource. Its retry handler is replaced by one that declines exactly that
+    case, so the write's error reaches ``Operations.call`` (``_idempotency``), which knows how to resolve it.
+    """
+    if (client.meta.config.retries or {}).get("mode") != "standard":
+        return client
+    name = client.meta.service_model.service_id.hyphenize()
+    attempts = client.meta.config.retries.get("total_max_attempts")
+    client.meta.events.unregister(f"needs-retry.{name}", unique_id=f"retry-config-{name}")
+    handler = botocore.retries.standard.register_retry_handler(client, max_attempts=attempts)
+    client.meta.events.unregister(f"needs-retry.{name}", unique_id=f"retry-config-{name}")
+
+    def needs_retry(**kwargs: Any) -> Any:
+        operation = kwargs.get("operation")
+        caught = kwargs.get("caught_exception")
+        if caught is not None and is_lost_response(caught) and not is_read_operation(getattr(operation, "name", "")):
+            return None
+        return handler.needs_retry(**kwargs)
+
+    client.meta.events.register(f"needs-retry.{name}", needs_retry, unique_id=f"retry-config-{name}")
+    return client
+
+
 class AwsSession:
     """One boto3 session for a whole module run; every client comes from it and is recorded."""
 
@@ -219,7 +259,7 @@ class AwsSession:
                 verify=self._verify,
                 config=self._config,
             )
-            self._clients[key] = RetryingClient(raw)
+            self._clients[key] = RetryingClient(guard_writes(raw))
         return self._clients[key]
 
     def credentials(self) -> Any:

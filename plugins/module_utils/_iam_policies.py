@@ -59,6 +59,7 @@ CONTROLLER_ACTIONS: dict[str, tuple[str, ...]] = {
     "bootstrap_data": (
         "secretsmanager:CreateSecret",
         "secretsmanager:DeleteSecret",
+        "secretsmanager:ListSecrets",
         "secretsmanager:TagResource",
         "ssm:PutParameter",
         "ssm:DeleteParameters",
@@ -368,7 +369,8 @@ def _flatten(table: Mapping[str, tuple[str, ...]]) -> set[str]:
 
 
 def _is_secret(action: str) -> bool:
-    return action.startswith("secretsmanager:")
+    # ListSecrets takes no resource (IAM allows it on "*" only): it stays in the general statement.
+    return action.startswith("secretsmanager:") and action != "secretsmanager:ListSecrets"
 
 
 def _is_parameter(action: str) -> bool:

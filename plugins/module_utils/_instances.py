@@ -52,6 +52,7 @@ from ._ownership import (
     ROLE_CONTROL_PLANE,
     ROLE_NODE,
     cloud_provider_tag_key,
+    cluster_tag_key,
     dict_to_tags,
     missing_tags,
     tag_specifications,
@@ -499,6 +500,7 @@ class InstanceTier:
             _wait_for(ctx, going, lambda s: s == "terminated", "to terminate")
         for machine in going:
             _delete_bootstrap(ctx, machine)
+        _sweep_bootstrap(ctx, spec, [])
 
     def _result(
         self,
@@ -552,6 +554,7 @@ class GroupRun:
         if sum(m.updated for m in live) < self.spec.replicas and self.spec.bootstrap["type"] == KUBEADM:
             self._load_pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
+        swept = False
         for _attempt in range(MAX_STEPS):
             if self.ctx.wait:
                 self._wait_pending()
@@ -567,6 +570,11 @@ class GroupRun:
             )
             if step.empty:
                 break
+            if not swept:
+                # Before the first launch or removal (a no-op run stays one describe per type): what a killed
+                # run stored for a machine it never launched is deleted before new entries are written.
+                _sweep_bootstrap(self.ctx, self.spec, self.machines)
+                swept = True
             self._apply(step)
             if not self.ctx.wait:
                 self._register_running()
@@ -853,6 +861,23 @@ def _terminate(ctx: Context, machines: list[Machine], reason: str) -> None:
             reason=reason,
             InstanceIds=ids,
         )
+
+
+def _sweep_bootstrap(ctx: Context, spec: GroupSpec, machines: list[Machine]) -> None:
+    """Delete the group's bootstrap entries that no machine refers to (a run killed between storing them and
+    RunInstances, or between TerminateInstances and deleting them, leaves such entries behind)."""
+    if spec.bootstrap["type"] == NONE or spec.bootstrap["backend"] != _bootstrap_data.SECRETS_MANAGER:
+        return
+    if ctx.check_mode:
+        return  # what a check run would sweep depends on machines it only planned
+    kept = set()
+    for machine in machines:
+        ref = BootstrapRef.from_tag((machine.extra.get("tags") or {}).get(BOOTSTRAP_TAG))
+        if ref is not None:
+            kept.add(ref.prefix)
+    owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
+    stray = _bootstrap_data.unreferenced_secrets(ctx, owner, kept, MACHINE_NAME_TAG)
+    _bootstrap_data.delete_named(ctx, stray, "bootstrap data no machine refers to")
 
 
 def _delete_bootstrap(ctx: Context, machine: Machine) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ._connection import AwsSession, RetryingClient
+from ._idempotency import send
 from ._ownership import OWNED, ROLE_TAG, cluster_tag_key, owned_tags
 
 PLACEHOLDER_PREFIX = "planned:"
@@ -58,6 +59,8 @@ class Operations:
     def __init__(self, check_mode: bool) -> None:
         self.check_mode = check_mode
         self.plan: list[PlannedCall] = []
+        self.lost_responses: list[str] = []
+        self.claimed: set[str] = set()
 
     def call(
         self,
@@ -79,7 +82,9 @@ class Operations:
         if self.check_mode:
             value = predicted() if callable(predicted) else predicted
             return dict(value or {})
-        return getattr(client, method)(**params)
+        # A lost answer is resolved by token, by the create's own tags or by an "already done" answer, never by
+        # a blind resend that could make a second resource (see _idempotency).
+        return send(client, method, params, self.lost_responses.append, self.claimed)
 
     @property
     def changed(self) -> bool:
