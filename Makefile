@@ -37,7 +37,7 @@ help:
 	@echo "make lint         ruff check + ruff format --check, ansible-lint --profile production"
 	@echo "make unit         pytest tests/unit"
 	@echo "make sanity       ansible-test sanity on a copy of the collection"
-	@echo "make integration  pytest -n 2 tests/integration (one moto server per worker)"
+	@echo "make integration  pytest -n 2 tests/integration (one moto server per worker), then the secrets scan of their output"
 	@echo "make molecule     molecule scenarios in extensions/molecule against a moto server"
 	@echo "make test         venv collection lint unit sanity integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
@@ -103,8 +103,11 @@ system-deps:
 		apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
 	fi
 
+# Then, once every worker is done, search all the playbook output they kept (.build/test-output) for secrets.
 integration: venv collection system-deps
+	rm -rf $(BUILD)/test-output
 	pytest -q -n 2 tests/integration $(PYTEST_ARGS)
+	pytest -q -s tests/post_integration
 
 sanity: venv
 	VENV=$(VENV) bash tools/sanity.sh

@@ -17,12 +17,17 @@ Fixtures (all generic: none knows a module or role of the collection):
 
 The plain functions :func:`run_playbook_cmd` and :func:`run_module_cmd` do the same without
 fixtures (importable as ``from conftest import ...`` only where ``tests/`` is on ``sys.path``).
+
+Every ansible-playbook run keeps its stdout and stderr under ``.build/test-output/<xdist worker>/``, so that
+``tests/post_integration`` can search everything the suite printed for secrets once all workers are done.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,6 +49,8 @@ ANSIBLE_CFG = REPO / "ansible.cfg"
 MOTO_SERVER_SCRIPT = REPO / "tools" / "moto_server.py"
 VENV_BIN = Path(sys.executable).parent
 READ_ONLY_PREFIXES = ("Describe", "List", "Get")
+TEST_OUTPUT = BUILD / "test-output"
+_RUNS = itertools.count()
 
 AWS_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -339,6 +346,17 @@ def _parse_json_callback(stdout: str) -> dict[str, Any] | None:
             return None
 
 
+def keep_output(playbook_path: str | os.PathLike[str], stdout: str, stderr: str) -> None:
+    """Keep one run's output for the suite-wide secrets scan (one directory per xdist worker: no clashes)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])[-120:]
+    directory = TEST_OUTPUT / worker
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"{os.getpid()}-{next(_RUNS):04d}-{Path(playbook_path).stem}-{test}"
+    (directory / f"{stem}.stdout").write_text(stdout)
+    (directory / f"{stem}.stderr").write_text(stderr)
+
+
 def run_playbook_cmd(
     playbook_path: str | os.PathLike[str],
     inventory: str | os.PathLike[str] | None = None,
@@ -375,6 +393,7 @@ def run_playbook_cmd(
         stdin=subprocess.DEVNULL,
         check=False,
     )
+    keep_output(playbook_path, proc.stdout, proc.stderr)
     result = PlaybookResult(rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, command=command)
     result.json = _parse_json_callback(proc.stdout)
     if result.json:

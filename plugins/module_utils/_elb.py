@@ -65,7 +65,7 @@ from ._ownership import (
     missing_tags,
     tags_to_dict,
 )
-from ._reconcile import Context, ReconcileError, is_placeholder, placeholder, wait_until
+from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder, wait_until
 
 NOT_FOUND = ("LoadBalancerNotFound", "AccessPointNotFound", "TargetGroupNotFound", "ListenerNotFound")
 WAIT_DNS = "WaitForDNSName"
@@ -126,6 +126,27 @@ def _check_identity(lb: LbSpec, found_vpc: str | None, found_scheme: str | None,
         raise ReconcileError(
             f"load balancer names are unique within a region: '{lb.name}' already exists with scheme "
             f"'{found_scheme}', not '{lb.scheme}'"
+        )
+
+
+def refuse_type_change(ctx: Context, lb: LbSpec) -> None:
+    """Before creating a load balancer: one of the other type with its name, owned by the cluster, means the spec
+    changed the type. That would move the API endpoint every certificate and kubeconfig names, so it is refused
+    (read-only requests only; checked when creating, so a steady run makes no extra request)."""
+    if lb.type == CLASSIC:
+        other = describe_v2(ctx, [lb.name]).get(lb.name)
+        tags = describe_v2_tags(ctx, [other["LoadBalancerArn"]]).get(other["LoadBalancerArn"], {}) if other else {}
+        kind = "network (nlb)"
+    else:
+        other = describe_classic(ctx, lb.name)
+        described = ctx.client("elb").describe_tags(LoadBalancerNames=[lb.name])["TagDescriptions"] if other else []
+        tags = tags_to_dict(described[0].get("Tags")) if described else {}
+        kind = "classic"
+    if other is not None and is_owned(tags, ctx.cluster):
+        raise SpecError(
+            "type",
+            f"'{lb.type}': cluster {ctx.cluster} already has the {kind} load balancer '{lb.name}'; the type of the "
+            "control-plane load balancer cannot change (the API endpoint would move)",
         )
 
 
@@ -259,6 +280,7 @@ class _ClassicLb:
         state = self.observe()
         before = _classic_summary(self.lb, state.description, state.managed) if state else None
         if state is None:
+            refuse_type_change(self.ctx, self.lb)
             description = self._create()
             self._configure_health_check("created")
             self._modify_attributes(list(classic_attributes(self.lb)), "created")
@@ -488,6 +510,7 @@ class _NetworkLb:
             _check_identity(self.lb, d.get("VpcId"), d.get("Scheme"), self.spec.vpc_id)
         before = _v2_summary(self.lb, state) if state else None
         if state is None:
+            refuse_type_change(self.ctx, self.lb)
             state = self._create()
             self._modify_attributes(state, lb_attributes(self.lb), "created")
         elif not state.managed:

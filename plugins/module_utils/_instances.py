@@ -62,15 +62,17 @@ from ._termination import with_watcher
 from ._validation import check_availability_zone, check_resource_id
 
 try:
-    from ._kubeadm import load_cluster_pki, render_cloud_init
+    from ._kubeadm import check_upgrade_step, load_cluster_pki, render_cloud_init
 except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
-    load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
+    check_upgrade_step = load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
 
 GROUP_TAG = "clusterapi.aws/machine-group"
 HASH_TAG = "clusterapi.aws/template-hash"
+# The Kubernetes version a kubeadm machine was made with: the next run refuses to skip a minor version from it.
+VERSION_TAG = "clusterapi.aws/kubernetes-version"
 MACHINE_NAME_TAG = "MachineName"
 # Tags that describe how a machine was made; a later run must not rewrite them on machines it keeps.
-FROZEN_TAGS = (HASH_TAG, BOOTSTRAP_TAG)
+FROZEN_TAGS = (HASH_TAG, BOOTSTRAP_TAG, VERSION_TAG)
 GROUP_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 GROUP_NAME_MAX = 40
 BASTION_INSTANCE_TYPE = "t3.micro"
@@ -542,6 +544,9 @@ class GroupRun:
 
     def reconcile(self) -> None:
         live = [m for m in self.machines if not m.leaving]
+        if self.spec.bootstrap["type"] == KUBEADM and check_upgrade_step is not None:
+            running = [m.extra["tags"].get(VERSION_TAG, "") for m in live]
+            check_upgrade_step([v for v in running if v], self.spec.kubernetes_version or "")
         if self.spec.replicas or live:
             self.image = self._resolve_image()
             self.group_hash = template_hash(self.spec.definition(self.image))
@@ -651,13 +656,15 @@ class GroupRun:
                 HASH_TAG: self.group_hash or "",
             },
         )
+        if spec.bootstrap["type"] == KUBEADM:
+            tags[VERSION_TAG] = spec.kubernetes_version or ""
         request = self._run_request(name, zone, subnet.get("id", ""), tags)
         ref = None
         document = self._document(name, init=not live)
         if document is not None and spec.spot is not None:  # drain the node on a spot interruption notice
             document = with_watcher(document)
         if document is not None:
-            entry_tags = {k: v for k, v in tags.items() if k != HASH_TAG}
+            entry_tags = {k: v for k, v in tags.items() if k not in (HASH_TAG, VERSION_TAG)}
             ref = _bootstrap_data.store(ctx, spec.bootstrap["backend"], name, document, entry_tags)
             tags[BOOTSTRAP_TAG] = ref.tag_value()
             request["UserData"] = _bootstrap_data.user_data(_bootstrap_data.boot_script(ctx.region or "", ref))

@@ -22,7 +22,7 @@ import re
 import secrets
 import string
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 try:
     from cryptography import x509
@@ -358,6 +358,26 @@ def parse_version(version: str, field: str = "kubernetes_version") -> tuple[int,
     if not match:
         raise SpecError(field, f"'{version}' is not a Kubernetes version like v1.31.2")
     return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def check_upgrade_step(running: Iterable[str], desired: str, field: str = "kubernetes_version") -> None:
+    """kubeadm upgrades one minor version at a time and never downgrades one: refuse a target that skips a minor
+    or goes back from any version a machine of the group runs (patch changes within a minor are fine)."""
+    want = parse_version(desired, field)
+    for version in sorted(set(running)):
+        try:
+            have = parse_version(version, field)
+        except SpecError:
+            continue  # a tag someone edited by hand says nothing reliable
+        if want[:2] == have[:2] or (want[0] == have[0] and want[1] == have[1] + 1):
+            continue
+        step = f"v{have[0]}.{have[1] + 1}"
+        reason = "kubeadm cannot downgrade a minor version" if want[:2] < have[:2] else f"upgrade to {step} first"
+        raise SpecError(
+            field,
+            f"'{desired}': machines run {normalise_version(version)}; kubeadm upgrades one minor version at a time "
+            f"({reason})",
+        )
 
 
 def normalise_version(version: str) -> str:

@@ -19,6 +19,7 @@ from ._machine_plan import parse_max_unhealthy
 from ._reconcile import SpecError
 from ._validation import (
     check_availability_zone,
+    check_availability_zones,
     check_cluster_name,
     check_port_range,
     check_resource_id,
@@ -29,6 +30,11 @@ from ._validation import (
 )
 
 UNMANAGED_ROLES = ("bastion", "apiserver-lb", "lb", "controlplane", "node")
+KUBERNETES_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
+# EBS root volume sizes AWS accepts for the types a root volume can have; below 8 GiB no CAPA image boots.
+ROOT_VOLUME_GIB = (8, 16384)
+ROOT_VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2")
+LB_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$")
 EKS_ROLES = ("bastion", "node-eks-additional")
 PROTOCOLS = ("tcp", "udp", "icmp", "-1", "4", "50", "58")
 
@@ -610,12 +616,41 @@ def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
     _check_network(cluster["network"], region, cluster["kind"])
     for index, cidr in enumerate(cluster["bastion"]["allowed_cidr_blocks"]):
         _check_source_cidr(cidr, f"capa_cluster.bastion.allowed_cidr_blocks[{index}]")
+    _check_kind_sections(cluster)
     if cluster["kind"] == "eks":
         _check_eks(cluster)
     else:
+        if not KUBERNETES_VERSION.match(cluster["kubernetes_version"] or ""):
+            raise SpecError(
+                "capa_cluster.kubernetes_version",
+                f"'{cluster['kubernetes_version']}' is not a Kubernetes version like v1.31.2",
+            )
         _check_load_balancer(cluster)
     _check_machines(cluster, region)
-    _check_machine_pools(cluster)
+    _check_machine_pools(cluster, region)
+
+
+def defaults(options: dict[str, Any]) -> dict[str, Any]:
+    """What the argument spec fills in for a section given as ``{}``: a section equal to it was not written."""
+    result: dict[str, Any] = {}
+    for name, option in options.items():
+        if "options" in option and option.get("default") == {}:
+            result[name] = defaults(option["options"])
+        else:
+            result[name] = copy.deepcopy(option.get("default"))
+    return result
+
+
+# Sections only one kind uses: the other kind would silently ignore them, so writing them is a mistake.
+KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments")}
+
+
+def _check_kind_sections(cluster: dict[str, Any]) -> None:
+    for section in KIND_SECTIONS[cluster["kind"]]:
+        option = CLUSTER_OPTIONS[section]
+        unset = defaults(option["options"]) if option["type"] == "dict" else option.get("default")
+        if cluster[section] != unset:
+            raise SpecError(f"capa_cluster.{section}", f"is not used by kind {cluster['kind']}; remove it")
 
 
 def _check_eks(cluster: dict[str, Any]) -> None:
@@ -643,12 +678,27 @@ def _check_eks(cluster: dict[str, Any]) -> None:
             raise SpecError(where, "needs 0 <= min_size <= max_size")
         if not scaling["min_size"] <= scaling["desired_size"] <= scaling["max_size"]:
             raise SpecError(f"{where}.desired_size", "must lie between min_size and max_size")
+    control_plane = tuple(int(part) for part in eks["version"].split("."))
+    for index, group in enumerate(eks["node_groups"]):
+        where = f"{field}.node_groups[{index}].version"
+        if not group["version"]:
+            continue
+        if not re.match(r"^1\.\d{1,2}$", group["version"]):
+            raise SpecError(where, f"'{group['version']}' is not a Kubernetes major.minor version like 1.31")
+        # Kubernetes' version skew policy: kubelets never newer than the API server, at most 3 minors older.
+        minor = int(group["version"].split(".")[1])
+        if not control_plane[1] - 3 <= minor <= control_plane[1]:
+            raise SpecError(
+                where, f"'{group['version']}' must be the control plane's {eks['version']} or up to 3 minors older"
+            )
+    for index, cidr in enumerate(eks["endpoint_access"]["public_cidrs"]):
+        _check_source_cidr(cidr, f"{field}.endpoint_access.public_cidrs[{index}]")
     for index, profile in enumerate(eks["fargate_profiles"]):
         if not profile["selectors"]:
             raise SpecError(f"{field}.fargate_profiles[{index}].selectors", "needs at least one selector")
 
 
-def _check_machine_pools(cluster: dict[str, Any]) -> None:
+def _check_machine_pools(cluster: dict[str, Any], region: str) -> None:
     names: set[str] = set()
     for index, pool in enumerate(cluster["machine_pools"]):
         where = f"capa_cluster.machine_pools[{index}]"
@@ -657,14 +707,28 @@ def _check_machine_pools(cluster: dict[str, Any]) -> None:
         if pool["name"] in names:
             raise SpecError(f"{where}.name", f"'{pool['name']}' is used twice")
         names.add(pool["name"])
-        if not 0 <= pool["min_size"] <= pool["max_size"]:
-            raise SpecError(where, "needs 0 <= min_size <= max_size")
+        if pool["min_size"] < 0:
+            raise SpecError(f"{where}.min_size", "must not be negative")
+        if pool["max_size"] < pool["min_size"]:
+            raise SpecError(f"{where}.max_size", f"{pool['max_size']} is less than min_size {pool['min_size']}")
         desired = pool["desired_capacity"]
-        if desired is not None and not pool["externally_managed_replicas"]:
-            if not pool["min_size"] <= desired <= pool["max_size"]:
-                raise SpecError(f"{where}.desired_capacity", "must lie between min_size and max_size")
+        # Also with externally managed replicas: the first desired capacity still has to fit the group.
+        if desired is not None and not pool["min_size"] <= desired <= pool["max_size"]:
+            raise SpecError(f"{where}.desired_capacity", "must lie between min_size and max_size")
+        check_availability_zones(pool["failure_domains"], region, f"{where}.failure_domains")
+        _check_machine(pool, where)
         if pool["spot_market_options"] is not None and pool["mixed_instances_policy"]:
             raise SpecError(where, "spot_market_options and mixed_instances_policy exclude each other")
+        distribution = (pool["mixed_instances_policy"] or {}).get("instances_distribution") or {}
+        if distribution.get("on_demand_base_capacity", 0) < 0:
+            raise SpecError(
+                f"{where}.mixed_instances_policy.instances_distribution.on_demand_base_capacity", "must not be negative"
+            )
+        if not 0 <= distribution.get("on_demand_percentage_above_base_capacity", 100) <= 100:
+            raise SpecError(
+                f"{where}.mixed_instances_policy.instances_distribution.on_demand_percentage_above_base_capacity",
+                "is a percentage: 0 to 100",
+            )
         if pool["kind"] == "fleet" and not (pool["mixed_instances_policy"] or {}).get("overrides"):
             raise SpecError(f"{where}.mixed_instances_policy.overrides", "a fleet needs its instance types listed here")
 
@@ -683,6 +747,17 @@ def _check_load_balancer(cluster: dict[str, Any]) -> None:
         raise SpecError(f"{field}.additional_listeners", "additional listeners need type nlb")
     if len(balancer["name"]) > 32:
         raise SpecError(f"{field}.name", "load balancer names are at most 32 characters")
+    if balancer["name"] and not LB_NAME.match(balancer["name"]):
+        raise SpecError(
+            f"{field}.name", f"'{balancer['name']}' must be letters, digits and '-', not starting or ending with '-'"
+        )
+    if balancer["preserve_client_ip"] and balancer["type"] != "nlb":
+        raise SpecError(f"{field}.preserve_client_ip", "client IP preservation is a setting of type nlb only")
+    for index, rule in enumerate(balancer["ingress_rules"]):
+        check_rule(rule, f"{field}.ingress_rules[{index}]")
+    port = cluster["control_plane_endpoint"]["port"]
+    if not 1 <= port <= 65535:
+        raise SpecError("capa_cluster.control_plane_endpoint.port", f"{port} is not a port number")
 
 
 def _check_network(network: dict[str, Any], region: str, kind: str) -> None:
@@ -692,8 +767,13 @@ def _check_network(network: dict[str, Any], region: str, kind: str) -> None:
     vpc_cidrs = []
     if not vpc["id"]:
         vpc_cidrs.append(str(check_vpc_cidr(vpc["cidr_block"], f"{field}.vpc.cidr_block")))
+        blocks = [ipaddress.ip_network(vpc_cidrs[0])]
         for index, cidr in enumerate(vpc["secondary_cidr_blocks"]):
-            check_vpc_cidr(cidr, f"{field}.vpc.secondary_cidr_blocks[{index}]")
+            block = check_vpc_cidr(cidr, f"{field}.vpc.secondary_cidr_blocks[{index}]")
+            clash = next((other for other in blocks if block.overlaps(other)), None)
+            if clash is not None:
+                raise SpecError(f"{field}.vpc.secondary_cidr_blocks[{index}]", f"'{cidr}' overlaps '{clash}'")
+            blocks.append(block)
             vpc_cidrs.append(cidr)
     if vpc["availability_zone_usage_limit"] < 1:
         raise SpecError(f"{field}.vpc.availability_zone_usage_limit", "must be at least 1")
@@ -777,12 +857,17 @@ def _check_max_unhealthy(value: Any, field: str) -> None:
 
 
 def _check_machines(cluster: dict[str, Any], region: str) -> None:
-    _check_max_unhealthy(cluster["control_plane"].get("max_unhealthy"), "capa_cluster.control_plane.max_unhealthy")
-    replicas = cluster["control_plane"]["replicas"]
+    control_plane = cluster["control_plane"]
+    _check_max_unhealthy(control_plane.get("max_unhealthy"), "capa_cluster.control_plane.max_unhealthy")
+    replicas = control_plane["replicas"]
     if replicas < 1 or replicas % 2 == 0:
         raise SpecError(
             "capa_cluster.control_plane.replicas", f"{replicas}: etcd needs an odd number of members (1, 3, 5)"
         )
+    if control_plane["rollout"]["max_surge"] not in (0, 1):
+        # KubeadmControlPlane's rule: etcd membership changes one member at a time.
+        raise SpecError("capa_cluster.control_plane.rollout.max_surge", "must be 0 or 1")
+    _check_machine(control_plane, "capa_cluster.control_plane")
     names: set[str] = set()
     for index, deployment in enumerate(cluster["machine_deployments"]):
         where = f"capa_cluster.machine_deployments[{index}]"
@@ -790,8 +875,8 @@ def _check_machines(cluster: dict[str, Any], region: str) -> None:
         if deployment["name"] in names:
             raise SpecError(f"{where}.name", f"'{deployment['name']}' is used twice")
         names.add(deployment["name"])
-        for zone_index, zone in enumerate(deployment["failure_domains"]):
-            check_availability_zone(zone, region, f"{where}.failure_domains[{zone_index}]")
+        check_availability_zones(deployment["failure_domains"], region, f"{where}.failure_domains")
+        _check_machine(deployment, where)
         if deployment["replicas"] < 0:
             raise SpecError(f"{where}.replicas", "must not be negative")
         _check_max_unhealthy(deployment.get("max_unhealthy"), f"{where}.max_unhealthy")
@@ -802,6 +887,26 @@ def _check_machines(cluster: dict[str, Any], region: str) -> None:
             raise SpecError(
                 f"{where}.rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start"
             )
+
+
+def _check_machine(machine: dict[str, Any], where: str) -> None:
+    """What every group of machines shares: root volume, instance metadata, spot."""
+    volume = machine["root_volume"]
+    low, high = ROOT_VOLUME_GIB
+    if not low <= volume["size"] <= high:
+        raise SpecError(f"{where}.root_volume.size", f"{volume['size']} GiB: a root volume is {low} to {high} GiB")
+    if volume["type"] not in ROOT_VOLUME_TYPES:
+        raise SpecError(f"{where}.root_volume.type", f"'{volume['type']}' is not one of {', '.join(ROOT_VOLUME_TYPES)}")
+    hops = machine["imds"]["http_put_response_hop_limit"]
+    if not 1 <= hops <= 64:
+        raise SpecError(f"{where}.imds.http_put_response_hop_limit", f"{hops} is not between 1 and 64")
+    spot = machine["spot_market_options"]
+    if spot is None:
+        return
+    if spot["max_price"] and not re.match(r"^\d+(\.\d+)?$", spot["max_price"]):
+        raise SpecError(f"{where}.spot_market_options.max_price", f"'{spot['max_price']}' is not a price in USD")
+    if machine.get("tenancy") == "host":
+        raise SpecError(f"{where}.spot_market_options", "spot instances cannot run on dedicated hosts (tenancy host)")
 
 
 __all__ = ["CLUSTER_OPTIONS", "argument_spec", "check_cluster", "check_rule", "parse_cidr", "roles_for"]

@@ -10,6 +10,7 @@ dependency order.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,17 +251,27 @@ class _Build:
                         f"{found['SubnetId']} with CIDR {desired.cidr_block} exists in {found['AvailabilityZone']}",
                     )
                 if found is None:
-                    self._check_creatable(vpc, desired)
+                    self._check_creatable(vpc, desired, existing)
             managed = found is None or is_owned(tags_of(found), self.ctx.cluster)
             states.append(SubnetState(desired, found, desired.is_public, managed))
         return states
 
-    def _check_creatable(self, vpc: VpcView, desired: DesiredSubnet) -> None:
+    def _check_creatable(self, vpc: VpcView, desired: DesiredSubnet, existing: list[dict[str, Any]]) -> None:
         if not vpc.managed:
             raise SpecError(
                 desired.field,
                 f"VPC {vpc.id} is not owned by cluster {self.ctx.cluster}; subnets are only created in a managed VPC",
             )
+        # A subnet's CIDR cannot change: a new block overlapping one in use is that change (AWS would refuse the
+        # create halfway through the run), so it is refused here, after the reads and before any change.
+        network = ipaddress.ip_network(desired.cidr_block or "")
+        for subnet in existing:
+            if network.overlaps(ipaddress.ip_network(subnet["CidrBlock"])):
+                raise SpecError(
+                    f"{desired.field}.cidr_block",
+                    f"'{desired.cidr_block}' overlaps {subnet['SubnetId']} ({subnet['CidrBlock']}) in {vpc.id}; "
+                    "a subnet's CIDR block cannot change",
+                )
         if desired.availability_zone not in self._available_zones():
             raise SpecError(
                 f"{desired.field}.availability_zone",

@@ -99,6 +99,14 @@ def check_availability_zone(az: str, region: str | None, field: str) -> None:
         raise SpecError(field, f"'{az}' is not an availability zone of region {region}")
 
 
+def check_availability_zones(zones: Sequence[str], region: str | None, field: str) -> None:
+    """A list of AZs (failure domains): each of the region, none twice."""
+    for index, zone in enumerate(zones):
+        check_availability_zone(zone, region, f"{field}[{index}]")
+        if zone in zones[:index]:
+            raise SpecError(f"{field}[{index}]", f"'{zone}' is listed twice")
+
+
 def check_resource_id(value: str | None, kind: str, field: str) -> None:
     if value and not is_placeholder(value) and not RESOURCE_ID[kind].match(value):
         raise SpecError(field, f"'{value}' is not a {kind} id ({kind}-…)")

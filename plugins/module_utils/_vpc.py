@@ -37,6 +37,13 @@ class VpcTier:
             return before, None
         if vpc is not None and not is_owned(tags_of(vpc), ctx.cluster):
             return before, before  # bring your own: used as it is, never changed
+        if vpc is not None and vpc.get("CidrBlock") != params["cidr_block"]:
+            # AWS cannot change a VPC's primary block; refused after the read, before any change.
+            raise SpecError(
+                "cidr_block",
+                f"'{params['cidr_block']}': {vpc['VpcId']} was created with {vpc.get('CidrBlock')} and the primary "
+                "CIDR block of a VPC cannot change (add secondary_cidr_blocks instead)",
+            )
         vpc = self._ensure_vpc(ctx, vpc, params)
         igw = self._ensure_internet_gateway(ctx, vpc)
         return before, summarise(ctx, vpc, igw)

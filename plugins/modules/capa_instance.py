@@ -17,7 +17,9 @@ description:
     C(MachineName=<cluster_name>/<machine>)) each instance carries C(clusterapi.aws/machine-group=<name>),
     C(clusterapi.aws/template-hash=<hash>) and, when it has bootstrap data,
     C(clusterapi.aws/bootstrap-data=<backend>:<prefix>:<count>); the module finds its machines and their bootstrap
-    entries by these tags."
+    entries by these tags. A kubeadm machine also carries C(clusterapi.aws/kubernetes-version=<version>): as kubeadm
+    upgrades one minor version at a time, a I(kubernetes_version) that skips a minor from, or goes a minor back from,
+    what the group's machines run is refused after the describes, before any change."
   - The AMI is I(ami.id) or CAPA's lookup - the newest available HVM image of the instance type's architecture
     owned by I(ami.owner) whose name matches I(ami.name_format). The bastion looks up Canonical's newest Ubuntu 24.04
     image instead. No image found is an error before anything changes.

@@ -411,3 +411,26 @@ class TestMisc:
     def test_secret_name_is_outside_the_node_readable_prefix(self):
         assert k.secret_name("demo") == "clusterapi.aws/demo/pki"
         assert not k.secret_name("demo").startswith("aws.cluster.x-k8s.io/")
+
+
+@pytest.mark.parametrize(
+    "running, desired, refused",
+    [
+        ([], "v1.33.0", None),  # a new group: any version
+        (["v1.31.2"], "v1.31.5", None),  # a patch release
+        (["v1.31.2"], "v1.32.0", None),  # one minor
+        (["v1.31.2", "v1.32.0"], "v1.32.1", None),  # halfway through a rollout
+        (["v1.31.2"], "v1.33.0", "upgrade to v1.32 first"),  # skips a minor
+        (["v1.31.2", "v1.32.0"], "v1.33.0", "upgrade to v1.32 first"),  # the oldest machine decides
+        (["v1.31.2"], "v1.30.9", "cannot downgrade"),
+        (["v1.31.2"], "v2.0.0", "upgrade to v1.32 first"),
+        (["edited-by-hand"], "v1.33.0", None),  # an unreadable tag is ignored
+    ],
+)
+def test_upgrades_go_one_minor_at_a_time(running, desired, refused):
+    if refused is None:
+        k.check_upgrade_step(running, desired)
+        return
+    with pytest.raises(SpecError, match=refused) as error:
+        k.check_upgrade_step(running, desired)
+    assert error.value.field == "kubernetes_version"

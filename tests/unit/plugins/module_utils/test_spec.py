@@ -172,3 +172,123 @@ def test_generated_docs_and_role_specs_match_the_declaration():
         [sys.executable, str(REPO / "tools/gen_specs.py"), "--check"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Rules added with the bad-input matrix (tests/integration/test_bad_input.py runs them through site.yml).
+POOL = {"name": "pool-0", "min_size": 1, "max_size": 3}
+BAD_MORE = [
+    ({"kubernetes_version": "v1.31"}, "capa_cluster.kubernetes_version"),
+    (
+        {"network": {"vpc": {"secondary_cidr_blocks": ["10.0.128.0/17"]}}},
+        "capa_cluster.network.vpc.secondary_cidr_blocks[0]",
+    ),
+    (
+        {"network": {"vpc": {"secondary_cidr_blocks": ["10.1.0.0/16", "10.1.0.0/20"]}}},
+        "capa_cluster.network.vpc.secondary_cidr_blocks[1]",
+    ),
+    (
+        {"machine_deployments": [{"name": "md-0", "failure_domains": ["us-east-1a", "us-east-1a"]}]},
+        "capa_cluster.machine_deployments[0].failure_domains[1]",
+    ),
+    (
+        {"machine_pools": [{**POOL, "failure_domains": ["eu-west-1a"]}]},
+        "capa_cluster.machine_pools[0].failure_domains[0]",
+    ),
+    ({"machine_pools": [{**POOL, "min_size": 3, "max_size": 1}]}, "capa_cluster.machine_pools[0].max_size"),
+    ({"machine_pools": [{**POOL, "min_size": -1}]}, "capa_cluster.machine_pools[0].min_size"),
+    (
+        {"machine_pools": [{**POOL, "externally_managed_replicas": True, "desired_capacity": 9}]},
+        "capa_cluster.machine_pools[0].desired_capacity",
+    ),
+    (
+        {
+            "machine_pools": [
+                {
+                    **POOL,
+                    "mixed_instances_policy": {
+                        "instances_distribution": {"on_demand_percentage_above_base_capacity": 101}
+                    },
+                }
+            ]
+        },
+        "capa_cluster.machine_pools[0].mixed_instances_policy.instances_distribution"
+        ".on_demand_percentage_above_base_capacity",
+    ),
+    ({"control_plane": {"root_volume": {"size": 0}}}, "capa_cluster.control_plane.root_volume.size"),
+    (
+        {"machine_deployments": [{"name": "md-0", "root_volume": {"type": "st1"}}]},
+        "capa_cluster.machine_deployments[0].root_volume.type",
+    ),
+    (
+        {"control_plane": {"imds": {"http_put_response_hop_limit": 65}}},
+        "capa_cluster.control_plane.imds.http_put_response_hop_limit",
+    ),
+    (
+        {"machine_deployments": [{"name": "md-0", "spot_market_options": {"max_price": "cheap"}}]},
+        "capa_cluster.machine_deployments[0].spot_market_options.max_price",
+    ),
+    (
+        {"machine_deployments": [{"name": "md-0", "tenancy": "host", "spot_market_options": {}}]},
+        "capa_cluster.machine_deployments[0].spot_market_options",
+    ),
+    ({"control_plane": {"rollout": {"max_surge": 2}}}, "capa_cluster.control_plane.rollout.max_surge"),
+    (
+        {"control_plane_load_balancer": {"preserve_client_ip": True}},
+        "capa_cluster.control_plane_load_balancer.preserve_client_ip",
+    ),
+    ({"control_plane_load_balancer": {"name": "-api"}}, "capa_cluster.control_plane_load_balancer.name"),
+    (
+        {"control_plane_load_balancer": {"ingress_rules": [{"from_port": 6443, "to_port": 443}]}},
+        "capa_cluster.control_plane_load_balancer.ingress_rules[0]",
+    ),
+    ({"kind": "eks", "control_plane": {"replicas": 3}}, "capa_cluster.control_plane"),
+    ({"kind": "eks", "machine_deployments": [{"name": "md-0"}]}, "capa_cluster.machine_deployments"),
+    ({"eks": {"version": "1.30"}}, "capa_cluster.eks"),
+    (
+        {"kind": "eks", "eks": {"version": "1.30", "node_groups": [{"name": "ng-0", "version": "1.31"}]}},
+        "capa_cluster.eks.node_groups[0].version",
+    ),
+    (
+        {"kind": "eks", "eks": {"version": "1.31", "node_groups": [{"name": "ng-0", "version": "1.27"}]}},
+        "capa_cluster.eks.node_groups[0].version",
+    ),
+    (
+        {"kind": "eks", "eks": {"endpoint_access": {"public_cidrs": ["0.0.0.0/33"]}}},
+        "capa_cluster.eks.endpoint_access.public_cidrs[0]",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec, field", BAD_MORE, ids=[case[1] for case in BAD_MORE])
+def test_more_bad_specs_fail_naming_the_field(spec, field):
+    with pytest.raises(SpecError) as error:
+        check_cluster(normalise({"name": "demo", "region": "us-east-1", **spec}), None)
+    assert error.value.field == field
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"kind": "eks", "eks": {"node_groups": [{"name": "ng-0", "version": "1.28"}]}},
+        {"machine_pools": [{**POOL, "externally_managed_replicas": True, "desired_capacity": 2}]},
+        {"control_plane": {"rollout": {"max_surge": 0}}},
+        {"control_plane_load_balancer": {"type": "nlb", "preserve_client_ip": True}},
+    ],
+)
+def test_edges_of_the_new_rules_pass(spec):
+    check_cluster(normalise({"name": "demo", "region": "us-east-1", **spec}), None)
+
+
+def test_machine_pools_are_allowed_on_eks_clusters():
+    """Self-managed EKS nodes: machine pools are the one worker section both kinds use."""
+    cluster = normalise(
+        {
+            "name": "demo-eks",
+            "region": "us-east-1",
+            "kind": "eks",
+            "network": {"vpc": {"availability_zone_usage_limit": 2}},
+            "eks": {"version": "1.31"},
+            "machine_pools": [{"name": "eks-mp-0", "min_size": 1, "max_size": 2}],
+        }
+    )
+    check_cluster(cluster, None)
