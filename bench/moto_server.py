@@ -24,6 +24,11 @@ playbook cannot create its ELB on moto.
 5. AWS gives every managed node group an ``updateConfig`` (``maxUnavailable: 1``) and returns it; moto leaves it out
    unless the create names one, and ``community.aws.eks_nodegroup`` fails with ``KeyError: 'updateConfig'`` on its
    second run over the node group.
+
+6. AWS tags managed node groups and Fargate profiles and answers ``eks:ListTagsForResource`` / ``TagResource`` /
+   ``UntagResource`` for their ARNs; moto only knows cluster ARNs (``NotFoundException``), and
+   ``community.aws.eks_nodegroup`` fails its second run ("Unable to list or compare tags for Nodegroup").  The fix
+   looks the ARN up among the clusters' node groups and Fargate profiles too.
 """
 
 from __future__ import annotations
@@ -109,7 +114,53 @@ def _fix_default_update_config() -> None:
     eks_models.Nodegroup.__init__ = __init__
 
 
+def _eks_taggable(backend, resource_arn):  # type: ignore[no-untyped-def]
+    """The cluster, node group or Fargate profile with this ARN, or None."""
+    for cluster in backend.clusters.values():
+        if cluster.arn == resource_arn:
+            return cluster
+        for group in cluster.nodegroups.values():
+            if group.arn == resource_arn:
+                return group
+        for profile in cluster.fargate_profiles.values():
+            if profile.fargate_profile_arn == resource_arn:
+                return profile
+    return None
+
+
+def _fix_eks_child_tags() -> None:
+    backend_cls = eks_models.EKSBackend
+    originals = {
+        name: getattr(backend_cls, name) for name in ("tag_resource", "untag_resource", "list_tags_for_resource")
+    }
+
+    def tag_resource(self, resource_arn, tags):  # type: ignore[no-untyped-def]
+        found = _eks_taggable(self, resource_arn)
+        if found is None:
+            return originals["tag_resource"](self, resource_arn, tags)
+        found.tags = {**(found.tags or {}), **tags}
+        return None
+
+    def untag_resource(self, resource_arn, tag_keys):  # type: ignore[no-untyped-def]
+        found = _eks_taggable(self, resource_arn)
+        if found is None:
+            return originals["untag_resource"](self, resource_arn, tag_keys)
+        found.tags = {k: v for k, v in (found.tags or {}).items() if k not in set(tag_keys)}
+        return None
+
+    def list_tags_for_resource(self, resource_arn):  # type: ignore[no-untyped-def]
+        found = _eks_taggable(self, resource_arn)
+        if found is None:
+            return originals["list_tags_for_resource"](self, resource_arn)
+        return found.tags or {}
+
+    backend_cls.tag_resource = tag_resource
+    backend_cls.untag_resource = untag_resource
+    backend_cls.list_tags_for_resource = list_tags_for_resource
+
+
 if __name__ == "__main__":
+    _fix_eks_child_tags()
     _fix_missing_elb_attributes()
     _fix_default_health_check()
     _fix_disable_metrics_collection()
