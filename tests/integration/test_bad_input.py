@@ -322,16 +322,14 @@ def failures(result: Any) -> dict[str, list[str]]:
 
 
 def test_bad_specs_fail_before_any_request(aws, run_playbook, tmp_path):
-    hosts = {
-        f"bad-{index:02d}": {"name": "bad-it", "region": "us-east-1", **spec} for index, (_, spec, _) in enumerate(BAD)
-    }
+    hosts = {f"bad-{index:02d}": {"name": "bad-it", "region": "us-east-1", **case[1]} for index, case in enumerate(BAD)}
     started = time.monotonic()
     result = run_playbook(SITE, inventory=inventory(tmp_path, hosts), env=FORKS, expect_rc=None)
     seconds = time.monotonic() - started
     assert result.rc != 0, result.describe()
     failed = failures(result)
     problems = []
-    for index, (what, _, texts) in enumerate(BAD):
+    for index, (what, _spec, texts) in enumerate(BAD):
         host = f"bad-{index:02d}"
         messages = failed.get(host, [])
         if len(messages) != 1 or not all(text in messages[0] for text in texts):
@@ -374,12 +372,12 @@ def test_changes_the_current_state_forbids(aws, run_playbook, tmp_path):
             ("kubernetes_version", "cannot downgrade"),
         ),
     }
-    hosts = {name: {**base, **overrides} for name, (overrides, _) in changes.items()}
+    hosts = {name: {**base, **change[0]} for name, change in changes.items()}
     aws.reset_requests()
     result = run_playbook(SITE, inventory=inventory(tmp_path, hosts), env=FORKS, expect_rc=None)
     assert result.rc != 0
     failed = failures(result)
-    for name, (_, texts) in changes.items():
+    for name, (_overrides, texts) in changes.items():
         messages = failed.get(name, [])
         assert len(messages) == 1 and all(t in messages[0] for t in texts), (name, texts, messages)
     assert aws.mutating_requests() == []

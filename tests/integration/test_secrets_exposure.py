@@ -126,7 +126,7 @@ def scan(outputs: dict[str, bytes], needles: set[str]) -> list[str]:
     matches = []
     for name, data in outputs.items():
         matches += [f"{name}: a secret ({n[:12]}...)" for n, raw in encoded if raw in data]
-        matches += [f"{name}: private key marker" for _ in PRIVATE_KEY_MARKER.finditer(data)]
+        matches += [f"{name}: private key marker" for marker in PRIVATE_KEY_MARKER.finditer(data) if marker]
         matches += [f"{name}: token-shaped {t[:7]!r}..." for t in TOKEN_SHAPE.findall(data)]
     return matches
 
