@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
-from ._connection import is_lost_response
+from ._connection import RetryingClient, is_lost_response
 
 try:
     import botocore.exceptions
@@ -156,8 +156,10 @@ def send(
     lookup = tag_lookup(client.meta.service_model.service_name, params)
     resent = False
     for attempt in range(LOST_RESPONSE_ATTEMPTS):
+        # A resend of an undo whose answer was lost must hear NotFound ("already done") at once, not retry it.
+        once_more = resent and operation.startswith(_UNDO_PREFIXES) and isinstance(client, RetryingClient)
         try:
-            answer = getattr(client, method)(**params)
+            answer = (client.without_consistency_retry(method) if once_more else getattr(client, method))(**params)
         except botocore.exceptions.ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if resent and done_already(operation, code):
