@@ -158,6 +158,24 @@ def test_a_lost_address_is_not_taken_for_one_the_run_holds_or_one_in_use():
 
 
 @pytest.mark.parametrize(
+    "state, adopted",
+    [
+        ("available", True),
+        ("pending", True),
+        ("deleting", False),
+        ("deleted", False),
+        ("failed", False),
+        ({"Name": "terminated"}, False),
+        ({"Name": "shutting-down"}, False),
+        ({"Name": "running"}, True),
+    ],
+)
+def test_a_resource_on_its_way_out_is_never_adopted(state, adopted):
+    found = [{"SubnetId": "subnet-old", "State": state}]
+    assert (idem.pick_landed(found, "SubnetId", set()) is not None) is adopted
+
+
+@pytest.mark.parametrize(
     "operation, code",
     [("DeleteSubnet", "InvalidSubnetID.NotFound"), ("AuthorizeSecurityGroupIngress", "InvalidPermission.Duplicate")],
 )
