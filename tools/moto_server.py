@@ -396,8 +396,9 @@ class FaultInjector:
       happened, the client never heard). Reads are dropped too: harmless, and it happens on AWS as well.
     * ``drop_writes``: a further share of the requests that are not Describe/List/Get, dropped as above;
     * ``kill_at``: eligible request numbers (1-based; with ``kill_mutating`` numbers of the requests that are
-      not Describe/List/Get) at which, after moto applied the request, the process group ``kill_pgid`` gets
-      SIGKILL and the connection is dropped: a crash at a deterministic point.
+      not Describe/List/Get) at which, after moto applied the request, the process group ``kill_pgid`` and every
+      descendant of its leader (ansible's workers run in sessions of their own) get SIGKILL and the connection
+      is dropped: a crash at a deterministic point.
 
     ``GET /_capa/faults`` returns the configuration and the counters (eligible requests, faults per kind and per
     ``service:Operation``, kills done); ``POST /_capa/faults/reset`` switches it off. A moto reset keeps it.
@@ -510,13 +511,62 @@ class FaultInjector:
             if hasattr(body_iter, "close"):
                 body_iter.close()
         if kill and self.config["kill_pgid"]:
-            try:
-                os.killpg(int(self.config["kill_pgid"]), signal.SIGKILL)
-            except OSError:
-                pass
+            kill_tree(int(self.config["kill_pgid"]))
         _drop_connection(environ)
         start_response("200 OK", [("Content-Length", "0")])
         return []
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc (Linux)."""
+    found: dict[int, list[int]] = defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                # the command name (2nd field) may hold spaces and parentheses: the fields after its last ")"
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        found[parent].append(int(entry))
+    return found
+
+
+def kill_tree(pgid: int) -> None:
+    """SIGKILL the process group ``pgid`` and every descendant of its leader: a crash of the whole controller.
+
+    ``killpg`` alone is not that: ansible-core's worker processes call ``setsid()``, so a worker and the module it
+    runs are in a group of their own and would survive, going on changing AWS next to the resumed run. Each
+    process found is stopped first, so none can fork a child the walk misses, then all are killed.
+    """
+    stopped: set[int] = set()
+    while True:
+        children = _children()
+        todo, tree = [pgid], set()
+        while todo:
+            pid = todo.pop()
+            if pid not in tree:
+                tree.add(pid)
+                todo.extend(children.get(pid, []))
+        fresh = tree - stopped
+        if not fresh:
+            break
+        for pid in fresh:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        stopped |= fresh
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+    for pid in stopped:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _drop_connection(environ: dict[str, Any]) -> None:

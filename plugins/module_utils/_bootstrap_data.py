@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import hashlib
 import uuid
 from dataclasses import dataclass
 from email.mime.multipart import MIMEMultipart
@@ -91,9 +90,15 @@ def new_prefix(backend: str, unique: uuid.UUID) -> str:
     return f"/cluster.x-k8s.io/{unique}" if backend == SSM else f"aws.cluster.x-k8s.io/{unique}"
 
 
-def request_token(machine_name: str, index: int) -> str:
-    """CreateSecret idempotency token (32-64 chars): the same machine and chunk always give the same one."""
-    return str(uuid.UUID(hashlib.sha256(f"{machine_name}/{index}".encode()).hexdigest()[:32]))
+def request_token() -> str:
+    """CreateSecret idempotency token (32-64 chars), new for each create intent.
+
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
+    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
+    The token only has to survive the resends of one create within the run; a create lost in a killed run is
+    found by its tags on the next run.
+    """
+    return str(uuid.uuid4())
 
 
 def boot_script(region: str, ref: BootstrapRef, delete_after_fetch: bool = True) -> str:
@@ -182,7 +187,7 @@ def _create_secret(
     params = dict(
         Name=name,
         SecretBinary=part,
-        ClientRequestToken=request_token(machine_name, index),
+        ClientRequestToken=request_token(),
         Tags=dict_to_tags(tags),
         Description=f"bootstrap data of {machine_name}",
     )

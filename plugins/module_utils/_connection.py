@@ -103,9 +103,9 @@ def is_lost_response(exc: BaseException) -> bool:
     return isinstance(exc, (botocore.exceptions.ConnectionClosedError, botocore.exceptions.ReadTimeoutError))
 
 
-def _retry_decorator(operation: str, retries: int) -> Callable:
+def _retry_decorator(operation: str, retries: int, consistency: bool = True) -> Callable:
     extra = list(TRANSIENT_CODES)
-    if not is_read_operation(operation):
+    if consistency and not is_read_operation(operation):
         extra.extend(EVENTUAL_CONSISTENCY_CODES)
     return AWSRetry.jittered_backoff(retries=retries, delay=1, max_delay=20, catch_extra_error_codes=extra)
 
@@ -138,6 +138,15 @@ class RetryingClient:
         wrapped = _retry_decorator(self.api_name(method), self._retries)(attr)
         self._wrapped[method] = wrapped
         return wrapped
+
+    def without_consistency_retry(self, method: str) -> Callable:
+        """``method`` retried on throttling and 5xx only: a NotFound answer comes back at once.
+
+        For the resend of a delete whose first answer was lost: there NotFound means the lost attempt did the
+        work, and retrying it as eventual consistency would only resend the delete again and again (each resend
+        one more chance to lose the answer).
+        """
+        return _retry_decorator(self.api_name(method), self._retries, consistency=False)(getattr(self.raw, method))
 
     def paginate(self, method: str, **params: Any) -> dict:
         """All pages of a list/describe call merged into one response (retried as a whole)."""

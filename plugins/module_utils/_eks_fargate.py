@@ -154,7 +154,7 @@ class _FargateRun:
             "subnets": list(subnets),
             "selectors": [dict(s) for s in spec.selectors],
             "tags": dict(tags),
-            "clientRequestToken": plan.client_token(ctx.cluster, spec.eks_cluster, name, digest),
+            "clientRequestToken": plan.client_token(),
         }
         reason = (
             f"replaces {', '.join(o['fargateProfileName'] for o in old)}: profiles are immutable" if old else "missing"

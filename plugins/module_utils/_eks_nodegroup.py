@@ -283,7 +283,7 @@ class _NodegroupRun:
         ctx, spec = self.ctx, self.spec
         name = plan.member_name(spec.pool, digest, taken, first=not old)
         tags = member_tags(ctx, spec.eks_cluster, plan.NODE_GROUP_TAG, spec.pool, digest, spec.tags)
-        token = plan.client_token(ctx.cluster, spec.eks_cluster, name, digest)
+        token = plan.client_token()
         request = plan.create_request(spec, name, subnets, role_arn, version, tags, token)
         if old:
             changed = plan.immutable_differences(definition, old[0])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -115,10 +116,15 @@ def may_be_member(base: str, name: str) -> bool:
     return len(rest) in (4, 8) and all(c in "0123456789abcdef" for c in rest)
 
 
-def client_token(*parts: str) -> str:
-    """An idempotency token for a create, stable for one cluster/name/template, so a retried request after a lost
-    answer creates nothing twice."""
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:32]
+def client_token() -> str:
+    """An EKS clientRequestToken, new for each create intent.
+
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
+    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
+    The token only has to survive the resends of one create within the run; a create lost in a killed run is
+    found by its tags on the next run.
+    """
+    return uuid.uuid4().hex
 
 
 # versions ------------------------------------------------------------------------------------------------------------

@@ -119,7 +119,7 @@ def create_request(ctx: Context, spec: FleetSpec, template: _launch_template.Ens
     # A maintain fleet takes only fleet tags; instances are tagged by the launch template.
     return {
         "Type": "maintain",
-        "ClientToken": fleet_client_token(ctx.cluster, spec.name, template.id),
+        "ClientToken": fleet_client_token(),
         "TagSpecifications": tag_specifications("fleet", tags),
         "LaunchTemplateConfigs": launch_template_configs(template.id, template.version, spec),
         "TargetCapacitySpecification": target_capacity(

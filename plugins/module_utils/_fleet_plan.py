@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -216,9 +217,15 @@ def launch_template_configs(template_id: str, version: int, spec: FleetSpec) -> 
     ]
 
 
-def fleet_client_token(cluster: str, name: str, template_id: str) -> str:
-    """CreateFleet idempotency token: one per pool and template (a recreated pool has a new template id)."""
-    return "capa-" + hashlib.sha256(f"{cluster}/{name}/{template_id}".encode()).hexdigest()[:40]
+def fleet_client_token() -> str:
+    """CreateFleet idempotency token (max 64 ASCII), new for each create intent.
+
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
+    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
+    The token only has to survive the resends of one create within the run; a create lost in a killed run is
+    found by its tags on the next run.
+    """
+    return "capa-" + uuid.uuid4().hex
 
 
 def _override_set(configs: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:

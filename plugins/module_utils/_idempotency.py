@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
-from ._connection import is_lost_response
+from ._connection import RetryingClient, is_lost_response
 
 try:
     import botocore.exceptions
@@ -47,6 +47,9 @@ EC2_FINDERS: dict[str, tuple[str, str, str | None, str]] = {
 # Several resources may carry the same tags (the NAT gateways' EIPs all have one Name): a candidate for "what
 # the lost create made" is one this run has not already been given by another create, and not in use.
 _IN_USE_KEYS = ("AssociationId",)
+# Nor one on its way out: what a lost create made is alive; a resource being deleted (or kept for a while as
+# deleted, as NAT gateways and instances are) is a predecessor that happens to carry the same tags.
+_GONE_STATES = frozenset({"deleting", "deleted", "failed", "shutting-down", "terminated"})
 
 _UNDO_PREFIXES = ("Delete", "Terminate", "Deregister", "Release", "Disassociate", "Detach", "Revoke", "Remove")
 _DO_PREFIXES = ("Create", "Attach", "Associate", "Authorize", "Allocate", "Put", "Register", "Add")
@@ -116,10 +119,13 @@ def answer_from(found: Mapping[str, Any], answer_key: str | None) -> dict[str, A
 
 
 def pick_landed(found: list[Mapping[str, Any]], id_key: str, claimed: set[str]) -> Mapping[str, Any] | None:
-    """The described resource that a lost create made: not one the run already holds, not in use."""
+    """The described resource that a lost create made: not one the run already holds, not in use, not going."""
     for item in found:
-        if item.get(id_key) not in claimed and not any(item.get(k) for k in _IN_USE_KEYS):
-            return item
+        state = item.get("State") or item.get("state")
+        state = state.get("Name") if isinstance(state, Mapping) else state
+        if item.get(id_key) in claimed or any(item.get(k) for k in _IN_USE_KEYS) or state in _GONE_STATES:
+            continue
+        return item
     return None
 
 
@@ -156,8 +162,10 @@ def send(
     lookup = tag_lookup(client.meta.service_model.service_name, params)
     resent = False
     for attempt in range(LOST_RESPONSE_ATTEMPTS):
+        # A resend of an undo whose answer was lost must hear NotFound ("already done") at once, not retry it.
+        once_more = resent and operation.startswith(_UNDO_PREFIXES) and isinstance(client, RetryingClient)
         try:
-            answer = getattr(client, method)(**params)
+            answer = (client.without_consistency_retry(method) if once_more else getattr(client, method))(**params)
         except botocore.exceptions.ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if resent and done_already(operation, code):

@@ -720,7 +720,7 @@ class GroupRun:
             "InstanceType": spec.instance_type,
             "MinCount": 1,
             "MaxCount": 1,
-            "ClientToken": client_token(self.ctx.cluster, name),
+            "ClientToken": client_token(),
             "BlockDeviceMappings": [
                 {"DeviceName": image.root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
             ],

@@ -15,7 +15,6 @@ Observing is one ``DescribeLaunchTemplates`` (by name) and one ``DescribeLaunchT
 from __future__ import annotations
 
 import base64
-import hashlib
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -129,9 +128,15 @@ def launch_template_data(
     return data
 
 
-def client_token(cluster: str, name: str, template_hash: str, prefix: str) -> str:
-    """Idempotency token of one version request (a retried request with the same entries is the same version)."""
-    return "capa-" + hashlib.sha256(f"{cluster}/{name}/{template_hash}/{prefix}".encode()).hexdigest()[:40]
+def client_token() -> str:
+    """Idempotency token of one template or version request, new for each create intent.
+
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
+    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
+    The token only has to survive the resends of one create within the run; a create lost in a killed run is
+    found by its tags on the next run.
+    """
+    return "capa-" + uuid.uuid4().hex
 
 
 # AWS -------------------------------------------------------------------------------------------------------------
@@ -197,7 +202,7 @@ def ensure(
     version_data["TagSpecifications"] = [
         s for resource in ("instance", "volume") for s in tag_specifications(resource, instance)
     ]
-    token = client_token(ctx.cluster, name, template_hash, ref.prefix if ref else "")
+    token = client_token()
     try:
         if observed is None:
             answer = ctx.ops.call(

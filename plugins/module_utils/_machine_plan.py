@@ -14,6 +14,7 @@ import hashlib
 import json
 import random
 import string
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -85,9 +86,15 @@ def machine_name(cluster: str, group: str, taken: Iterable[str], rng: random.Ran
             return name
 
 
-def client_token(cluster: str, name: str) -> str:
-    """RunInstances idempotency token: the same machine name always gives the same token (max 64 ASCII)."""
-    return "capa-" + hashlib.sha256(f"{cluster}/{name}".encode()).hexdigest()[:40]
+def client_token() -> str:
+    """RunInstances idempotency token (max 64 ASCII), new for each create intent.
+
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
+    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
+    The token only has to survive the resends of one create within the run; a create lost in a killed run is
+    found by its tags on the next run.
+    """
+    return "capa-" + uuid.uuid4().hex
 
 
 def template_hash(definition: Mapping[str, Any]) -> str:

@@ -111,7 +111,9 @@ class KubeadmTier:
                     Name=name,
                     Description=f"clusterapi.aws: kubeadm PKI and bootstrap token of cluster {ctx.cluster}",
                     SecretString=content,
-                    ClientRequestToken=request_token(name, content),
+                    # New for each create: the secret re-created after a delete with the same content (PKI kept
+                    # in the output directory) must not be answered with its deleted predecessor.
+                    ClientRequestToken=str(uuid.uuid4()),
                     Tags=dict_to_tags(tags),
                 )
             except client.raw.exceptions.ResourceExistsException:

@@ -9,8 +9,8 @@ makes about the network shape is unit-testable without an endpoint.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
+import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -171,11 +171,12 @@ def explicit_route_tables(route_tables: Iterable[Mapping[str, Any]]) -> dict[str
     return found
 
 
-def nat_client_token(cluster: str, vpc_id: str, subnet_id: str) -> str:
-    """A CreateNatGateway idempotency token (64 ASCII characters at most), stable for one NAT slot.
+def nat_client_token() -> str:
+    """A CreateNatGateway idempotency token (64 ASCII characters at most), new for each create intent.
 
-    A create retried after a lost response then returns the same gateway instead of a second one; the VPC and
-    subnet ids make it differ for a rebuilt network, where AWS would refuse an old token with new parameters.
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
+    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
+    The token only has to survive the resends of one create within the run; a create lost in a killed run is
+    found by its tags on the next run.
     """
-    digest = hashlib.sha256(f"{cluster}/{vpc_id}/{subnet_id}".encode()).hexdigest()[:40]
-    return f"capa-nat-{digest}"
+    return f"capa-nat-{uuid.uuid4().hex}"

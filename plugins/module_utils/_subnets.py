@@ -454,7 +454,7 @@ class _Build:
             predicted={"NatGateway": {"NatGatewayId": placeholder("nat", subnet.zone), "State": "pending"}},
             SubnetId=subnet.id,
             AllocationId=address["AllocationId"],
-            ClientToken=nat_client_token(self.ctx.cluster, vpc.id, subnet.id),
+            ClientToken=nat_client_token(),
             TagSpecifications=tag_specifications("natgateway", tags),
         )["NatGateway"]
         nat.update(

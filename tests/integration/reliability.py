@@ -107,8 +107,9 @@ def run_killable(
     timeout: float,
     kill_mutating: bool = False,
 ) -> tuple[int, dict[str, Any], str]:
-    """Run ``ansible-playbook`` in its own process group and let the fault injector SIGKILL the group when it has
-    seen eligible request number ``kill_at[0]`` (after moto applied that request). Returns (rc, fault status,
+    """Run ``ansible-playbook`` in its own process group and let the fault injector SIGKILL the group and every
+    descendant (ansible's workers and modules run in sessions of their own) when it has seen eligible request number
+    ``kill_at[0]`` (after moto applied that request). Returns (rc, fault status,
     output tail); rc is -9 when the kill happened."""
     command = [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), "-i", str(inventory)]
     # The child waits for a line on stdin, so the injector knows the process group before the first request.

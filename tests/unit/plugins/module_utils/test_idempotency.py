@@ -158,6 +158,24 @@ def test_a_lost_address_is_not_taken_for_one_the_run_holds_or_one_in_use():
 
 
 @pytest.mark.parametrize(
+    "state, adopted",
+    [
+        ("available", True),
+        ("pending", True),
+        ("deleting", False),
+        ("deleted", False),
+        ("failed", False),
+        ({"Name": "terminated"}, False),
+        ({"Name": "shutting-down"}, False),
+        ({"Name": "running"}, True),
+    ],
+)
+def test_a_resource_on_its_way_out_is_never_adopted(state, adopted):
+    found = [{"SubnetId": "subnet-old", "State": state}]
+    assert (idem.pick_landed(found, "SubnetId", set()) is not None) is adopted
+
+
+@pytest.mark.parametrize(
     "operation, code",
     [("DeleteSubnet", "InvalidSubnetID.NotFound"), ("AuthorizeSecurityGroupIngress", "InvalidPermission.Duplicate")],
 )
@@ -227,3 +245,42 @@ def test_other_failures_of_a_write_are_still_retried_by_botocore(monkeypatch):
     with pytest.raises(botocore.exceptions.EndpointConnectionError):
         client.create_vpc(CidrBlock="10.0.0.0/16")
     assert len(sent) == 5
+
+
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **kwargs):
+        yield self.data
+
+
+def test_a_delete_resent_after_a_lost_answer_takes_not_found_at_once(monkeypatch):
+    """Real RetryingClient: the first DeleteSubnet's answer is lost, the resend hears InvalidSubnetID.NotFound.
+
+    NotFound is an eventual-consistency code for writes; retrying it on the resend would only resend the delete
+    again and again (each resend a new chance to lose the answer, botocore retries times our attempts).
+    """
+    import botocore.awsrequest
+
+    from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
+
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)
+    session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
+    client = RetryingClient(guard_writes(session.client("ec2", config=_client_config("clusterapi.aws", None))))
+    sent = []
+    not_found = (
+        b"<Response><Errors><Error><Code>InvalidSubnetID.NotFound</Code><Message>gone</Message></Error></Errors>"
+        b"<RequestID>1</RequestID></Response>"
+    )
+
+    def answer(request, **kwargs):
+        sent.append(request.url)
+        if len(sent) == 1:
+            raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+        return botocore.awsrequest.AWSResponse(request.url, 400, {}, _Body(not_found))
+
+    client.meta.events.register("before-send.ec2", answer)
+    ops = Operations(check_mode=False)
+    assert ops.call(client, "delete_subnet", resource="subnet-1", reason="test", SubnetId="subnet-1") == {}
+    assert len(sent) == 2 and ops.lost_responses == ["DeleteSubnet"]
