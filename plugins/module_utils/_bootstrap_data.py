@@ -26,7 +26,7 @@ except ImportError:
 
 from ._ec2 import error_code
 from ._ownership import dict_to_tags
-from ._reconcile import Context
+from ._reconcile import Context, new_client_token
 
 SECRETS_MANAGER = "secrets-manager"
 SSM = "ssm-parameter-store"
@@ -90,15 +90,7 @@ def new_prefix(backend: str, unique: uuid.UUID) -> str:
     return f"/cluster.x-k8s.io/{unique}" if backend == SSM else f"aws.cluster.x-k8s.io/{unique}"
 
 
-def request_token() -> str:
-    """CreateSecret idempotency token (32-64 chars), new for each create intent.
-
-    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
-    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
-    The token only has to survive the resends of one create within the run; a create lost in a killed run is
-    found by its tags on the next run.
-    """
-    return str(uuid.uuid4())
+request_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 def boot_script(region: str, ref: BootstrapRef, delete_after_fetch: bool = True) -> str:
@@ -279,16 +271,4 @@ def delete(ctx: Context, ref: BootstrapRef, machine_name: str) -> None:
             batch = names[start : start + SSM_DELETE_BATCH]
             ctx.ops.call(ctx.client("ssm"), "delete_parameters", resource=batch[0], reason=reason, Names=batch)
         return
-    for name in ref.entry_names():
-        try:
-            ctx.ops.call(
-                ctx.client("secretsmanager"),
-                "delete_secret",
-                resource=name,
-                reason=reason,
-                SecretId=name,
-                ForceDeleteWithoutRecovery=True,
-            )
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) != "ResourceNotFoundException":
-                raise
+    delete_named(ctx, ref.entry_names(), reason)

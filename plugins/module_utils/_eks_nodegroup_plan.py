@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ._machine_plan import template_hash
-from ._reconcile import SpecError, is_placeholder
+from ._reconcile import SpecError, is_placeholder, new_client_token
 from ._validation import check_tags
 
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
@@ -116,15 +115,7 @@ def may_be_member(base: str, name: str) -> bool:
     return len(rest) in (4, 8) and all(c in "0123456789abcdef" for c in rest)
 
 
-def client_token() -> str:
-    """An EKS clientRequestToken, new for each create intent.
-
-    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
-    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
-    The token only has to survive the resends of one create within the run; a create lost in a killed run is
-    found by its tags on the next run.
-    """
-    return uuid.uuid4().hex
+client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 # versions ------------------------------------------------------------------------------------------------------------

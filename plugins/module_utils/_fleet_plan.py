@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ._machine_plan import default_failure_domains, template_hash
 from ._node_bootstrap import EKS, KUBEADM, RAW, check_bootstrap, check_image_inputs
-from ._reconcile import SpecError, is_placeholder
+from ._reconcile import SpecError, is_placeholder, new_client_token
 from ._validation import check_availability_zone, check_resource_id
 
 SPOT, ON_DEMAND = "spot", "on-demand"
@@ -217,15 +216,7 @@ def launch_template_configs(template_id: str, version: int, spec: FleetSpec) -> 
     ]
 
 
-def fleet_client_token() -> str:
-    """CreateFleet idempotency token (max 64 ASCII), new for each create intent.
-
-    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
-    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
-    The token only has to survive the resends of one create within the run; a create lost in a killed run is
-    found by its tags on the next run.
-    """
-    return "capa-" + uuid.uuid4().hex
+fleet_client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 def _override_set(configs: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:

@@ -28,7 +28,7 @@ from . import _bootstrap_data
 from ._bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from ._ec2 import error_code
 from ._ownership import is_owned, tag_specifications, tags_to_dict
-from ._reconcile import Context, ReconcileError, is_placeholder, placeholder
+from ._reconcile import Context, ReconcileError, is_placeholder, new_client_token, placeholder
 
 HASH_TAG = "clusterapi.aws/template-hash"
 MAX_VERSIONS = 3  # CAPA prunes before creating a version once this many exist
@@ -128,15 +128,7 @@ def launch_template_data(
     return data
 
 
-def client_token() -> str:
-    """Idempotency token of one template or version request, new for each create intent.
-
-    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
-    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
-    The token only has to survive the resends of one create within the run; a create lost in a killed run is
-    found by its tags on the next run.
-    """
-    return "capa-" + uuid.uuid4().hex
+client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 # AWS -------------------------------------------------------------------------------------------------------------

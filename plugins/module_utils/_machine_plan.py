@@ -14,10 +14,11 @@ import hashlib
 import json
 import random
 import string
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
+
+from ._reconcile import new_client_token
 
 # States a machine of the group can be in while it still counts (DescribeInstances filter values).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -86,15 +87,7 @@ def machine_name(cluster: str, group: str, taken: Iterable[str], rng: random.Ran
             return name
 
 
-def client_token() -> str:
-    """RunInstances idempotency token (max 64 ASCII), new for each create intent.
-
-    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
-    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
-    The token only has to survive the resends of one create within the run; a create lost in a killed run is
-    found by its tags on the next run.
-    """
-    return "capa-" + uuid.uuid4().hex
+client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 def template_hash(definition: Mapping[str, Any]) -> str:

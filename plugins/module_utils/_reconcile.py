@@ -11,6 +11,7 @@ created, so the plan in check mode comes from exactly the code that applies it.
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -161,3 +162,14 @@ def wait_until(
 
 def role_of(tags: Mapping[str, str]) -> str | None:
     return tags.get(ROLE_TAG)
+
+
+def new_client_token() -> str:
+    """An idempotency token (ClientToken / ClientRequestToken), new for each create intent.
+
+    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted since: a
+    token derived from names would hand a resource re-created after a delete its dead predecessor. The token only
+    has to survive the resends of one create within the run (``_idempotency``); a create lost in a killed run is
+    found by its tags on the next run. 37 ASCII characters: within every AWS limit (EC2 64, Secrets Manager 32-64).
+    """
+    return "capa-" + uuid.uuid4().hex

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ._cidr import CarvingError, default_layout
-from ._reconcile import SpecError
+from ._reconcile import SpecError, new_client_token
 
 ORDERED = "Ordered"
 RANDOM = "Random"
@@ -171,12 +170,4 @@ def explicit_route_tables(route_tables: Iterable[Mapping[str, Any]]) -> dict[str
     return found
 
 
-def nat_client_token() -> str:
-    """A CreateNatGateway idempotency token (64 ASCII characters at most), new for each create intent.
-
-    AWS answers a repeat of a token it knows (same parameters) with the FIRST resource, even one deleted
-    since: a token derived from names would hand a resource re-created after a delete its dead predecessor.
-    The token only has to survive the resends of one create within the run; a create lost in a killed run is
-    found by its tags on the next run.
-    """
-    return f"capa-nat-{uuid.uuid4().hex}"
+nat_client_token = new_client_token  # a fresh token per create intent (see _reconcile)
