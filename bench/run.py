@@ -199,7 +199,8 @@ def run_workers(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) -
         print(f"workers {n}", flush=True)
         fresh(moto, out)
         inv = write_inventory(out / f"inventory-workers-{n}.yml", ["demo"], n)
-        peer_vars = ["-e", f"peer_workers={n}"]
+        # The series' cluster is the self-managed demo without pool or EKS cluster, on both sides.
+        peer_vars = ["-e", f"peer_workers={n}", "-e", "peer_pools=false", "-e", "peer_eks=false"]
         checked(measure(moto, env, sub(OURS["create"], inv), out / f"w{n}-create-ours.log"), "create ours")
         checked(measure(moto, env, PEER["create"] + peer_vars, out / f"w{n}-create-peer.log"), "create peer")
         ours = checked(measure(moto, env, sub(OURS["noop"], inv), out / f"w{n}-noop-ours.log"), "noop ours")
