@@ -29,9 +29,10 @@ except ImportError:
 
 TOKEN_PARAMS = ("ClientToken", "ClientRequestToken", "clientRequestToken", "IdempotencyToken")
 
-# How often a write is sent in all when its answers keep getting lost, and the pause before a resend (doubling):
-# a lost answer is a network or endpoint hiccup, not throttling.
-LOST_RESPONSE_ATTEMPTS = 6
+# How often a write is sent in all when its answers keep getting lost, and the pause before a resend (doubling, at
+# most 5 s): a lost answer is a network or endpoint hiccup, not throttling. Ten sends: even with a third of all
+# answers lost (the tests' worst case) a write fails this way once in 60,000, where six sends failed one run in 20.
+LOST_RESPONSE_ATTEMPTS = 10
 LOST_RESPONSE_PAUSE = 0.2
 
 # EC2 TagSpecifications resource type -> (describe method, list key, key of the create's answer or None when

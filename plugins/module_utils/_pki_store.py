@@ -111,9 +111,10 @@ class KubeadmTier:
                     Name=name,
                     Description=f"clusterapi.aws: kubeadm PKI and bootstrap token of cluster {ctx.cluster}",
                     SecretString=content,
-                    # New for each create: the secret re-created after a delete with the same content (PKI kept
-                    # in the output directory) must not be answered with its deleted predecessor.
-                    ClientRequestToken=str(uuid.uuid4()),
+                    # Secrets Manager's token is the version id of the new secret's value: a resend of this
+                    # create after a lost answer is recognised as the same version. Deleted secrets are gone with
+                    # their versions, so a secret re-created later may carry the same token.
+                    ClientRequestToken=request_token(name, content),
                     Tags=dict_to_tags(tags),
                 )
             except client.raw.exceptions.ResourceExistsException:
