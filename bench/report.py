@@ -121,14 +121,28 @@ def targets(results: dict[str, Any]) -> list[str]:
         mut = max(r["noop"]["ours"]["mutating"] for r in runs)
         wall = _med([_ratio(r["noop"]["ours"]["wall"], r["noop"]["peer"]["wall"]) for r in runs])
         create = [(r["create"]["ours"]["requests"], r["create"]["peer"]["requests"]) for r in runs]
-        rows.append(f"| no-op: requests ≤ 1/5 of the peer's | ours/peer = {req} | {_yes(req <= 0.2)} |")
+        phases = f"phase runs (demo with mp-0 + demo-eks), median of {len(runs)}"
+        rows.append(f"| no-op: requests ≤ 1/5 of the peer's ({phases}) | ours/peer = {req} | {_yes(req <= 0.2)} |")
         rows.append(f"| no-op: no mutating request | at most {mut} in {len(runs)} runs | {_yes(mut == 0)} |")
-        rows.append(f"| no-op: wall ≤ 1/2 of the peer's | ours/peer = {wall} | {_yes(wall <= 0.5)} |")
+        rows.append(f"| no-op: wall ≤ 1/2 of the peer's ({phases}) | ours/peer = {wall} | {_yes(wall <= 0.5)} |")
         fewer = all(o < p for o, p in create)
         pairs = ", ".join(f"{o} vs {p}" for o, p in create)
         rows.append(f"| create: fewer requests than the peer | {pairs} | {_yes(fewer)} |")
     workers = results.get("workers", [])
     if workers:
+        # The self-managed demo cluster alone (no pool, no EKS), measured once per worker count.
+        req_ratios = [_ratio(r["ours"]["requests"], r["peer"]["requests"]) for r in workers]
+        wall_ratios = [_ratio(r["ours"]["wall"], r["peer"]["wall"]) for r in workers]
+        sizes = "/".join(str(r["workers"]) for r in workers)
+        where = f"self-managed demo cluster, worker series {sizes}"
+        rows.append(
+            f"| no-op: requests ≤ 1/5 of the peer's ({where}) | ours/peer = {', '.join(map(str, req_ratios))} | "
+            f"{_yes(max(req_ratios) <= 0.2)} |"
+        )
+        rows.append(
+            f"| no-op: wall ≤ 1/2 of the peer's ({where}) | ours/peer = {', '.join(map(str, wall_ratios))} | "
+            f"{_yes(max(wall_ratios) <= 0.5)} |"
+        )
         counts = {r["workers"]: r["ours"]["requests"] for r in workers}
         text = ", ".join(f"{n}: {c}" for n, c in counts.items())
         growth = page_growth(workers[0]["ours"]["operations"], workers[-1]["ours"]["operations"])
