@@ -1,6 +1,6 @@
 """Benchmark: our playbooks against a hand-written amazon.aws peer playbook, on a local moto server.
 
-    python bench/run.py [--runs 3] [--workers 2,20,100,200] [--clusters 1,5,20] [--out .build/bench]
+    python bench/run.py [--runs 3] [--workers 2,20,100,200] [--clusters 1,5,20] [--series-runs 3] [--out .build/bench]
     python bench/run.py --report          # rewrite BENCHMARKS.md and docs/bench-*.png from the saved results
 
 Every measurement is one ``ansible-playbook`` process: wall time, CPU seconds (user + system) of its whole
@@ -29,17 +29,21 @@ BENCH = ROOT / "bench"
 PY = sys.executable
 PLAYBOOK = [str(Path(PY).parent / "ansible-playbook")]
 READ_ONLY = ("Describe", "List", "Get")
-PHASES = ["create", "noop", "check", "delete"]
+PHASES = ["create", "noop", "noop-sm", "check", "delete"]
+# The phase runs' self-managed cluster alone: our `demo` host, the peer's first play (its EKS play switched off).
+SELF_MANAGED_HOST = "demo"
 
 OURS = {
     "create": ["-i", "{inv}", str(ROOT / "playbooks/site.yml")],
     "noop": ["-i", "{inv}", str(ROOT / "playbooks/site.yml")],
+    "noop-sm": ["--limit", SELF_MANAGED_HOST, "-i", "{inv}", str(ROOT / "playbooks/site.yml")],
     "check": ["--check", "-i", "{inv}", str(ROOT / "playbooks/site.yml")],
     "delete": ["-i", "{inv}", str(ROOT / "playbooks/delete.yml")],
 }
 PEER = {
     "create": [str(BENCH / "peer/site.yml")],
     "noop": [str(BENCH / "peer/site.yml")],
+    "noop-sm": [str(BENCH / "peer/site.yml"), "-e", "peer_eks=false"],
     "check": ["--check", str(BENCH / "peer/site.yml")],
     "delete": [str(BENCH / "peer/delete.yml")],
 }
@@ -125,7 +129,7 @@ def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: 
         "mutating": sum(mutating.values()),
         "operations": dict(sorted(operations.items())),
         "changed": recap_changed(text),
-        "log": str(log.relative_to(ROOT)),
+        "log": str(log.relative_to(ROOT)) if log.is_relative_to(ROOT) else str(log),
     }
 
 
@@ -177,7 +181,8 @@ def fresh(moto: Moto, out: Path) -> None:
 
 # --- the three sections ---------------------------------------------------------------------------
 def run_phases(moto: Moto, env: dict[str, str], out: Path, runs: int) -> list[dict[str, Any]]:
-    """Each run: a fresh moto; create, no-op, check, delete, ours then the peer's, interleaved."""
+    """Each run: a fresh moto; create, no-op, no-op of the self-managed cluster alone, check, delete; ours then the
+    peer's, interleaved."""
     inv = BENCH / "inventory-ours.yml"
     results = []
     for run in range(1, runs + 1):
@@ -192,33 +197,58 @@ def run_phases(moto: Moto, env: dict[str, str], out: Path, runs: int) -> list[di
     return results
 
 
-def run_workers(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) -> list[dict[str, Any]]:
-    """One cluster with N md-0 workers: create it, then measure a no-op reconcile, ours and the peer's."""
+def noop_pairs(
+    moto: Moto,
+    env: dict[str, str],
+    out: Path,
+    label: str,
+    ours: list[str],
+    peer: list[str] | None,
+    runs: int,
+    forks: int = 5,
+) -> list[dict[str, Any]]:
+    """`runs` no-op reconciles of what exists, the sides interleaved (ours, peer, ours, peer, ...)."""
+    pairs = []
+    for run in range(1, runs + 1):
+        pair = {
+            "ours": checked(measure(moto, env, ours, out / f"{label}-noop{run}-ours.log", forks), f"noop{run} ours")
+        }
+        if peer is not None:
+            pair["peer"] = checked(measure(moto, env, peer, out / f"{label}-noop{run}-peer.log"), f"noop{run} peer")
+        pairs.append(pair)
+    return pairs
+
+
+def run_workers(moto: Moto, env: dict[str, str], out: Path, counts: list[int], runs: int) -> list[dict[str, Any]]:
+    """One cluster grown to each worker count in turn (2, 20, ...); at each size `runs` no-op reconciles per side.
+
+    The cluster is grown in place rather than built again per size: the network, control plane and bastion are the
+    same at every size, and building them once keeps `make bench` short. Growing is each side's own create path.
+    """
     results = []
+    fresh(moto, out)
     for n in counts:
         print(f"workers {n}", flush=True)
-        fresh(moto, out)
         inv = write_inventory(out / f"inventory-workers-{n}.yml", ["demo"], n)
         # The series' cluster is the self-managed demo without pool or EKS cluster, on both sides.
-        peer_vars = ["-e", f"peer_workers={n}", "-e", "peer_pools=false", "-e", "peer_eks=false"]
+        peer = PEER["noop"] + ["-e", f"peer_workers={n}", "-e", "peer_pools=false", "-e", "peer_eks=false"]
         checked(measure(moto, env, sub(OURS["create"], inv), out / f"w{n}-create-ours.log"), "create ours")
-        checked(measure(moto, env, PEER["create"] + peer_vars, out / f"w{n}-create-peer.log"), "create peer")
-        ours = checked(measure(moto, env, sub(OURS["noop"], inv), out / f"w{n}-noop-ours.log"), "noop ours")
-        peer = checked(measure(moto, env, PEER["noop"] + peer_vars, out / f"w{n}-noop-peer.log"), "noop peer")
-        results.append({"workers": n, "ours": ours, "peer": peer})
+        checked(measure(moto, env, peer, out / f"w{n}-create-peer.log"), "create peer")
+        pairs = noop_pairs(moto, env, out, f"w{n}", sub(OURS["noop"], inv), peer, runs)
+        results.append({"workers": n, "runs": pairs})
     return results
 
 
-def run_clusters(moto: Moto, env: dict[str, str], out: Path, counts: list[int]) -> list[dict[str, Any]]:
-    """K demo clusters in one inventory, `ansible-playbook -f K`: create, then measure a no-op reconcile."""
+def run_clusters(moto: Moto, env: dict[str, str], out: Path, counts: list[int], runs: int) -> list[dict[str, Any]]:
+    """Clusters added to one inventory up to each count (1, 5, ...), `ansible-playbook -f K`; `runs` no-ops each."""
     results = []
+    fresh(moto, out)
     for k in counts:
         print(f"clusters {k}", flush=True)
-        fresh(moto, out)
         inv = write_inventory(out / f"inventory-clusters-{k}.yml", [f"bench-{i:02d}" for i in range(k)], 2)
         checked(measure(moto, env, sub(OURS["create"], inv), out / f"c{k}-create-ours.log", forks=k), "create ours")
-        noop = checked(measure(moto, env, sub(OURS["noop"], inv), out / f"c{k}-noop-ours.log", forks=k), "noop ours")
-        results.append({"clusters": k, "ours": noop})
+        pairs = noop_pairs(moto, env, out, f"c{k}", sub(OURS["noop"], inv), None, runs, forks=k)
+        results.append({"clusters": k, "runs": pairs})
     return results
 
 
@@ -275,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs of the four phases (default 3)")
     parser.add_argument("--workers", default="2,20,100,200", help="worker counts for the machine series ('' skips)")
     parser.add_argument("--clusters", default="1,5,20", help="cluster counts for the parallel series ('' skips)")
+    parser.add_argument("--series-runs", type=int, default=3, help="no-op runs per size in both series (default 3)")
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
     parser.add_argument("--merge", help="--report: scale series from other results.json files (comma-separated)")
@@ -292,11 +323,11 @@ def main(argv: list[str] | None = None) -> int:
             results_file.write_text(json.dumps(results, indent=1))
             if args.workers:
                 counts = [int(n) for n in args.workers.split(",")]
-                results["workers"] = run_workers(moto, env, out, counts)
+                results["workers"] = run_workers(moto, env, out, counts, args.series_runs)
                 results_file.write_text(json.dumps(results, indent=1))
             if args.clusters:
                 counts = [int(k) for k in args.clusters.split(",")]
-                results["clusters"] = run_clusters(moto, env, out, counts)
+                results["clusters"] = run_clusters(moto, env, out, counts, args.series_runs)
                 results_file.write_text(json.dumps(results, indent=1))
         finally:
             moto.stop()
