@@ -98,7 +98,7 @@ import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qs
 
 HERE = Path(__file__).resolve().parent
@@ -691,22 +691,24 @@ def _first_param(response: Any, *names: str) -> str | None:
     return None
 
 
-def _secret_arn(response: Any) -> str:
-    name = _first_param(response, "SecretId", "Name")
-    if not name:
-        return "*"
-    if name.startswith("arn:"):
-        return name
-    return f"arn:{response.partition}:secretsmanager:{response.region}:{response.current_account}:secret:{name}"
+def _named_arn(service: str, resource: str, params: tuple[str, ...], strip: str = "") -> Callable[[Any], str]:
+    """A request's resource ARN from the first of ``params`` it carries (as given when that is an ARN already)."""
+
+    def arn(response: Any) -> str:
+        name = _first_param(response, *params)
+        if not name:
+            return "*"
+        if name.startswith("arn:"):
+            return name
+        account = f"{response.region}:{response.current_account}"
+        return f"arn:{response.partition}:{service}:{account}:{resource}{name.lstrip(strip)}"
+
+    return arn
 
 
-def _parameter_arn(response: Any) -> str:
-    name = _first_param(response, "Name", "Names")
-    if not name:
-        return "*"
-    if name.startswith("arn:"):
-        return name
-    return f"arn:{response.partition}:ssm:{response.region}:{response.current_account}:parameter/{name.lstrip('/')}"
+_secret_arn = _named_arn("secretsmanager", "secret:", ("SecretId", "Name"))
+# A parameter ARN drops the leading slash of the parameter's name: parameter/cluster.x-k8s.io/...
+_parameter_arn = _named_arn("ssm", "parameter/", ("Name", "Names"), strip="/")
 
 
 def _fix_scoped_resources() -> list[str]:

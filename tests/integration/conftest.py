@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_helpers import module_network
 
 
 @pytest.fixture
@@ -40,28 +41,6 @@ def build_network(aws: Any, run_module: Callable[..., dict[str, Any]]) -> Callab
     Returns ``{"vpc", "vpc_id", "subnets", "groups"}``."""
 
     def build(cluster: str, zones: int = 2, kind: str = "unmanaged") -> dict[str, Any]:
-        return _network(run_module, cluster, zones, kind)
+        return module_network(run_module, cluster, zones, kind)
 
     return build
-
-
-def _network(run_module: Callable[..., dict[str, Any]], cluster: str, zones: int, kind: str) -> dict[str, Any]:
-    vpc = run_module("clusterapi.aws.capa_vpc", {"cluster_name": cluster})["vpc"]
-    subnets = run_module(
-        "clusterapi.aws.capa_subnet",
-        {
-            "cluster_name": cluster,
-            "vpc_id": vpc["id"],
-            "vpc_cidr_block": vpc["cidr_block"],
-            "internet_gateway_id": vpc["internet_gateway_id"],
-            "availability_zone_usage_limit": zones,
-            "nat_gateways": "none",
-            "wait_timeout": 30,
-        },
-    )["subnets"]
-    groups = run_module(
-        "clusterapi.aws.capa_security_group",
-        {"cluster_name": cluster, "vpc_id": vpc["id"], "vpc_cidr_block": vpc["cidr_block"], "kind": kind},
-    )["security_groups"]
-    assert len(subnets) == 2 * zones, subnets
-    return {"vpc": vpc, "vpc_id": vpc["id"], "subnets": subnets, "groups": groups}

@@ -81,22 +81,6 @@ def demo_spec(name: str) -> dict[str, Any]:
     return json.loads(json.dumps(inventory["capa_clusters"]["hosts"][name]["capa_cluster"]))
 
 
-def write_inventory(tmp_path: Path, spec: dict[str, Any]) -> Path:
-    data = {
-        "capa_clusters": {
-            "vars": {
-                "ansible_connection": "local",
-                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                "capa_output_dir": str(tmp_path / "out"),
-            },
-            "hosts": {spec["name"]: {"capa_cluster": spec}},
-        }
-    }
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 def run_killable(
     playbook: Path,
     inventory: Path,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cluster_helpers import eks_spec, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
@@ -34,22 +35,6 @@ def owner(cluster):
 
 def tags(resource):
     return {t["Key"]: t["Value"] for t in resource.get("Tags", [])}
-
-
-def write_inventory(tmp_path, spec):
-    data = {
-        "capa_clusters": {
-            "vars": {
-                "ansible_connection": "local",
-                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                "capa_output_dir": str(tmp_path / "out"),
-            },
-            "hosts": {spec["name"]: {"capa_cluster": spec}},
-        }
-    }
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 def machines(ec2, cluster, group=None):
@@ -337,20 +322,9 @@ def test_eks_cluster_life(aws, run_playbook, tmp_path):
     """kind eks: network, control plane with OIDC, a node group, a Fargate profile and a self-managed node pool
     (auto scaling group on the EKS-optimised AMI, nodeadm bootstrap kept out of the launch template); no-op; delete
     leaves nothing."""
-    spec = {
-        "name": "eks-it",
-        "region": "us-east-1",
-        "kind": "eks",
-        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "single"},
-        "eks": {
-            "version": "1.31",
-            "associate_oidc_provider": True,
-            "oidc_thumbprint": "9e99a48a9960b14926bb7f3b02e22da2b0ab7280",
-            "node_groups": [{"name": "ng-0"}],
-            "fargate_profiles": [{"name": "fp-0", "selectors": [{"namespace": "default"}]}],
-        },
-        "machine_pools": [{"name": "eks-it-mp", "min_size": 1, "max_size": 2, "desired_capacity": 1}],
-    }
+    spec = eks_spec(
+        "eks-it", machine_pools=[{"name": "eks-it-mp", "min_size": 1, "max_size": 2, "desired_capacity": 1}]
+    )
     inventory = write_inventory(tmp_path, spec)
     run_playbook(SITE, inventory=inventory)
     eks = aws.client("eks")

@@ -16,6 +16,7 @@ import random
 import time
 
 import pytest
+from cluster_helpers import write_inventory
 from reliability import (
     DELETE,
     SITE,
@@ -28,7 +29,6 @@ from reliability import (
     small_spec,
     tagged_anywhere,
     write_figures,
-    write_inventory,
 )
 
 KILLS_PER_TEST = 10

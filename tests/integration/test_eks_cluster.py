@@ -33,25 +33,9 @@ NODE_ROLE = "arn:aws:iam::123456789012:role/eks-it-nodes"
 
 
 @pytest.fixture
-def network(aws, run_module) -> dict[str, Any]:
-    vpc = run_module("clusterapi.aws.capa_vpc", {"cluster_name": CLUSTER})["vpc"]
-    subnets = run_module(
-        "clusterapi.aws.capa_subnet",
-        {
-            "cluster_name": CLUSTER,
-            "vpc_id": vpc["id"],
-            "vpc_cidr_block": vpc["cidr_block"],
-            "internet_gateway_id": vpc["internet_gateway_id"],
-            "availability_zone_usage_limit": 2,
-            "nat_gateways": "none",
-            "wait_timeout": 30,
-        },
-    )["subnets"]
-    groups = run_module(
-        "clusterapi.aws.capa_security_group",
-        {"cluster_name": CLUSTER, "vpc_id": vpc["id"], "vpc_cidr_block": vpc["cidr_block"], "kind": "eks"},
-    )["security_groups"]
-    return {"subnets": subnets, "sg": groups["node-eks-additional"]["id"]}
+def network(build_network) -> dict[str, Any]:
+    made = build_network(CLUSTER, kind="eks")
+    return {"subnets": made["subnets"], "sg": made["groups"]["node-eks-additional"]["id"]}
 
 
 def spec(network: dict[str, Any], tmp_path: Path, **extra: Any) -> dict[str, Any]:

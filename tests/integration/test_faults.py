@@ -14,6 +14,7 @@ import boto3
 import botocore.config
 import botocore.exceptions
 import pytest
+from cluster_helpers import write_inventory
 from reliability import (
     DELETE,
     SITE,
@@ -25,7 +26,6 @@ from reliability import (
     small_spec,
     tagged_anywhere,
     write_figures,
-    write_inventory,
 )
 
 SEED = 20261129

@@ -26,6 +26,7 @@ import boto3
 import pytest
 import yaml
 from botocore.exceptions import ClientError
+from cluster_helpers import write_inventory
 from test_least_privilege import iam_enforced
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,23 +98,6 @@ def small_cluster(name, identity):
     }
 
 
-def write_inventory(tmp_path, specs, extra_vars=None, name="inventory.yml"):
-    data = {
-        "capa_clusters": {
-            "vars": {
-                "ansible_connection": "local",
-                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                "capa_output_dir": str(tmp_path / "out"),
-                **(extra_vars or {}),
-            },
-            "hosts": {spec["name"]: {"capa_cluster": spec} for spec in specs},
-        }
-    }
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 def owned_in(session, cluster, url):
     """What ``cluster`` owns in the session's account: VPCs, live instances, classic ELBs, secrets."""
     key = owner(cluster)
@@ -154,7 +138,7 @@ def test_two_clusters_in_one_run_each_in_its_own_account(aws, run_playbook, tmp_
             },
         ),
     ]
-    inventory = write_inventory(tmp_path, specs)
+    inventory = write_inventory(tmp_path, *specs)
     aws.reset_requests()
     run_playbook(SITE, inventory=inventory)
     assume_calls = sum(1 for r in aws.requests() if r["operation"] == "AssumeRole")
@@ -186,7 +170,7 @@ def test_two_clusters_in_one_run_each_in_its_own_account(aws, run_playbook, tmp_
 
 def test_a_wrong_external_id_fails_before_any_change(aws, run_playbook, tmp_path):
     role = create_role(aws, ACCOUNT_A, "capa-team-a", "ext-a")
-    inventory = write_inventory(tmp_path, [small_cluster("id-wrong", {"role_arn": role, "external_id": "guess"})])
+    inventory = write_inventory(tmp_path, small_cluster("id-wrong", {"role_arn": role, "external_id": "guess"}))
     aws.reset_requests()
     result = run_playbook(SITE, inventory=inventory, expect_rc=None)
     assert result.rc != 0
@@ -248,7 +232,7 @@ def test_static_credentials_from_vault_and_from_awx_environment(aws, run_playboo
     specs = [small_cluster("cred-vault", None), small_cluster("cred-awx", None)]
     for spec in specs:
         del spec["identity"]
-    write_inventory(inventory_dir, specs, name="hosts.yml")
+    write_inventory(inventory_dir, *specs, name="hosts.yml")
     secrets = inventory_dir / "host_vars/cred-vault/vault.yml"
     secrets.write_text(
         yaml.safe_dump(

@@ -38,8 +38,8 @@ from pathlib import Path
 
 import boto3
 import pytest
-import yaml
 from botocore.exceptions import ClientError
+from cluster_helpers import eks_spec, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 IAM_PLAYBOOK = REPO / "playbooks/iam.yml"
@@ -99,35 +99,7 @@ def self_managed(name, load_balancer="classic"):
 
 
 def eks_cluster(name):
-    return {
-        "name": name,
-        "region": "us-east-1",
-        "kind": "eks",
-        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "single"},
-        "eks": {
-            "version": "1.31",
-            "associate_oidc_provider": True,
-            "oidc_thumbprint": "9e99a48a9960b14926bb7f3b02e22da2b0ab7280",
-            "node_groups": [{"name": "ng-0", "scaling": {"min_size": 1, "max_size": 1, "desired_size": 1}}],
-            "fargate_profiles": [{"name": "fp-0", "selectors": [{"namespace": "default"}]}],
-        },
-    }
-
-
-def write_inventory(tmp_path, specs):
-    data = {
-        "capa_clusters": {
-            "vars": {
-                "ansible_connection": "local",
-                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                "capa_output_dir": str(tmp_path / "out"),
-            },
-            "hosts": {spec["name"]: {"capa_cluster": spec} for spec in specs},
-        }
-    }
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return eks_spec(name, node_group={"scaling": {"min_size": 1, "max_size": 1, "desired_size": 1}})
 
 
 def controllers_documents(aws):
@@ -181,7 +153,7 @@ def test_site_and_delete_need_nothing_beyond_the_controllers_policies(aws, run_p
     documents = controllers_documents(aws)
     env = user_environment(aws, [arn for arn, _doc in documents.values()])
     actions = set().union(*(actions_of(doc) for _arn, doc in documents.values()))
-    inventory = write_inventory(tmp_path, [self_managed("lp-self", "nlb"), eks_cluster("lp-eks")])
+    inventory = write_inventory(tmp_path, self_managed("lp-self", "nlb"), eks_cluster("lp-eks"))
 
     with iam_enforced(aws):
         # Enforcement is live: the user may not do what the policies do not name, nor may the keys-less admin.
@@ -248,7 +220,7 @@ def test_one_missing_action_fails_clearly_and_leaves_only_owned_resources(aws, r
         for key, value in self_managed(cluster).items()
         if key not in ("machine_deployments", "machine_pools")
     }
-    inventory = write_inventory(tmp_path, [dict(spec, bastion={"enabled": False})])
+    inventory = write_inventory(tmp_path, dict(spec, bastion={"enabled": False}))
 
     with iam_enforced(aws):
         aws.reset_requests()

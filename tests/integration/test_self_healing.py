@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from cluster_helpers import module_network
 
 CLUSTER = "heal-it"
 MODULE = "clusterapi.aws.capa_instance"
@@ -56,26 +57,6 @@ def _calls(result: dict[str, Any]) -> list[str]:
     return [p["call"] for p in result["plan"]]
 
 
-def _network(run: Any) -> dict[str, Any]:
-    vpc = run("clusterapi.aws.capa_vpc", {"cluster_name": CLUSTER})["vpc"]
-    subnets = run(
-        "clusterapi.aws.capa_subnet",
-        {
-            "cluster_name": CLUSTER,
-            "vpc_id": vpc["id"],
-            "vpc_cidr_block": vpc["cidr_block"],
-            "internet_gateway_id": vpc["internet_gateway_id"],
-            "availability_zone_usage_limit": 2,
-            "nat_gateways": "none",
-        },
-    )["subnets"]
-    groups = run(
-        "clusterapi.aws.capa_security_group",
-        {"cluster_name": CLUSTER, "vpc_id": vpc["id"], "vpc_cidr_block": vpc["cidr_block"]},
-    )["security_groups"]
-    return {"vpc_id": vpc["id"], "subnets": subnets, "groups": groups}
-
-
 @pytest.fixture(scope="module")
 def shared(moto_server, tmp_path_factory):
     """One moto state and one network for the whole file (each test uses its own machine group)."""
@@ -92,7 +73,7 @@ def shared(moto_server, tmp_path_factory):
             patch.delenv(name, raising=False)
         for name, value in env.items():
             patch.setenv(name, value)
-        yield harness.AwsEnv(server=moto_server, env=env), _network(harness.run_module_cmd)
+        yield harness.AwsEnv(server=moto_server, env=env), module_network(harness.run_module_cmd, CLUSTER)
 
 
 def test_stopped_worker_is_replaced_and_check_mode_only_plans_it(shared, run_module):
