@@ -36,21 +36,20 @@ def _fmt(value: Any) -> str:
 
 
 def series_value(row: dict[str, Any], side: str, key: str) -> float:
-    """Median of one metric over a series point's no-op runs (older results hold one run under the side's name)."""
-    runs = row.get("runs") or [row]
-    return _med([run[side][key] for run in runs])
+    """Median of one metric over a series point's no-op runs."""
+    return _med([run[side][key] for run in row["runs"]])
 
 
 def series_operations(row: dict[str, Any], side: str) -> dict[str, int]:
-    return (row.get("runs") or [row])[0][side]["operations"]
+    return row["runs"][0][side]["operations"]
 
 
 def series_rc(row: dict[str, Any], side: str) -> int:
-    return max(run[side]["rc"] for run in row.get("runs") or [row])
+    return max(run[side]["rc"] for run in row["runs"])
 
 
 def series_runs(rows: list[dict[str, Any]]) -> int:
-    return min(len(row.get("runs") or [row]) for row in rows)
+    return min(len(row["runs"]) for row in rows)
 
 
 def phase_rows(runs: list[dict[str, Any]]) -> list[str]:
@@ -142,7 +141,7 @@ def plot_clusters(rows: list[dict[str, Any]], path: Path) -> None:
 
 def series_ratio(row: dict[str, Any], key: str) -> float:
     """Ours/peer of one metric, computed within each interleaved pair of no-op runs, then the median taken."""
-    ratios = [_ratio(run["ours"][key], run["peer"][key]) for run in row.get("runs") or [row]]
+    ratios = [_ratio(run["ours"][key], run["peer"][key]) for run in row["runs"]]
     return _med([x for x in ratios if x is not None])
 
 
@@ -269,15 +268,14 @@ def write(results: dict[str, Any], root: Path) -> None:
         out += [
             "## Phases: ours vs the peer",
             "",
-            results.get("runs_note", f"{len(runs)} runs.")
-            + " Each run starts from an empty moto and interleaves the sides (create ours, create "
+            f"{len(runs)} runs." + " Each run starts from an empty moto and interleaves the sides (create ours, create "
             "peer, no-op ours, no-op peer, no-op of the self-managed demo alone ours (`--limit demo`) and peer "
             "(`-e peer_eks=false`), check ours, check peer, delete ours, delete peer). Figures are medians over the "
             "runs; the ratio is computed within each run, then the median taken.",
             "",
         ]
         out += phase_rows(runs)
-        source = results.get("operations_from", "run 1")
+        source = "run 1"
         for phase in ("noop-sm", "noop", "create"):
             if runs[0][phase]["ours"]["operations"] or runs[0][phase]["peer"]["operations"]:
                 out += ["", f"### Requests per operation, {PHASE_NAMES[phase]} ({source})", ""]

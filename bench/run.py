@@ -308,7 +308,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--series-runs", type=int, default=3, help="no-op runs per size in both series (default 3)")
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
-    parser.add_argument("--merge", help="--report: scale series from other results.json files (comma-separated)")
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -336,9 +335,6 @@ def main(argv: list[str] | None = None) -> int:
     import report
 
     saved = json.loads(results_file.read_text())
-    for path in args.merge.split(",") if args.merge else []:
-        other = json.loads(Path(path).read_text())
-        saved.update({key: other[key] for key in ("workers", "clusters") if other.get(key)})
     report.write(saved, ROOT)
     return 0
 
