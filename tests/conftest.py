@@ -42,6 +42,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# moto reads its AMI list when it is first imported: in-process moto (unit tests) gets the same published images as
+# the embedded endpoint (tools/moto_server.py sets the same default).
+os.environ.setdefault("MOTO_AMIS_PATH", str(REPO / "tools" / "moto_amis.json"))
 BUILD = REPO / ".build"
 COLLECTIONS_PATH = BUILD / "collections"
 COLLECTION_LINK = COLLECTIONS_PATH / "ansible_collections" / "clusterapi" / "aws"
