@@ -18,8 +18,12 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
-from ansible_collections.clusterapi.aws.plugins.module_utils._spec import argument_spec, check_cluster, roles_for
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import (
+    argument_spec,
+    check_cluster,
+    roles_for,
+)
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
 
 def default_region() -> str | None:

@@ -74,9 +74,10 @@ from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
 try:
-    from ansible_collections.clusterapi.aws.plugins.module_utils._ami import look_up_architecture
-    from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
-    from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, ReconcileError
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+    from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami import look_up_architecture
 
     HAS_BOTO3 = True
 except ImportError:

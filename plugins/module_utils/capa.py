@@ -25,9 +25,11 @@ from typing import Any, Protocol
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ._connection import AwsSession, IdentityRefused, with_legacy_session_token
-from ._reconcile import Context, ReconcileError, SpecError, is_placeholder, placeholder
-from ._validation import check_cluster_name, check_tags
+from .kernel.context import Context
+from .kernel.errors import ReconcileError, SpecError
+from .kernel.operations import is_placeholder, placeholder
+from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
+from .kernel.validation import check_cluster_name, check_tags
 
 try:
     import botocore.exceptions

@@ -128,8 +128,8 @@ api_calls:
   sample: {"ec2:DescribeImages": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._ami_info import AmiInfoTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami_info import AmiInfoTier
 
 
 def main():

@@ -391,12 +391,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._asg import AsgTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
     machine_argument_spec,
     pool_bootstrap_argument_spec,
     run_tier,
 )
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import AsgTier
 
 PROCESSES = [
     "Launch",

@@ -143,8 +143,8 @@ api_calls:
   sample: {"ec2:DescribeVpcs": 1, "ec2:DescribeSubnets": 1, "tagging:GetResources": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._cluster_info import ClusterInfoTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_info import ClusterInfoTier
 
 
 def main():

@@ -404,8 +404,8 @@ api_calls:
   sample: {"eks:DescribeCluster": 1, "iam:GetRole": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._eks import EksClusterTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster import EksClusterTier
 
 MAPPING = dict(
     username=dict(type="str"),

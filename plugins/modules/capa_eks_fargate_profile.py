@@ -149,8 +149,8 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._eks_fargate import FargateProfileTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_fargate_profile import FargateProfileTier
 
 
 def main():

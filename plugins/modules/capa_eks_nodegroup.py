@@ -297,8 +297,8 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._eks_nodegroup import NodegroupTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_nodegroup import NodegroupTier
 
 
 def main():

@@ -265,8 +265,8 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._elb import ElbTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.elb import ElbTier
 
 SCHEMES = ["internet-facing", "internal"]
 

@@ -91,8 +91,8 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._external_gc import ExternalResourcesTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.external_resources import ExternalResourcesTier
 
 
 def main():

@@ -184,12 +184,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._fleet import FleetTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
     machine_argument_spec,
     pool_bootstrap_argument_spec,
     run_tier,
 )
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.fleet import FleetTier
 
 
 def main():

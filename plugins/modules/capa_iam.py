@@ -150,8 +150,8 @@ api_calls:
   sample: {"iam:ListPolicies": 1, "iam:GetRole": 3}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._iam_bootstrap import IamBootstrapTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.iam.iam import IamBootstrapTier
 
 
 def main():

@@ -366,12 +366,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._instances import InstanceTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
     bootstrap_argument_spec,
     machine_argument_spec,
     run_tier,
 )
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import InstanceTier
 
 
 def main():

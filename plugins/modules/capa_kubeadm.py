@@ -207,8 +207,8 @@ api_calls:
   sample: {"secretsmanager:GetSecretValue": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._pki_store import KubeadmTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.kubeadm import KubeadmTier
 
 PKI_FIELDS = (
     "cluster_ca_cert",

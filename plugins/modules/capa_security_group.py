@@ -276,8 +276,8 @@ api_calls:
   sample: {"ec2:DescribeSecurityGroups": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._security_groups import SecurityGroupTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.security_group import SecurityGroupTier
 
 RULE_OPTIONS = dict(
     description=dict(type="str"),

@@ -118,8 +118,8 @@ api_calls:
   sample: {"ec2:DescribeVpcs": 1, "ec2:DescribeInternetGateways": 1}
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._vpc import VpcTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.vpc import VpcTier
 
 
 def main():

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._asg import AsgTier
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession, RetryingClient
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession, RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import AsgTier
 
 CLUSTER = "asg-it"
 MODULE = "clusterapi.aws.capa_asg"

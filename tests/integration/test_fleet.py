@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._termination_assets import UNIT_NAME, WATCHER_PATH
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.termination_assets import UNIT_NAME, WATCHER_PATH
 
 CLUSTER = "fleet-it"
 MODULE = "clusterapi.aws.capa_fleet"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _kubeadm as k
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki as k
 
 MODULE = "clusterapi.aws.capa_kubeadm"
 CLUSTER = "kadm-it"

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _termination as t
-from ansible_collections.clusterapi.aws.plugins.module_utils._termination_assets import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import termination as t
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.termination_assets import (
     UNIT_NAME,
     UNIT_PATH,
     WATCHER_PATH,

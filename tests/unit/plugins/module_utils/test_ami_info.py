@@ -12,9 +12,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _ami_info as ami_info
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import ami_info
 
 
 def params(**over: Any) -> dict[str, Any]:

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _asg_plan as plan
-from ansible_collections.clusterapi.aws.plugins.module_utils._ami import Image
-from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import asg_plan as plan
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami import Image
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import (
     BOOTSTRAP_TAG,
     BootstrapRef,
     boot_script,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
 
 SUBNETS = [
     {"id": "subnet-0000000000000000a", "availability_zone": "us-east-1a", "is_public": True},

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import (
     SECRETS_MANAGER,
     SSM,
     BootstrapRef,
@@ -128,8 +128,8 @@ class _StubContext:
     """Just what ``store``/``delete`` use from a Context: clients and the plan recorder."""
 
     def __init__(self, client) -> None:
-        from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
-        from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Operations
+        from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
+        from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
 
         self._client = RetryingClient(client, retries=0)
         self.ops = Operations(check_mode=False)
@@ -147,7 +147,7 @@ def _secrets_client():
 def test_a_leftover_secret_is_force_deleted_and_created_again():
     from botocore.stub import ANY, Stubber
 
-    from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import store
+    from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import store
 
     client = _secrets_client()
     name = f"aws.cluster.x-k8s.io/{UID}-0"
@@ -176,7 +176,7 @@ def test_a_leftover_secret_is_force_deleted_and_created_again():
 def test_deleting_entries_the_node_already_removed_is_fine():
     from botocore.stub import Stubber
 
-    from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import delete
+    from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import delete
 
     client = _secrets_client()
     ref = BootstrapRef(SECRETS_MANAGER, f"aws.cluster.x-k8s.io/{UID}", 2)

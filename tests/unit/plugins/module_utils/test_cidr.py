@@ -6,7 +6,11 @@ import ipaddress
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._cidr import CarvingError, default_layout, split_ipv4
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.cidr import (
+    CarvingError,
+    default_layout,
+    split_ipv4,
+)
 
 
 @pytest.mark.parametrize(

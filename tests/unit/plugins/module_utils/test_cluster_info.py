@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._cluster_info import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_info import (
     KINDS,
     _arn_name,
     read_spec,
     summarise,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
 C = "demo"
 OWNER = f"sigs.k8s.io/cluster-api-provider-aws/cluster/{C}"

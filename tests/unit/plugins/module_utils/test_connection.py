@@ -10,7 +10,7 @@ import datetime
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _connection
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import session as _connection
 
 EXPIRY = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
 

@@ -6,19 +6,19 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _ownership as own
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import tags as own
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import (
+    Operations,
+    is_placeholder,
+    placeholder,
+)
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import (
     ApiCallRecorder,
     RetryingClient,
     is_read_operation,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import (
-    Operations,
-    SpecError,
-    is_placeholder,
-    placeholder,
-)
-from ansible_collections.clusterapi.aws.plugins.module_utils._validation import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.validation import (
     check_availability_zone,
     check_cluster_name,
     check_subnet_cidrs,

@@ -9,9 +9,12 @@ from __future__ import annotations
 import boto3
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._bootstrap_data import delete_named, unreferenced_secrets
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Operations
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import (
+    delete_named,
+    unreferenced_secrets,
+)
 
 OWNED_KEY = "sigs.k8s.io/cluster-api-provider-aws/cluster/demo"
 GROUP = "clusterapi.aws/machine-group"

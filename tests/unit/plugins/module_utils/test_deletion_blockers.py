@@ -15,7 +15,11 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._blockers import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.aws.ec2 import delete_when_free, is_dependency_error
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.blockers import (
     Blocker,
     describe_blockers,
     eni_blocker,
@@ -24,14 +28,11 @@ from ansible_collections.clusterapi.aws.plugins.module_utils._blockers import (
     lb_of_eni,
     owner_of,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
-from ansible_collections.clusterapi.aws.plugins.module_utils._ec2 import delete_when_free, is_dependency_error
-from ansible_collections.clusterapi.aws.plugins.module_utils._external_gc import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.external_resources import (
     ExternalResourcesTier,
     classify,
     revocations,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, ReconcileError, SpecError
 
 CLUSTER = "demo"
 CAPA = {
@@ -307,7 +308,7 @@ def test_other_errors_are_not_explained_as_blockers(stubs):
 
 # capa_cluster_info: pools the spec does not explain ------------------------------------------------------------
 def test_auto_scaling_groups_and_launch_templates_of_pools_not_in_the_spec_are_orphans():
-    from ansible_collections.clusterapi.aws.plugins.module_utils._cluster_info import read_spec, summarise
+    from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_info import read_spec, summarise
 
     owned = {**CAPA}
     raw = {

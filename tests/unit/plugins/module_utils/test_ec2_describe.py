@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _ec2
+from ansible_collections.clusterapi.aws.plugins.module_utils.aws import ec2 as _ec2
 
 OWNED = "sigs.k8s.io/cluster-api-provider-aws/cluster/demo"
 

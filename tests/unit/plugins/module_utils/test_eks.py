@@ -18,9 +18,13 @@ import pytest
 import yaml
 from botocore.stub import ANY, Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _eks, _eks_kubeconfig, _eks_plan, _iam
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import cluster_plan as _eks_plan
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_cluster as _eks
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import kubeconfig as _eks_kubeconfig
+from ansible_collections.clusterapi.aws.plugins.module_utils.iam import roles as _iam
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 
 CLUSTER = "demo"
 OWNER = f"sigs.k8s.io/cluster-api-provider-aws/cluster/{CLUSTER}"

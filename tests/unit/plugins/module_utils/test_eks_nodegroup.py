@@ -11,11 +11,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _eks_fargate as fargate_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils import _eks_nodegroup as nodegroup_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils import _eks_nodegroup_plan as plan
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_fargate_profile as fargate_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_nodegroup as nodegroup_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
 
 CLUSTER = "demo"
 SUBNETS = [

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._elb_plan import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.elb_plan import (
     ADDITIONAL_TARGET_GROUP_PREFIX,
     API_TARGET_GROUP_PREFIX,
     LbSpec,
@@ -33,7 +34,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils._elb_plan import (
     target_group_health_check,
     target_group_name,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
 
 
 # names -----------------------------------------------------------------------------------------------------------

@@ -10,11 +10,16 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _fleet_plan as fp
-from ansible_collections.clusterapi.aws.plugins.module_utils import _launch_template as lt
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
-from ansible_collections.clusterapi.aws.plugins.module_utils._fleet import apply_fleet, fleet_instances, observe_fleet
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Operations, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import fleet_plan as fp
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import launch_template as lt
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.fleet import (
+    apply_fleet,
+    fleet_instances,
+    observe_fleet,
+)
 
 SUBNETS = [
     {"id": "subnet-0000000000000000a", "availability_zone": "us-east-1a", "is_public": False},

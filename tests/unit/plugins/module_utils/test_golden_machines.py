@@ -39,8 +39,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import Context, common_argument_spec
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 
 REPO = Path(__file__).resolve().parents[4]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -286,7 +286,7 @@ CASES: dict[str, tuple[str, Any]] = {
             "ssh_key_name": "gold-key",
         },
     ),
-    "asg/pool-defaults": ("capa_asg", lambda a: pool_args(a)),
+    "asg/pool-defaults": ("capa_asg", pool_args),
     "asg/pool-mixed-instances-spot": (
         "capa_asg",
         lambda a: pool_args(

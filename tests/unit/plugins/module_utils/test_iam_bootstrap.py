@@ -13,15 +13,15 @@ from typing import Any
 import boto3
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _iam_bootstrap as bootstrap
-from ansible_collections.clusterapi.aws.plugins.module_utils import _iam_policies as policies
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.iam import iam as bootstrap
+from ansible_collections.clusterapi.aws.plugins.module_utils.iam import policies
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 # The bootstrap runs with an administrator's credentials before the controllers role exists.
-NOT_CONTROLLERS = {"_iam_bootstrap.py"}
+NOT_CONTROLLERS = {"iam/iam.py"}
 IAM_PREFIX = {"elb": "elasticloadbalancing", "elbv2": "elasticloadbalancing", "resourcegroupstaggingapi": "tag"}
-# Helpers of _ec2 take an EC2 method name as a string without calling ctx.client("ec2") in the caller.
+# Helpers of aws.ec2 take an EC2 method name as a string without calling ctx.client("ec2") in the caller.
 EC2_HELPERS = re.compile(r"\b(describe|describe_by_ids|ensure_tags|delete_when_free)\(ctx")
 # Allowed without a direct call: permissions AWS checks on behalf of another call.
 IMPLIED = {
@@ -53,7 +53,7 @@ def params(**over: Any) -> dict[str, Any]:
 def _method_maps() -> dict[str, dict[str, str]]:
     session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     services = set()
-    for path in MODULE_UTILS.glob("_*.py"):
+    for path in MODULE_UTILS.rglob("*.py"):
         services.update(re.findall(r'client\("([a-z0-9]+)"[,)]', path.read_text()))
     return {s: session.client(s).meta.method_to_api_mapping for s in services}
 
@@ -71,8 +71,9 @@ def called_actions() -> dict[str, set[str]]:
     """
     maps = _method_maps()
     found: dict[str, set[str]] = {}
-    for path in sorted(MODULE_UTILS.glob("_*.py")):
-        if path.name in NOT_CONTROLLERS:
+    for path in sorted(MODULE_UTILS.rglob("*.py")):
+        relative = path.relative_to(MODULE_UTILS).as_posix()
+        if relative in NOT_CONTROLLERS:
             continue
         text = path.read_text()
         services = set(re.findall(r'client\("([a-z0-9]+)"[,)]', text))
@@ -90,7 +91,7 @@ def called_actions() -> dict[str, set[str]]:
                 except ValueError:
                     continue
         if actions:
-            found[path.name] = actions
+            found[relative] = actions
     return found
 
 
@@ -104,12 +105,12 @@ def controllers_allowed() -> set[str]:
 
 def test_scanner_sees_the_calls_it_must():
     found = called_actions()
-    assert "ec2:CreateVpc" in found["_vpc.py"]
-    assert "ec2:DescribeVpcs" in found["_vpc.py"]
-    assert "autoscaling:CreateAutoScalingGroup" in found["_asg.py"]
-    assert "elasticloadbalancing:CreateLoadBalancer" in found["_elb.py"]
-    assert "iam:CreateRole" in found["_iam.py"]
-    assert "_iam_bootstrap.py" not in found
+    assert "ec2:CreateVpc" in found["network/vpc.py"]
+    assert "ec2:DescribeVpcs" in found["network/vpc.py"]
+    assert "autoscaling:CreateAutoScalingGroup" in found["machines/asg.py"]
+    assert "elasticloadbalancing:CreateLoadBalancer" in found["network/elb.py"]
+    assert "iam:CreateRole" in found["iam/roles.py"]
+    assert "iam/iam.py" not in found
 
 
 def test_controllers_policies_allow_every_call_the_code_makes():
@@ -262,7 +263,7 @@ def test_canonical(left, right, same):
 
 def test_controllers_trust_eks_pod_identity_with_tag_session():
     """clusterawsadm's controllers role trusts EKS Pod Identity, which needs sts:TagSession, when EKS is on."""
-    from ansible_collections.clusterapi.aws.plugins.module_utils import _iam
+    from ansible_collections.clusterapi.aws.plugins.module_utils.iam import roles as _iam
 
     roles = {r.base: r for r in bootstrap.desired_state(params(), None).roles}
     document = _iam.trust_policy(roles["controllers"].trust)
@@ -293,7 +294,8 @@ def test_scoped_statements_cover_the_names_the_code_gives():
     secret (_kubeadm.secret_name) and the bootstrap data (_bootstrap_data.new_prefix) - and nothing broader."""
     import uuid
 
-    from ansible_collections.clusterapi.aws.plugins.module_utils import _bootstrap_data, _kubeadm
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki as _kubeadm
+    from ansible_collections.clusterapi.aws.plugins.module_utils.machines import bootstrap_data as _bootstrap_data
 
     document = policies.controllers_policy(SUFFIX, BOTH)
     arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:{}-AbCdEf"

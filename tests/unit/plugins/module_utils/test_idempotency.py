@@ -14,13 +14,13 @@ import botocore.endpoint
 import botocore.exceptions
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _idempotency as idem
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import idempotency as idem
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import (
     _client_config,
     guard_writes,
     is_lost_response,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Operations
 
 LOST = botocore.exceptions.ConnectionClosedError(endpoint_url="http://aws")
 OWNED = "sigs.k8s.io/cluster-api-provider-aws/cluster/demo"
@@ -263,7 +263,7 @@ def test_a_delete_resent_after_a_lost_answer_takes_not_found_at_once(monkeypatch
     """
     import botocore.awsrequest
 
-    from ansible_collections.clusterapi.aws.plugins.module_utils._connection import RetryingClient
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
 
     monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)
     session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")

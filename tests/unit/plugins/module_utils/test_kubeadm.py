@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _kubeadm as k
-from ansible_collections.clusterapi.aws.plugins.module_utils._pki_store import request_token
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki as k
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.kubeadm import request_token
 
 ENDPOINT = dict(cluster="demo", endpoint_host="demo-apiserver.elb.example.com", endpoint_port=6443)
 

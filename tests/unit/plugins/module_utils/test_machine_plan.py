@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._ami import name_patterns, newest
-from ansible_collections.clusterapi.aws.plugins.module_utils._machine_plan import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.hashing import template_hash
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami import name_patterns, newest
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.plan import (
     Machine,
     Step,
     choose_zone,
@@ -21,7 +22,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils._machine_plan impor
     order_for_deletion,
     plan_step,
     subnet_for_zone,
-    template_hash,
 )
 
 

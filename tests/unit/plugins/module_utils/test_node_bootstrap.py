@@ -9,9 +9,9 @@ import pytest
 import yaml
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils import _node_bootstrap as nb
-from ansible_collections.clusterapi.aws.plugins.module_utils import _termination
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_bootstrap as nb
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import termination as _termination
 
 CLUSTER = {
     "name": "demo-eks",

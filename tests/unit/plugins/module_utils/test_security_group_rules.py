@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
-from ansible_collections.clusterapi.aws.plugins.module_utils._security_groups import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.security_group import (
     Rule,
     desired_rules,
     diff_rules,

@@ -14,9 +14,11 @@ import random
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._connection import AwsSession
-from ansible_collections.clusterapi.aws.plugins.module_utils._instances import observe_health, validate
-from ansible_collections.clusterapi.aws.plugins.module_utils._machine_plan import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import observe_health, validate
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.plan import (
     Machine,
     health_reason,
     max_unhealthy_count,
@@ -24,7 +26,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils._machine_plan impor
     plan_remediation,
     plan_step,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import Context, SpecError
 
 
 def m(name: str, state: str = "running", zone: str = "a") -> Machine:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
-from ansible_collections.clusterapi.aws.plugins.module_utils._spec import argument_spec, check_cluster
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import argument_spec, check_cluster
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[4]
 

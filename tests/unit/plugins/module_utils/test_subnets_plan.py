@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils._reconcile import SpecError
-from ansible_collections.clusterapi.aws.plugins.module_utils._subnet_plan import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.subnet_plan import (
     DesiredSubnet,
     NatSlot,
     choose_zones,

@@ -1,0 +1,241 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: EKS Fargate profiles (CAPA's AWSFargateProfile).
+
+Every field of a profile is immutable, so any change of role, subnets or selectors is a replacement. We create
+the new profile first (named ``<name>-<hash>``), wait until it is ACTIVE and only then delete the old one: pods
+that match the selectors always have a profile to be scheduled on, whereas delete-then-create (the only way to
+keep the name, which must be unique per cluster) would leave them Pending for the minutes both steps take.
+EKS allows one profile CREATING or DELETING per cluster at a time, so each step is waited for before the next.
+
+A profile is found like a node group: ``ListFargateProfiles`` names, one ``DescribeFargateProfile`` per name that
+can belong to the profile, owned and tagged ``clusterapi.aws/fargate-profile=<name>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass
+
+from ..aws.ec2 import error_code
+from ..iam.roles import delete_owned_role
+from ..kernel.context import Context
+from ..kernel.operations import placeholder
+from ..kernel.waiting import wait_until
+from . import nodegroup_plan as plan
+from .eks_nodegroup import (
+    NOT_FOUND,
+    POLL_DELAY,
+    add_tags,
+    describe_cluster,
+    member_subnets,
+    member_tags,
+    owned_members,
+    pick_current,
+    ready_cluster,
+    service_role,
+)
+
+FAILED = ("CREATE_FAILED", "DELETE_FAILED")
+
+
+def _describe(ctx: Context, cluster: str, name: str) -> dict[str, Any] | None:
+    try:
+        return ctx.client("eks").describe_fargate_profile(clusterName=cluster, fargateProfileName=name)[
+            "fargateProfile"
+        ]
+    except botocore.exceptions.ClientError as e:
+        if error_code(e) == NOT_FOUND:
+            return None
+        raise
+
+
+def _failure(observed: Mapping[str, Any] | None) -> str | None:
+    if not observed:
+        return None
+    status = observed.get("status")
+    if status in FAILED or status == "DELETED":
+        return f"it is {status}"
+    return None
+
+
+class FargateProfileTier:
+    """``capa_eks_fargate_profile``: one Fargate profile of an EKS cluster."""
+
+    def validate(self, params: dict[str, Any], region: str | None) -> None:
+        plan.validate_fargate(plan.FargateSpec.from_params(params))
+
+    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
+        spec = plan.FargateSpec.from_params(params)
+        run = _FargateRun(ctx, spec)
+        return run.present() if spec.state == "present" else run.absent()
+
+
+class _FargateRun:
+    def __init__(self, ctx: Context, spec: plan.FargateSpec) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        self.eks = ctx.client("eks")
+        self.role_name = plan.role_name(ctx.cluster, spec.base, "fargate")
+        self.conditions: dict[str, dict[str, Any]] = {}
+
+    def members(self) -> tuple[list[dict[str, Any]], list[str]]:
+        try:
+            pages = self.eks.paginate("list_fargate_profiles", clusterName=self.spec.eks_cluster)
+        except botocore.exceptions.ClientError as e:
+            if error_code(e) == NOT_FOUND:
+                return [], []
+            raise
+        return owned_members(
+            pages.get("fargateProfileNames", []),
+            self.spec.base,
+            plan.FARGATE_PROFILE_TAG,
+            self.ctx.cluster,
+            lambda n: _describe(self.ctx, self.spec.eks_cluster, n),
+        )
+
+    def result(self, observed: Mapping[str, Any] | None, replaced_from: Sequence[str] = ()) -> dict[str, Any]:
+        return {"fargate_profile": plan.fargate_summary(observed, replaced_from), "conditions": dict(self.conditions)}
+
+    def present(self) -> tuple[Any, Any]:
+        ctx, spec = self.ctx, self.spec
+        cluster = ready_cluster(ctx, spec.eks_cluster)
+        members, taken = self.members() if cluster else ([], [])
+        subnets = member_subnets(ctx, spec.subnets, cluster)
+        role_arn, self.conditions["IAMFargateRolesReady"] = service_role(
+            ctx, spec.role_arn, self.role_name, plan.FARGATE_TRUST, plan.FARGATE_POLICIES
+        )
+        digest = plan.definition_hash(
+            plan.fargate_definition(spec, subnets, plan.fargate_role_token(spec, ctx.cluster))
+        )
+        current, old = pick_current(members, digest)
+        before = {"fargate_profile": plan.fargate_summary(current or (old[0] if old else None))}
+        tags = member_tags(ctx, spec.eks_cluster, plan.FARGATE_PROFILE_TAG, spec.base, digest, spec.tags)
+        if current is None:
+            current = self.create(digest, subnets, role_arn, tags, taken, old)
+        else:
+            add_tags(ctx, current["fargateProfileArn"], current["fargateProfileName"], current.get("tags") or {}, tags)
+            if current.get("status") == "CREATING" and ctx.wait:
+                current = self.wait_active(current["fargateProfileName"])
+        replaced: list[str] = []
+        if old and (current.get("status") == plan.ACTIVE or ctx.check_mode):
+            replaced = [o["fargateProfileName"] for o in old]
+            self.delete(old, reason=f"replaced by {current['fargateProfileName']}")
+            if spec.role_arn:
+                delete_owned_role(ctx, self.role_name)
+        elif old:
+            ctx.warn(
+                f"{', '.join(o['fargateProfileName'] for o in old)} stay until the new profile is ACTIVE (run again)"
+            )
+        status = current.get("status")
+        self.conditions["EKSFargateProfileReady"] = {
+            "status": status == plan.ACTIVE,
+            "reason": "" if status == plan.ACTIVE else ("EKSFargateCreating" if status == "CREATING" else str(status)),
+        }
+        return before, self.result(current, replaced)
+
+    def create(
+        self,
+        digest: str,
+        subnets: Sequence[str],
+        role_arn: str,
+        tags: Mapping[str, str],
+        taken: Sequence[str],
+        old: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        ctx, spec = self.ctx, self.spec
+        name = plan.member_name(spec.base, digest, taken, first=not old)
+        request = {
+            "clusterName": spec.eks_cluster,
+            "fargateProfileName": name,
+            "podExecutionRoleArn": role_arn,
+            "subnets": list(subnets),
+            "selectors": [dict(s) for s in spec.selectors],
+            "tags": dict(tags),
+            "clientRequestToken": plan.client_token(),
+        }
+        reason = (
+            f"replaces {', '.join(o['fargateProfileName'] for o in old)}: profiles are immutable" if old else "missing"
+        )
+        predicted = {
+            "fargateProfile": {
+                "fargateProfileName": name,
+                "fargateProfileArn": placeholder("fargate-profile", name),
+                "status": plan.ACTIVE,
+                "podExecutionRoleArn": role_arn,
+                "subnets": list(subnets),
+                "selectors": request["selectors"],
+                "tags": dict(tags),
+            }
+        }
+        answer = ctx.ops.call(
+            self.eks, "create_fargate_profile", resource=name, reason=reason, predicted=predicted, **request
+        )
+        if ctx.check_mode or not ctx.wait:
+            return answer["fargateProfile"]
+        return self.wait_active(name)
+
+    def wait_active(self, name: str) -> dict[str, Any]:
+        return wait_until(
+            lambda: _describe(self.ctx, self.spec.eks_cluster, name) or {"status": "DELETED"},
+            lambda p: p.get("status") == plan.ACTIVE,
+            self.ctx,
+            f"Fargate profile {name} to be ACTIVE",
+            delay=POLL_DELAY,
+            failed=_failure,
+        )
+
+    def delete(self, profiles: Sequence[Mapping[str, Any]], reason: str) -> bool:
+        """Delete profiles one at a time (EKS refuses a second deletion while one is DELETING)."""
+        ctx, cluster = self.ctx, self.spec.eks_cluster
+        for index, profile in enumerate(profiles):
+            name = profile["fargateProfileName"]
+            if profile.get("status") == "CREATING" and ctx.wait and not ctx.check_mode:
+                profile = self.wait_active(name)
+            if profile.get("status") != "DELETING":
+                try:
+                    ctx.ops.call(
+                        self.eks,
+                        "delete_fargate_profile",
+                        resource=name,
+                        reason=reason,
+                        clusterName=cluster,
+                        fargateProfileName=name,
+                    )
+                except botocore.exceptions.ClientError as e:
+                    if error_code(e) != NOT_FOUND:
+                        raise
+            if ctx.check_mode:
+                continue
+            if not ctx.wait:
+                if index + 1 < len(profiles):
+                    ctx.warn("EKS deletes one Fargate profile at a time; the others wait for the next run")
+                return False
+            wait_until(
+                lambda n=name: _describe(ctx, cluster, n),
+                lambda p: p is None,
+                ctx,
+                f"Fargate profile {name} to be deleted",
+                delay=POLL_DELAY,
+                failed=_failure,
+            )
+        return True
+
+    def absent(self) -> tuple[Any, Any]:
+        # Without the cluster there is no profile (and moto fails ListFargateProfiles of a missing cluster).
+        members = self.members()[0] if describe_cluster(self.ctx, self.spec.eks_cluster) else []
+        before = {"fargate_profile": plan.fargate_summary(members[0] if members else None)}
+        gone = self.delete(members, reason="state absent") if members else True
+        if gone:
+            delete_owned_role(self.ctx, self.role_name)
+        else:
+            self.ctx.warn(f"IAM role {self.role_name} is kept until the profiles are gone (run again)")
+        self.conditions["EKSFargateProfileReady"] = {
+            "status": False,
+            "reason": "Deleted" if gone else "EKSFargateDeleting",
+        }
+        return before, self.result(None)

@@ -1,0 +1,52 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private (kernel): what a tier needs from its module run, as plain values (no module object)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .operations import Operations
+from .session import AwsSession, RetryingClient
+from .tags import OWNED, cluster_tag_key, owned_tags
+
+
+@dataclass
+class Context:
+    """One module run: the session, the cluster, check mode, the shared wait budget, the plan and warnings."""
+
+    session: AwsSession
+    cluster: str
+    check_mode: bool
+    additional_tags: dict[str, str] = field(default_factory=dict)
+    wait: bool = True
+    wait_timeout: int = 600
+    started: float = field(default_factory=time.monotonic)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ops = Operations(self.check_mode)
+
+    def client(self, service: str, region: str | None = None) -> RetryingClient:
+        """The run's client; another ``region`` only for reads that span regions (``capa_ami_info``)."""
+        return self.session.client(service, region) if region else self.session.client(service)
+
+    @property
+    def region(self) -> str | None:
+        return self.session.region
+
+    def tags(self, role: str, name: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return owned_tags(self.cluster, role, name, self.additional_tags, extra)
+
+    def owner_filters(self) -> list[dict[str, Any]]:
+        """The describe filter that finds what this cluster owns."""
+        return [{"Name": f"tag:{cluster_tag_key(self.cluster)}", "Values": [OWNED]}]
+
+    def remaining(self) -> float:
+        """Seconds left of the run's shared wait budget."""
+        return max(0.0, self.wait_timeout - (time.monotonic() - self.started))
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)

@@ -1,0 +1,120 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: CAPA's ownership tags, role values and Name formats, decided in one place.
+
+A resource is *owned* by a cluster when it carries ``sigs.k8s.io/cluster-api-provider-aws/cluster/<cluster>``
+with the value ``owned``. Only owned resources are ever modified or deleted; anything else given to a module
+(bring your own) is validated and used as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+CAPA_TAG_PREFIX = "sigs.k8s.io/cluster-api-provider-aws/"
+ROLE_TAG = CAPA_TAG_PREFIX + "role"
+OWNED = "owned"
+SHARED = "shared"
+
+# Role tag values CAPA writes (api/v1beta2/tags.go).
+ROLE_COMMON = "common"
+ROLE_PUBLIC = "public"
+ROLE_PRIVATE = "private"
+ROLE_APISERVER = "apiserver"
+ROLE_BASTION = "bastion"
+ROLE_CONTROL_PLANE = "control-plane"
+ROLE_NODE = "node"
+
+ELB_ROLE_TAG = "kubernetes.io/role/elb"
+INTERNAL_ELB_ROLE_TAG = "kubernetes.io/role/internal-elb"
+
+
+def cluster_tag_key(cluster: str) -> str:
+    return f"{CAPA_TAG_PREFIX}cluster/{cluster}"
+
+
+def cloud_provider_tag_key(cluster: str) -> str:
+    """The tag the Kubernetes cloud provider (CCM, load balancer controller) discovers resources by."""
+    return f"kubernetes.io/cluster/{cluster}"
+
+
+def is_owned(tags: Mapping[str, str] | None, cluster: str) -> bool:
+    return (tags or {}).get(cluster_tag_key(cluster)) == OWNED
+
+
+def owned_tags(
+    cluster: str,
+    role: str,
+    name: str | None,
+    additional_tags: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The full tag set CAPA puts on a resource it creates.
+
+    ``Name`` goes first so that a user's own ``Name`` in ``additional_tags`` wins, as in CAPA; the ownership
+    and role keys go last so nothing can override them.
+    """
+    tags: dict[str, str] = {}
+    if name:
+        tags["Name"] = name
+    tags.update(additional_tags or {})
+    tags.update(extra or {})
+    tags[cluster_tag_key(cluster)] = OWNED
+    tags[ROLE_TAG] = role
+    return tags
+
+
+def tags_to_dict(tag_list: Iterable[Mapping[str, Any]] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in tag_list or ()}
+
+
+def dict_to_tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def tag_specifications(resource_type: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [{"ResourceType": resource_type, "Tags": dict_to_tags(tags)}]
+
+
+def missing_tags(current: Mapping[str, str], desired: Mapping[str, str]) -> dict[str, str]:
+    """Tags to (re)write. Like CAPA, tag reconcile only adds or updates: stale keys are left alone."""
+    return {k: v for k, v in desired.items() if current.get(k) != v and not k.startswith("aws:")}
+
+
+# Name formats (api/v1beta2 and pkg/cloud/services/*: see the reference tables).
+def vpc_name(cluster: str) -> str:
+    return f"{cluster}-vpc"
+
+
+def igw_name(cluster: str) -> str:
+    return f"{cluster}-igw"
+
+
+def subnet_name(cluster: str, is_public: bool, az: str) -> str:
+    return f"{cluster}-subnet-{'public' if is_public else 'private'}-{az}"
+
+
+def route_table_name(cluster: str, is_public: bool, az: str) -> str:
+    return f"{cluster}-rt-{'public' if is_public else 'private'}-{az}"
+
+
+def nat_gateway_name(cluster: str) -> str:
+    return f"{cluster}-nat"
+
+
+def eip_name(cluster: str, role: str = ROLE_COMMON) -> str:
+    return f"{cluster}-eip-{role}"
+
+
+def security_group_name(cluster: str, role: str) -> str:
+    # A group name may not start with "sg-"; CAPA prefixes such cluster names with "@".
+    base = f"{cluster}-{role}"
+    return f"@{base}" if cluster.startswith("sg-") else base
+
+
+def security_group_description(cluster: str, role: str) -> str:
+    return f"Kubernetes cluster {cluster}: {role}"
+
+
+def role_of(tags: Mapping[str, str]) -> str | None:
+    return tags.get(ROLE_TAG)

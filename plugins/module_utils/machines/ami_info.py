@@ -1,0 +1,169 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: CAPA's ``clusterawsadm ami list`` - the newest image per region, base OS, Kubernetes version and
+architecture, named ``capa-ami-<os>-<version>-*`` or ``capa-ami-<os>-v<version>-*``.
+
+One ``DescribeImages`` per region answers every base OS, version and architecture at once (all names in one
+``name`` filter); the images are then grouped here. With ``eks_optimized`` the EKS-optimised Amazon Linux 2023
+image of each version and architecture is read from AWS's public SSM parameters (one ``GetParameters`` per ten
+names and region, then one ``DescribeImages`` by id per region for the image details).
+
+The same name patterns and "newest" rule as the machine tiers' lookup (:mod:`._ami`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..kernel.context import Context
+from ..kernel.errors import SpecError
+from .ami import VERSION, name_patterns, newest
+
+BASE_OSES = ("centos-7", "ubuntu-24.04", "ubuntu-22.04", "amazon-2", "flatcar-stable", "rhel-8")
+LIST_NAME_FORMAT = "capa-ami-{base_os}-{k8s_version}-*"
+EKS_BASE_OS = "eks-al2023"
+EKS_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/standard/recommended/image_id"
+SSM_BATCH = 10
+
+
+# pure ------------------------------------------------------------------------------------------------------------
+def validate(params: Mapping[str, Any]) -> None:
+    if not params["kubernetes_versions"]:
+        raise SpecError("kubernetes_versions", "needs at least one version")
+    for index, version in enumerate(params["kubernetes_versions"]):
+        if not VERSION.match(version):
+            raise SpecError(f"kubernetes_versions[{index}]", f"'{version}' is not a version like v1.31.2")
+    for key in ("base_oses", "regions", "architectures"):
+        if key in params and params[key] is not None and not params[key]:
+            raise SpecError(key, "must not be empty (leave it out for the default)")
+    for index, base_os in enumerate(params["base_oses"]):
+        if not base_os or "*" in base_os or "?" in base_os:
+            raise SpecError(f"base_oses[{index}]", f"'{base_os}' is not a base OS name")
+    if not str(params["owner"]).isdigit() and params["owner"] not in ("self", "amazon", "aws-marketplace"):
+        raise SpecError("owner", f"'{params['owner']}' is not an account id")
+
+
+def bare(version: str) -> str:
+    return version.lstrip("v")
+
+
+def name_filter(base_oses: Iterable[str], versions: Iterable[str]) -> list[str]:
+    """Every name pattern of every (base OS, version), with and without the ``v``."""
+    values: list[str] = []
+    for base_os in base_oses:
+        for version in versions:
+            values.extend(name_patterns(LIST_NAME_FORMAT, base_os, bare(version)))
+    return list(dict.fromkeys(values))
+
+
+def classify(name: str, base_oses: Iterable[str], versions: Iterable[str]) -> tuple[str, str] | None:
+    """The (base OS, version) an image name was built for; the longest OS wins (``ubuntu-24.04`` vs ``ubuntu``)."""
+    for base_os in sorted(base_oses, key=len, reverse=True):
+        for version in versions:
+            for prefix in (f"capa-ami-{base_os}-{bare(version)}-", f"capa-ami-{base_os}-v{bare(version)}-"):
+                if name.startswith(prefix):
+                    return base_os, version
+    return None
+
+
+def newest_per_group(
+    region: str, images: Iterable[Mapping[str, Any]], base_oses: list[str], versions: list[str]
+) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for image in images:
+        key = classify(image.get("Name", ""), base_oses, versions)
+        if key:
+            groups.setdefault((*key, image.get("Architecture", "x86_64")), []).append(image)
+    found = []
+    for (base_os, version, arch), members in groups.items():
+        image = newest(members)
+        if image is not None:
+            found.append(image_entry(region, base_os, version, arch, image))
+    return found
+
+
+def image_entry(region: str, base_os: str, version: str, arch: str, image: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "region": region,
+        "base_os": base_os,
+        "kubernetes_version": version,
+        "architecture": arch,
+        "image_id": image["ImageId"],
+        "name": image.get("Name"),
+        "creation_date": image.get("CreationDate"),
+        "owner": image.get("OwnerId"),
+    }
+
+
+def newest_first(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(images, key=lambda i: (i.get("creation_date") or "", i["image_id"]), reverse=True)
+
+
+def eks_parameters(versions: Iterable[str], architectures: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``{parameter name: (version, architecture)}`` of the EKS-optimised AL2023 images."""
+    names = {}
+    for version in versions:
+        minor = ".".join(bare(version).split(".")[:2])
+        for arch in architectures:
+            names[EKS_PARAMETER.format(minor=minor, arch=arch)] = (version, arch)
+    return names
+
+
+# AWS -------------------------------------------------------------------------------------------------------------
+class AmiInfoTier:
+    def validate(self, params: dict[str, Any], region: str | None) -> None:
+        validate(params)
+
+    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
+        regions = params.get("regions") or [ctx.region]
+        base_oses, versions = params["base_oses"], params["kubernetes_versions"]
+        architectures = params["architectures"]
+        images: list[dict[str, Any]] = []
+        for region in regions:
+            images.extend(capa_images(ctx, region, params["owner"], base_oses, versions, architectures))
+            if params["eks_optimized"]:
+                images.extend(eks_images(ctx, region, versions, architectures))
+        images = newest_first(images)
+        result: dict[str, Any] = {"images": images}
+        if not images:
+            searched = (
+                f"owner {params['owner']}, regions {', '.join(regions)}, base OS {', '.join(base_oses)}, "
+                f"Kubernetes {', '.join(versions)}, architectures {', '.join(architectures)}"
+                + (", EKS-optimised AL2023" if params["eks_optimized"] else "")
+            )
+            result["msg"] = f"no image found ({searched})"
+            ctx.warn(result["msg"])
+        return None, result
+
+
+def capa_images(
+    ctx: Context, region: str, owner: str, base_oses: list[str], versions: list[str], architectures: list[str]
+) -> list[dict[str, Any]]:
+    filters = [
+        {"Name": "name", "Values": name_filter(base_oses, versions)},
+        {"Name": "architecture", "Values": list(architectures)},
+        {"Name": "state", "Values": ["available"]},
+        {"Name": "virtualization-type", "Values": ["hvm"]},
+    ]
+    answer = ctx.client("ec2", region).describe_images(Owners=[owner], Filters=filters)
+    return newest_per_group(region, answer.get("Images", []), base_oses, versions)
+
+
+def eks_images(ctx: Context, region: str, versions: list[str], architectures: list[str]) -> list[dict[str, Any]]:
+    wanted = eks_parameters(versions, architectures)
+    ssm = ctx.client("ssm", region)
+    names = list(wanted)
+    ids: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(names), SSM_BATCH):
+        answer = ssm.get_parameters(Names=names[start : start + SSM_BATCH])
+        for parameter in answer.get("Parameters", []):
+            ids[parameter["Value"]] = wanted[parameter["Name"]]
+    if not ids:
+        return []
+    described = ctx.client("ec2", region).describe_images(ImageIds=sorted(ids)).get("Images", [])
+    by_id = {image["ImageId"]: image for image in described}
+    found = []
+    for image_id, (version, arch) in ids.items():
+        image = by_id.get(image_id, {"ImageId": image_id})
+        found.append(image_entry(region, EKS_BASE_OS, version, arch, image))
+    return found

@@ -1,0 +1,676 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: a machine pool - one launch template and one auto scaling group, both named after the pool (CAPA's
+AWSMachinePool: exp/controllers/awsmachinepool_controller.go, pkg/cloud/services/autoscaling, ec2/launchtemplate.go).
+
+Order as in CAPA: the launch template first (a new version only when its content changed; the group always runs
+``$Latest``; old versions pruned), then the group (created, or updated where it drifted), its suspended processes
+and lifecycle hooks, then an instance refresh when the new version changed anything but bootstrap data.
+
+Bootstrap data never sits in the launch template: each version gets its own Secrets Manager / SSM entries
+(``_bootstrap_data``), shared by every instance launched from that version, so the boot hook only reads them; the
+entries are deleted with their version (pruning, ``state=absent``).
+
+A run that changes nothing makes one ``DescribeLaunchTemplates``, one ``DescribeLaunchTemplateVersions`` (every
+version: the latest to compare, the rest to prune), one ``DescribeAutoScalingGroups``, one
+``DescribeLifecycleHooks``, the AMI lookup, and with kubeadm bootstrap one ``GetSecretValue`` (the cluster PKI the
+bootstrap document, hence its hash, is rendered from). ``DescribeInstanceRefreshes`` only when a refresh is due.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+from typing import Any, Mapping
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass
+
+from ..aws.ec2 import ensure_tags, error_code, tags_of
+from ..kernel.context import Context
+from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.tags import (
+    OWNED,
+    ROLE_NODE,
+    cloud_provider_tag_key,
+    cluster_tag_key,
+    dict_to_tags,
+    is_owned,
+    missing_tags,
+)
+from ..kernel.waiting import wait_until
+from . import ami as _ami
+from . import bootstrap_data as _bootstrap_data
+from . import node_bootstrap as _node_bootstrap
+from .asg_plan import (
+    ACTIVE_REFRESH_STATES,
+    BOOTSTRAP_HASH_TAG,
+    GROUP_TAG,
+    LATEST,
+    PoolSpec,
+    bootstrap_hash,
+    bootstrap_ref_of,
+    conditions,
+    create_request,
+    desired_after,
+    group_update,
+    hook_changes,
+    hook_request,
+    launch_template_data,
+    mixed_policy_view,
+    needs_refresh,
+    process_changes,
+    template_differences,
+    validate,
+    versions_to_prune,
+)
+from .bootstrap_data import BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
+
+# The spot/termination watcher: the drain hook's name and the cloud-config that installs the node-side watcher.
+from .termination import lifecycle_hook_name, with_watcher
+
+try:
+    import yaml
+except ImportError:  # only needed with the watcher, which needs it too
+    yaml = None  # type: ignore[assignment]
+
+MAX_PRUNE_BATCH = 200  # DeleteLaunchTemplateVersions takes at most 200 versions
+
+
+def drain_hook_name(pool: str) -> str:
+    return lifecycle_hook_name(pool)
+
+
+def spec_from_params(params: Mapping[str, Any]) -> PoolSpec:
+    return PoolSpec.from_params(params, drain_hook_name(params["name"]))
+
+
+# observing ---------------------------------------------------------------------------------------------------------
+def observe_template(ctx: Context, name: str) -> dict[str, Any] | None:
+    try:
+        found = ctx.client("ec2").describe_launch_templates(LaunchTemplateNames=[name]).get("LaunchTemplates", [])
+    except botocore.exceptions.ClientError as e:
+        if "NotFound" in error_code(e):
+            return None
+        raise
+    return found[0] if found else None
+
+
+def observe_versions(ctx: Context, template: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """Every version of the template, by number, from one paginated describe."""
+    if template is None:
+        return {}
+    versions = (
+        ctx.client("ec2")
+        .paginate("describe_launch_template_versions", LaunchTemplateId=template["LaunchTemplateId"])
+        .get("LaunchTemplateVersions", [])
+    )
+    return {v["VersionNumber"]: v for v in versions}
+
+
+def observe_group(ctx: Context, name: str) -> dict[str, Any] | None:
+    groups = (
+        ctx.client("autoscaling")
+        .paginate("describe_auto_scaling_groups", AutoScalingGroupNames=[name])
+        .get("AutoScalingGroups", [])
+    )
+    return groups[0] if groups else None
+
+
+def observe_hooks(ctx: Context, group: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    if group is None:
+        return []
+    answer = ctx.client("autoscaling").describe_lifecycle_hooks(AutoScalingGroupName=group["AutoScalingGroupName"])
+    return answer.get("LifecycleHooks", [])
+
+
+def active_refreshes(ctx: Context, name: str) -> list[dict[str, Any]]:
+    refreshes = (
+        ctx.client("autoscaling")
+        .paginate("describe_instance_refreshes", AutoScalingGroupName=name)
+        .get("InstanceRefreshes", [])
+    )
+    return [r for r in refreshes if r.get("Status") in ACTIVE_REFRESH_STATES]
+
+
+def _group_tags(group: Mapping[str, Any] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in (group or {}).get("Tags") or []}
+
+
+class Observed:
+    """What one run read: the template, its versions, the group and its hooks."""
+
+    def __init__(self, ctx: Context, name: str) -> None:
+        self.template = observe_template(ctx, name)
+        self.versions = observe_versions(ctx, self.template)
+        self.group = observe_group(ctx, name)
+        self.hooks = observe_hooks(ctx, self.group)
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        if not self.template:
+            return None
+        return self.versions.get(self.template.get("LatestVersionNumber"))
+
+
+# the tier ----------------------------------------------------------------------------------------------------------
+class AsgTier:
+    def validate(self, params: dict[str, Any], region: str | None) -> None:
+        spec = spec_from_params(params)
+        validate(spec, region)
+
+    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
+        spec = spec_from_params(params)
+        if spec.placeholders() and not ctx.check_mode:
+            raise SpecError("subnets", f"check-mode placeholders given outside check mode: {spec.placeholders()[0]}")
+        observed = Observed(ctx, spec.name)
+        before = _result(spec, observed.template, observed.versions, observed.group, observed.hooks, None, "")
+        if spec.state == "absent":
+            PoolDeletion(ctx, spec, observed).run()
+            return before, _result(spec, None, {}, None, [], None, "")
+        run = PoolRun(ctx, spec, observed)
+        run.reconcile()
+        return before, run.result()
+
+
+class PoolRun:
+    """One present-state reconcile of a pool."""
+
+    def __init__(self, ctx: Context, spec: PoolSpec, observed: Observed) -> None:
+        self.ctx, self.spec, self.observed = ctx, spec, observed
+        self.template = observed.template
+        self.versions = dict(observed.versions)
+        self.group = observed.group
+        self.hooks = list(observed.hooks)
+        self.refresh: dict[str, Any] | None = None
+        self.refresh_reason = "InstanceRefreshNotNeeded"
+        self.differences: list[str] = []
+        self.group_changed = False
+
+    def reconcile(self) -> None:
+        ctx, spec = self.ctx, self.spec
+        self._check_owned()
+        image = self._resolve_image()
+        document = self._document()
+        digest = bootstrap_hash(document)
+        instance_tags = ctx.tags(
+            ROLE_NODE,
+            spec.name,
+            {cloud_provider_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name, BOOTSTRAP_HASH_TAG: digest},
+        )
+        # Compared with the latest version as it would be written; the entries' names are new in every version, so
+        # only their backend counts (the hash tag says whether the data changed).
+        compared_tags, hook = dict(instance_tags), None
+        if document is not None:
+            compared_tags[BOOTSTRAP_TAG] = BootstrapRef(spec.bootstrap["backend"], "compared", 1).tag_value()
+            hook = "boot-hook"
+        desired = launch_template_data(spec, image, compared_tags, hook)
+        latest = self.observed.latest
+        self.differences = template_differences(desired, latest["LaunchTemplateData"] if latest else None)
+        refresh_due = self.group is not None and needs_refresh(self.differences)
+        if refresh_due and spec.refresh["disable"]:
+            refresh_due, self.refresh_reason = False, "InstanceRefreshDisabled"
+        if refresh_due:
+            self._cancel_refreshes()  # CAPA: never change the template under a running refresh
+        if self.differences:
+            self._new_version(instance_tags, document, image)
+        self._prune()
+        self._ensure_template_tags()
+        self._reconcile_group()
+        if refresh_due:
+            self._start_refresh()
+        if self.group_changed and not ctx.check_mode:
+            # The ARN, the instances launched so far and AWS's own desired capacity, as AWS now reports them.
+            self.group = observe_group(ctx, spec.name) or self.group
+
+    # ownership ---------------------------------------------------------------------------------------------------
+    def _check_owned(self) -> None:
+        cluster = self.ctx.cluster
+        if self.template and not is_owned(tags_of(self.template), cluster):
+            raise ReconcileError(
+                f"launch template {self.spec.name} exists but is not owned by cluster {cluster}; not changing it"
+            )
+        if self.group and not is_owned(_group_tags(self.group), cluster):
+            raise ReconcileError(
+                f"auto scaling group {self.spec.name} exists but is not owned by cluster {cluster}; not changing it"
+            )
+
+    # launch template ---------------------------------------------------------------------------------------------
+    def _resolve_image(self) -> _ami.Image:
+        spec = self.spec
+        return _node_bootstrap.resolve_image(
+            self.ctx,
+            ami=spec.ami,
+            instance_type=spec.instance_type or "",
+            kubernetes_version=spec.kubernetes_version,
+            root_volume=spec.root_volume,
+            bootstrap_type=spec.bootstrap["type"],
+        )
+
+    def _document(self) -> bytes | None:
+        """The raw bootstrap data (deterministic: its sha256 decides whether bootstrap data changed)."""
+        spec = self.spec
+        document = _node_bootstrap.document(
+            self.ctx, spec.bootstrap, name=spec.name, kubernetes_version=spec.kubernetes_version
+        )
+        if document is None or document == _node_bootstrap.PLANNED:
+            return document
+        return self._with_watcher(document)
+
+    def _with_watcher(self, document: bytes) -> bytes:
+        """The watcher drains nodes on spot interruption and, with the drain hook, on scale-in."""
+        spec = self.spec
+        if not (spec.drain_on_scale_in or spec.uses_spot):
+            return document
+        hook = spec.drain_hook_name if spec.drain_on_scale_in else None
+        try:
+            merged = with_watcher(
+                document, lifecycle_hook=hook, kubeconfig=_node_bootstrap.watcher_kubeconfig(spec.bootstrap["type"])
+            )
+        except (ValueError, yaml.YAMLError):
+            # Not the parser's message: it quotes the document, which holds secrets.
+            self.ctx.warn("bootstrap data is not a valid cloud-config mapping: no termination watcher added")
+            return document
+        if merged == document:
+            self.ctx.warn("bootstrap data is not #cloud-config: no termination watcher added")
+        return merged
+
+    def _new_version(self, instance_tags: dict[str, str], document: bytes | None, image: _ami.Image) -> None:
+        ctx, spec = self.ctx, self.spec
+        tags = dict(instance_tags)
+        ref = None
+        user_data = None
+        if document is not None:
+            self._sweep_entries()
+            entry_tags = {k: v for k, v in tags.items() if k != BOOTSTRAP_HASH_TAG}
+            ref = _bootstrap_data.store(
+                ctx, spec.bootstrap["backend"], f"{spec.name}/{tags[BOOTSTRAP_HASH_TAG][:16]}", document, entry_tags
+            )
+            tags[BOOTSTRAP_TAG] = ref.tag_value()
+            hook = _bootstrap_data.boot_script(ctx.region or "", ref, delete_after_fetch=False)
+            user_data = base64.b64encode(_bootstrap_data.user_data(hook).encode()).decode()
+        data = launch_template_data(spec, image, tags, user_data)
+        reason = ", ".join(self.differences)
+        token = _token(ctx.cluster, spec.name, ref.prefix if ref else str(uuid.uuid4()))
+        try:
+            if self.template is None:
+                answer = ctx.ops.call(
+                    ctx.client("ec2"),
+                    "create_launch_template",
+                    resource=spec.name,
+                    reason="no launch template",
+                    predicted={
+                        "LaunchTemplate": {
+                            "LaunchTemplateId": placeholder("launch-template", spec.name),
+                            "LaunchTemplateName": spec.name,
+                            "DefaultVersionNumber": 1,
+                            "LatestVersionNumber": 1,
+                            "Tags": dict_to_tags(self._template_tags()),
+                        }
+                    },
+                    LaunchTemplateName=spec.name,
+                    LaunchTemplateData=data,
+                    ClientToken=token,
+                    TagSpecifications=[
+                        {"ResourceType": "launch-template", "Tags": dict_to_tags(self._template_tags())}
+                    ],
+                )
+                self.template = answer["LaunchTemplate"]
+                number = 1
+            else:
+                number = self.template["LatestVersionNumber"] + 1
+                answer = ctx.ops.call(
+                    ctx.client("ec2"),
+                    "create_launch_template_version",
+                    resource=f"{spec.name} version {number}",
+                    reason=f"launch template differs: {reason}",
+                    predicted={"LaunchTemplateVersion": {"VersionNumber": number}},
+                    LaunchTemplateId=self.template["LaunchTemplateId"],
+                    LaunchTemplateData=data,
+                    ClientToken=token,
+                )
+                number = answer["LaunchTemplateVersion"]["VersionNumber"]
+                self.template = {**self.template, "LatestVersionNumber": number}
+        except botocore.exceptions.ClientError:
+            if ref is not None:  # nothing else would ever find or delete these entries
+                _bootstrap_data.delete(ctx, ref, spec.name)
+            raise
+        self.versions[number] = {
+            "VersionNumber": number,
+            "DefaultVersion": number == self.template.get("DefaultVersionNumber"),
+            "LaunchTemplateData": data,
+        }
+
+    def _sweep_entries(self) -> None:
+        """Before a new version's entries are written: delete the pool's entries no version refers to (a run
+        killed between storing them and creating the version left them)."""
+        kept = {ref.prefix for ref in map(bootstrap_ref_of_version, self.observed.versions.values()) if ref}
+        _sweep_pool_entries(self.ctx, self.spec, kept)
+
+    def _template_tags(self) -> dict[str, str]:
+        return self.ctx.tags(ROLE_NODE, self.spec.name, {cloud_provider_tag_key(self.ctx.cluster): OWNED})
+
+    def _ensure_template_tags(self) -> None:
+        if self.template and not is_placeholder(self.template["LaunchTemplateId"]):
+            ensure_tags(
+                self.ctx,
+                self.template["LaunchTemplateId"],
+                f"launch template {self.spec.name}",
+                tags_of(self.template),
+                self._template_tags(),
+            )
+
+    def _prune(self) -> None:
+        if not self.template:
+            return
+        doomed = versions_to_prune(
+            sorted(self.versions),
+            self.template.get("DefaultVersionNumber", 1),
+            self.template.get("LatestVersionNumber", 1),
+        )
+        if not doomed:
+            return
+        for start in range(0, len(doomed), MAX_PRUNE_BATCH):
+            batch = doomed[start : start + MAX_PRUNE_BATCH]
+            self.ctx.ops.call(
+                self.ctx.client("ec2"),
+                "delete_launch_template_versions",
+                resource=f"{self.spec.name} versions {', '.join(map(str, batch))}",
+                reason="older than the version before the latest (and not the default)",
+                LaunchTemplateId=self.template["LaunchTemplateId"],
+                Versions=[str(n) for n in batch],
+            )
+        for number in doomed:
+            _delete_entries(self.ctx, self.spec.name, self.versions.pop(number))
+
+    # group ---------------------------------------------------------------------------------------------------------
+    def _group_tags(self) -> dict[str, str]:
+        return self.ctx.tags(ROLE_NODE, self.spec.name, {cloud_provider_tag_key(self.ctx.cluster): OWNED})
+
+    def _reconcile_group(self) -> None:
+        ctx, spec = self.ctx, self.spec
+        client = ctx.client("autoscaling")
+        if self.group is None:
+            request = create_request(spec, spec.name, self._group_tags())
+            ctx.ops.call(client, "create_auto_scaling_group", resource=spec.name, reason="no group", **request)
+            self.group = _predicted_group(ctx, spec, request)
+            self.group_changed = True
+        else:
+            update, names = group_update(spec, spec.name, self.group)
+            if update:
+                ctx.ops.call(
+                    client,
+                    "update_auto_scaling_group",
+                    resource=spec.name,
+                    reason=f"group differs: {', '.join(names)}",
+                    **update,
+                )
+                self.group = _apply_update(self.group, update, spec)
+                self.group_changed = True
+            self._ensure_group_tags()
+        self._reconcile_processes()
+        self._reconcile_hooks()
+
+    def _ensure_group_tags(self) -> None:
+        todo = missing_tags(_group_tags(self.group), self._group_tags())
+        if todo:
+            self.ctx.ops.call(
+                self.ctx.client("autoscaling"),
+                "create_or_update_tags",
+                resource=self.spec.name,
+                reason=f"tags differ: {', '.join(sorted(todo))}",
+                Tags=[
+                    {
+                        "Key": k,
+                        "Value": v,
+                        "PropagateAtLaunch": False,
+                        "ResourceId": self.spec.name,
+                        "ResourceType": "auto-scaling-group",
+                    }
+                    for k, v in todo.items()
+                ],
+            )
+            self.group = {**self.group, "Tags": dict_to_tags({**_group_tags(self.group), **todo})}
+
+    def _reconcile_processes(self) -> None:
+        suspend, resume = process_changes(self.spec.suspended_processes, self.group)
+        client = self.ctx.client("autoscaling")
+        if suspend:
+            self.ctx.ops.call(
+                client,
+                "suspend_processes",
+                resource=self.spec.name,
+                reason=f"suspended_processes: {', '.join(suspend)}",
+                AutoScalingGroupName=self.spec.name,
+                ScalingProcesses=suspend,
+            )
+        if resume:
+            self.ctx.ops.call(
+                client,
+                "resume_processes",
+                resource=self.spec.name,
+                reason=f"not in suspended_processes: {', '.join(resume)}",
+                AutoScalingGroupName=self.spec.name,
+                ScalingProcesses=resume,
+            )
+        if suspend or resume:
+            self.group = {
+                **self.group,
+                "SuspendedProcesses": [{"ProcessName": p} for p in self.spec.suspended_processes],
+            }
+
+    def _reconcile_hooks(self) -> None:
+        put, delete = hook_changes(self.spec.hooks, self.hooks)
+        client = self.ctx.client("autoscaling")
+        for hook in put:
+            self.ctx.ops.call(
+                client,
+                "put_lifecycle_hook",
+                resource=f"{self.spec.name} hook {hook['name']}",
+                reason="lifecycle hook missing or different",
+                **hook_request(self.spec.name, hook),
+            )
+        for name in delete:
+            self.ctx.ops.call(
+                client,
+                "delete_lifecycle_hook",
+                resource=f"{self.spec.name} hook {name}",
+                reason="not in the spec",
+                AutoScalingGroupName=self.spec.name,
+                LifecycleHookName=name,
+            )
+        self.hooks = [hook_request(self.spec.name, h) for h in self.spec.hooks]
+
+    # instance refresh --------------------------------------------------------------------------------------------
+    def _cancel_refreshes(self) -> None:
+        ctx, name = self.ctx, self.spec.name
+        client = ctx.client("autoscaling")
+        running = active_refreshes(ctx, name)
+        if any(r.get("Status") in ("Pending", "InProgress") for r in running):
+            try:
+                ctx.ops.call(
+                    client,
+                    "cancel_instance_refresh",
+                    resource=name,
+                    reason="the launch template changes under it",
+                    AutoScalingGroupName=name,
+                )
+            except botocore.exceptions.ClientError as e:
+                if error_code(e) != "ActiveInstanceRefreshNotFound":  # it ended meanwhile
+                    raise
+        if running and not ctx.check_mode:
+            wait_until(lambda: active_refreshes(ctx, name), lambda found: not found, ctx, f"{name}: refresh to stop")
+
+    def _start_refresh(self) -> None:
+        ctx, spec = self.ctx, self.spec
+        preferences: dict[str, Any] = {"MinHealthyPercentage": spec.refresh["min_healthy_percentage"]}
+        if spec.refresh.get("instance_warmup") is not None:
+            preferences["InstanceWarmup"] = spec.refresh["instance_warmup"]
+        answer = ctx.ops.call(
+            ctx.client("autoscaling"),
+            "start_instance_refresh",
+            resource=spec.name,
+            reason=f"new launch template version: {', '.join(self.differences)}",
+            predicted={"InstanceRefreshId": placeholder("instance-refresh", spec.name)},
+            AutoScalingGroupName=spec.name,
+            Strategy="Rolling",
+            Preferences=preferences,
+        )
+        self.refresh = {"id": answer["InstanceRefreshId"], "status": "Pending"}
+
+    def result(self) -> dict[str, Any]:
+        return _result(
+            self.spec, self.template, self.versions, self.group, self.hooks, self.refresh, self.refresh_reason
+        )
+
+
+# deletion ----------------------------------------------------------------------------------------------------------
+class PoolDeletion:
+    """``state=absent``: force-delete the group (its instances go with it), wait until it is gone, then delete the
+    bootstrap entries of every version and the template. Resources the cluster does not own are left alone."""
+
+    def __init__(self, ctx: Context, spec: PoolSpec, observed: Observed) -> None:
+        self.ctx, self.spec, self.observed = ctx, spec, observed
+
+    def run(self) -> None:
+        ctx, name = self.ctx, self.spec.name
+        group, template = self.observed.group, self.observed.template
+        if group is not None and not is_owned(_group_tags(group), ctx.cluster):
+            ctx.warn(f"auto scaling group {name} is not owned by cluster {ctx.cluster}; left alone")
+            group = None
+        if template is not None and not is_owned(tags_of(template), ctx.cluster):
+            ctx.warn(f"launch template {name} is not owned by cluster {ctx.cluster}; left alone")
+            template = None
+        if group is not None:
+            if group.get("Status") != "Delete in progress":
+                ctx.ops.call(
+                    ctx.client("autoscaling"),
+                    "delete_auto_scaling_group",
+                    resource=name,
+                    reason="state is absent",
+                    AutoScalingGroupName=name,
+                    ForceDelete=True,
+                )
+            if ctx.wait and not ctx.check_mode:
+                wait_until(lambda: observe_group(ctx, name), lambda g: g is None, ctx, f"group {name} to go", 10.0)
+        if template is not None:
+            for version in self.observed.versions.values():
+                _delete_entries(ctx, name, version)
+            ctx.ops.call(
+                ctx.client("ec2"),
+                "delete_launch_template",
+                resource=name,
+                reason="state is absent",
+                LaunchTemplateId=template["LaunchTemplateId"],
+            )
+        _sweep_pool_entries(ctx, self.spec, set())
+
+
+# helpers -----------------------------------------------------------------------------------------------------------
+def _token(cluster: str, name: str, unique: str) -> str:
+    """Idempotency token of one template write: a retried request never makes a second version."""
+    return "capa-" + hashlib.sha256(f"{cluster}/{name}/{unique}".encode()).hexdigest()[:40]
+
+
+def bootstrap_ref_of_version(version: Mapping[str, Any]) -> BootstrapRef | None:
+    return bootstrap_ref_of(version.get("LaunchTemplateData") or {})
+
+
+def _sweep_pool_entries(ctx: Context, spec: PoolSpec, kept: set[str]) -> None:
+    if ctx.check_mode or spec.bootstrap.get("type") == "none" or spec.bootstrap.get("backend") != SECRETS_MANAGER:
+        return
+    owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
+    # Machine groups' entries carry MachineName; a pool's do not (one set per template version).
+    stray = _bootstrap_data.unreferenced_secrets(ctx, owner, kept, unmarked="MachineName")
+    _bootstrap_data.delete_named(ctx, stray, "bootstrap data no template version refers to")
+
+
+def _delete_entries(ctx: Context, pool: str, version: Mapping[str, Any]) -> None:
+    ref: BootstrapRef | None = bootstrap_ref_of(version.get("LaunchTemplateData") or {})
+    if ref is not None:
+        _bootstrap_data.delete(ctx, ref, f"{pool} version {version.get('VersionNumber')}")
+
+
+def _predicted_group(ctx: Context, spec: PoolSpec, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The group as AWS will describe it right after CreateAutoScalingGroup."""
+    return {
+        "AutoScalingGroupName": spec.name,
+        "AutoScalingGroupARN": placeholder("auto-scaling-group", spec.name),
+        "MinSize": spec.min_size,
+        "MaxSize": spec.max_size,
+        "DesiredCapacity": desired_after(spec, None),
+        "VPCZoneIdentifier": request["VPCZoneIdentifier"],
+        "CapacityRebalance": spec.capacity_rebalance,
+        "DefaultCooldown": spec.default_cooldown,
+        "DefaultInstanceWarmup": spec.default_instance_warmup,
+        "Instances": [],
+        "SuspendedProcesses": [],
+        "Tags": request["Tags"],
+        **{k: request[k] for k in ("LaunchTemplate", "MixedInstancesPolicy") if k in request},
+    }
+
+
+def _apply_update(group: Mapping[str, Any], update: Mapping[str, Any], spec: PoolSpec) -> dict[str, Any]:
+    updated = {**group, **{k: v for k, v in update.items() if k != "AutoScalingGroupName"}}
+    updated["DesiredCapacity"] = desired_after(spec, group)
+    if "MixedInstancesPolicy" in update:
+        updated.pop("LaunchTemplate", None)
+    else:
+        updated.pop("MixedInstancesPolicy", None)
+    return updated
+
+
+def _result(
+    spec: PoolSpec,
+    template: Mapping[str, Any] | None,
+    versions: Mapping[int, Mapping[str, Any]],
+    group: Mapping[str, Any] | None,
+    hooks: list[Mapping[str, Any]],
+    refresh: Mapping[str, Any] | None,
+    refresh_reason: str,
+) -> dict[str, Any]:
+    launch_template = None
+    if template is not None:
+        launch_template = {
+            "id": template.get("LaunchTemplateId"),
+            "name": template.get("LaunchTemplateName", spec.name),
+            "latest_version": template.get("LatestVersionNumber"),
+            "default_version": template.get("DefaultVersionNumber"),
+            "versions": sorted(versions),
+        }
+    auto_scaling_group = None
+    if group is not None:
+        auto_scaling_group = {
+            "name": group.get("AutoScalingGroupName"),
+            "arn": group.get("AutoScalingGroupARN"),
+            "min_size": group.get("MinSize"),
+            "max_size": group.get("MaxSize"),
+            "desired_capacity": group.get("DesiredCapacity"),
+            "subnet_ids": sorted(s for s in (group.get("VPCZoneIdentifier") or "").split(",") if s),
+            "capacity_rebalance": bool(group.get("CapacityRebalance")),
+            "instances": [
+                {
+                    "id": i.get("InstanceId"),
+                    "availability_zone": i.get("AvailabilityZone"),
+                    "lifecycle_state": i.get("LifecycleState"),
+                    "health_status": i.get("HealthStatus"),
+                    "instance_type": i.get("InstanceType"),
+                    "launch_template_version": (i.get("LaunchTemplate") or {}).get("Version"),
+                }
+                for i in sorted(group.get("Instances") or [], key=lambda i: i.get("InstanceId", ""))
+            ],
+            "suspended_processes": sorted(p["ProcessName"] for p in group.get("SuspendedProcesses") or []),
+            "mixed_instances_policy": mixed_policy_view(group),
+            "lifecycle_hooks": sorted(h["LifecycleHookName"] for h in hooks),
+            "launch_template_version": LATEST,
+        }
+    return {
+        "launch_template": launch_template,
+        "auto_scaling_group": auto_scaling_group,
+        "instance_refresh": dict(refresh) if refresh else None,
+        "conditions": conditions(template is not None, group, refresh, refresh_reason),
+    }

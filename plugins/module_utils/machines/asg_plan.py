@@ -1,0 +1,661 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: the pure decisions of a machine pool (CAPA's AWSMachinePool: launch template + auto scaling group).
+
+No AWS calls here. The pool tier (``_asg``) observes AWS, and these functions decide: the launch template data a
+spec asks for, whether the latest version differs from it and whether that difference needs an instance refresh
+(anything but bootstrap data does), which old versions to prune, which auto scaling group fields drifted, which
+processes to suspend or resume and which lifecycle hooks to put or delete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..kernel.errors import SpecError
+from ..kernel.operations import is_placeholder
+from ..kernel.validation import check_availability_zone, check_resource_id
+from . import ami as _ami
+from .bootstrap_data import BACKENDS, BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
+from .node_bootstrap import KUBEADM, check_bootstrap, check_image_inputs
+from .plan import default_failure_domains
+
+# CAPA's tag on pool instances: sha256 of the raw bootstrap data. It alone says whether bootstrap data changed
+# (the entries' names are random per version).
+BOOTSTRAP_HASH_TAG = "sigs.k8s.io/cluster-api-provider-aws/bootstrap-data-hash"
+GROUP_TAG = "clusterapi.aws/machine-group"
+LATEST = "$Latest"
+
+# Pool name = launch template name = group name. Launch template names are 3-128 characters; we keep to the
+# Kubernetes object-name alphabet CAPA's pools use.
+POOL_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+POOL_NAME_MIN, POOL_NAME_MAX = 3, 128
+
+PROCESSES = (
+    "Launch",
+    "Terminate",
+    "AddToLoadBalancer",
+    "AlarmNotification",
+    "AZRebalance",
+    "HealthCheck",
+    "InstanceRefresh",
+    "ReplaceUnhealthy",
+    "ScheduledActions",
+)
+# Refresh states in which StartInstanceRefresh would be refused (InstanceRefreshInProgress).
+ACTIVE_REFRESH_STATES = ("Pending", "InProgress", "Cancelling", "RollbackInProgress", "Baking")
+SPOT_STRATEGIES = ("lowest-price", "capacity-optimized", "capacity-optimized-prioritized", "price-capacity-optimized")
+ON_DEMAND_STRATEGIES = ("prioritized", "lowest-price")
+LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+TRANSITIONS = (LAUNCHING, TERMINATING)
+HOOK_RESULTS = ("CONTINUE", "ABANDON")
+# CAPA's defaults for user hooks; the drain hook only gives a watcher time, so it continues by itself.
+HOOK_DEFAULT_RESULT, HOOK_HEARTBEAT = "ABANDON", 3600
+DRAIN_DEFAULT_RESULT, DRAIN_HEARTBEAT = "CONTINUE", 300
+
+# Launch template fields whose change needs no instance refresh (CAPA: user-data-only changes roll nothing).
+BOOTSTRAP_FIELDS = frozenset({"bootstrap_data"})
+
+# CAPA's AWSMachinePool conditions and reasons (exp/api/v1beta2/conditions_consts.go).
+ASG_READY = "ASGReady"
+LAUNCH_TEMPLATE_READY = "LaunchTemplateReady"
+INSTANCE_REFRESH_STARTED = "InstanceRefreshStarted"
+
+
+@dataclass
+class PoolSpec:
+    """The module's options as plain values, defaults resolved."""
+
+    state: str
+    name: str
+    subnets: list[dict[str, Any]]
+    failure_domains: list[str]
+    min_size: int
+    max_size: int
+    desired_capacity: int | None
+    externally_managed: bool
+    instance_type: str | None
+    kubernetes_version: str | None
+    ami: dict[str, Any]
+    root_volume: dict[str, Any]
+    ssh_key_name: str | None
+    iam_instance_profile: str | None
+    security_group_ids: list[str]
+    imds: dict[str, Any]
+    spot: dict[str, Any] | None
+    mixed: dict[str, Any] | None
+    suspended_processes: list[str]
+    capacity_rebalance: bool
+    default_cooldown: int
+    default_instance_warmup: int
+    refresh: dict[str, Any]
+    lifecycle_hooks: list[dict[str, Any]]
+    drain_on_scale_in: bool
+    bootstrap: dict[str, Any]
+    drain_hook_name: str = ""
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], drain_hook_name: str) -> PoolSpec:
+        subnets = [dict(s) for s in params.get("subnets") or []]
+        domains = list(params.get("failure_domains") or []) or default_failure_domains(subnets, public=False)
+        bootstrap = dict(params.get("bootstrap") or {})
+        bootstrap["type"] = bootstrap.get("type") or KUBEADM
+        bootstrap["backend"] = bootstrap.get("backend") or SECRETS_MANAGER
+        bootstrap["endpoint_port"] = bootstrap.get("endpoint_port") or 6443
+        refresh = dict(params.get("refresh_preferences") or {})
+        refresh.setdefault("disable", False)
+        refresh["min_healthy_percentage"] = refresh.get("min_healthy_percentage", 90)
+        spot = params.get("spot_market_options")
+        mixed = _mixed_from_params(params.get("mixed_instances_policy"))
+        drain = params.get("drain_on_scale_in")
+        spec = cls(
+            state=params["state"],
+            name=params["name"],
+            subnets=subnets,
+            failure_domains=domains,
+            min_size=params.get("min_size", 1),
+            max_size=params.get("max_size", 1),
+            desired_capacity=params.get("desired_capacity"),
+            externally_managed=bool(params.get("externally_managed_replicas")),
+            instance_type=params.get("instance_type") or None,
+            kubernetes_version=params.get("kubernetes_version") or None,
+            ami=dict(params.get("ami") or {}),
+            root_volume=dict(params.get("root_volume") or {"encrypted": True, "type": "gp3"}),
+            ssh_key_name=params.get("ssh_key_name") or None,
+            iam_instance_profile=params.get("iam_instance_profile") or None,
+            security_group_ids=list(params.get("security_group_ids") or []),
+            imds=dict(params.get("imds") or {"http_tokens": "required", "http_put_response_hop_limit": 1}),
+            spot=dict(spot) if spot is not None else None,
+            mixed=mixed,
+            suspended_processes=list(dict.fromkeys(params.get("suspended_processes") or [])),
+            capacity_rebalance=bool(params.get("capacity_rebalance")),
+            default_cooldown=params.get("default_cooldown", 300),
+            default_instance_warmup=params.get("default_instance_warmup", 300),
+            refresh=refresh,
+            lifecycle_hooks=[_hook_from_params(h) for h in params.get("lifecycle_hooks") or []],
+            drain_on_scale_in=False,
+            bootstrap=bootstrap,
+            drain_hook_name=drain_hook_name,
+        )
+        # Draining matters most where instances vanish at two minutes' notice: on by default with spot.
+        spec.drain_on_scale_in = spec.uses_spot if drain is None else bool(drain)
+        spec.hooks = spec.lifecycle_hooks + ([spec.drain_hook()] if spec.drain_on_scale_in else [])
+        return spec
+
+    @property
+    def uses_spot(self) -> bool:
+        if self.spot is not None:
+            return True
+        if self.mixed is None:
+            return False
+        return self.mixed["instances_distribution"]["on_demand_percentage_above_base_capacity"] < 100
+
+    def drain_hook(self) -> dict[str, Any]:
+        return {
+            "name": self.drain_hook_name,
+            "lifecycle_transition": TERMINATING,
+            "default_result": DRAIN_DEFAULT_RESULT,
+            "heartbeat_timeout": DRAIN_HEARTBEAT,
+            "notification_target_arn": None,
+            "role_arn": None,
+            "notification_metadata": None,
+        }
+
+    def zone_subnet_ids(self) -> list[str]:
+        """Every private subnet of the failure domains, in input order (CAPA: failure domains -> private subnets)."""
+        return [
+            s["id"]
+            for s in self.subnets
+            if not s.get("is_public") and s.get("availability_zone") in self.failure_domains and s.get("id")
+        ]
+
+    def placeholders(self) -> list[str]:
+        values = [s.get("id") for s in self.subnets] + list(self.security_group_ids)
+        return [v for v in values if is_placeholder(v)]
+
+
+def _mixed_from_params(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not value:
+        return None
+    distribution = dict(value.get("instances_distribution") or {})
+    defaults = {
+        "on_demand_base_capacity": 0,
+        "on_demand_percentage_above_base_capacity": 100,
+        "spot_allocation_strategy": "lowest-price",
+        "on_demand_allocation_strategy": "prioritized",
+    }
+    for key, default in defaults.items():
+        if distribution.get(key) is None:
+            distribution[key] = default
+    overrides = [{"instance_type": o.get("instance_type")} for o in value.get("overrides") or []]
+    return {"instances_distribution": distribution, "overrides": overrides}
+
+
+def _hook_from_params(hook: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": hook.get("name"),
+        "lifecycle_transition": hook.get("lifecycle_transition") or TERMINATING,
+        "default_result": hook.get("default_result") or HOOK_DEFAULT_RESULT,
+        "heartbeat_timeout": hook.get("heartbeat_timeout") or HOOK_HEARTBEAT,
+        "notification_target_arn": hook.get("notification_target_arn") or None,
+        "role_arn": hook.get("role_arn") or None,
+        "notification_metadata": hook.get("notification_metadata") or None,
+    }
+
+
+# validation (pure, before any AWS call) ----------------------------------------------------------------------------
+def validate(spec: PoolSpec, region: str | None) -> None:
+    if not POOL_NAME_MIN <= len(spec.name) <= POOL_NAME_MAX or not POOL_NAME.match(spec.name):
+        raise SpecError(
+            "name",
+            f"'{spec.name}' must be {POOL_NAME_MIN} to {POOL_NAME_MAX} lower-case letters, digits, '.' and '-' "
+            "(it names the launch template and the auto scaling group)",
+        )
+    for index, subnet in enumerate(spec.subnets):
+        if not subnet.get("id") or not subnet.get("availability_zone"):
+            raise SpecError(f"subnets[{index}]", "needs id and availability_zone (as capa_subnet returns them)")
+        check_resource_id(subnet["id"], "subnet", f"subnets[{index}].id")
+    for index, group in enumerate(spec.security_group_ids):
+        check_resource_id(group, "sg", f"security_group_ids[{index}]")
+    if spec.state == "absent":
+        return
+    _validate_sizes(spec)
+    _validate_machine(spec)
+    _validate_market(spec)
+    _validate_group(spec)
+    _validate_bootstrap(spec)
+    if not spec.failure_domains:
+        raise SpecError("failure_domains", "none given and the subnets have no private subnet")
+    for index, zone in enumerate(spec.failure_domains):
+        check_availability_zone(zone, region, f"failure_domains[{index}]")
+        if not any(s.get("availability_zone") == zone and not s.get("is_public") for s in spec.subnets):
+            raise SpecError(f"failure_domains[{index}]", f"no private subnet in {zone} among subnets")
+
+
+def _validate_sizes(spec: PoolSpec) -> None:
+    if spec.min_size < 0:
+        raise SpecError("min_size", "must not be negative")
+    if spec.max_size < spec.min_size:
+        raise SpecError("max_size", f"{spec.max_size} is smaller than min_size {spec.min_size}")
+    desired = spec.desired_capacity
+    if desired is not None and not spec.externally_managed and not spec.min_size <= desired <= spec.max_size:
+        raise SpecError(
+            "desired_capacity", f"{desired} is not between min_size {spec.min_size} and max_size {spec.max_size}"
+        )
+    if desired is not None and desired < 0:
+        raise SpecError("desired_capacity", "must not be negative")
+
+
+def _validate_machine(spec: PoolSpec) -> None:
+    if not spec.instance_type:
+        raise SpecError("instance_type", "is required")
+    check_image_inputs(spec.bootstrap["type"], spec.ami, spec.kubernetes_version)
+    size = spec.root_volume.get("size")
+    if size is not None and size < 8:
+        raise SpecError("root_volume.size", "must be at least 8 GiB")
+    hops = spec.imds.get("http_put_response_hop_limit", 1)
+    if not 1 <= hops <= 64:
+        raise SpecError("imds.http_put_response_hop_limit", "must be between 1 and 64")
+
+
+def _validate_market(spec: PoolSpec) -> None:
+    if spec.mixed is None:
+        return
+    if spec.spot is not None:
+        # AWS refuses a mixed instances policy whose launch template requests spot itself.
+        raise SpecError(
+            "spot_market_options", "cannot be combined with mixed_instances_policy (use its instances_distribution)"
+        )
+    distribution = spec.mixed["instances_distribution"]
+    if distribution["on_demand_base_capacity"] < 0:
+        raise SpecError("mixed_instances_policy.instances_distribution.on_demand_base_capacity", "must be >= 0")
+    if not 0 <= distribution["on_demand_percentage_above_base_capacity"] <= 100:
+        raise SpecError(
+            "mixed_instances_policy.instances_distribution.on_demand_percentage_above_base_capacity",
+            "must be between 0 and 100",
+        )
+    for index, override in enumerate(spec.mixed["overrides"]):
+        if not override["instance_type"]:
+            raise SpecError(f"mixed_instances_policy.overrides[{index}].instance_type", "is required")
+
+
+def _validate_group(spec: PoolSpec) -> None:
+    for key in ("default_cooldown", "default_instance_warmup"):
+        if getattr(spec, key) < 0:
+            raise SpecError(key, "must not be negative")
+    percentage = spec.refresh["min_healthy_percentage"]
+    if not 0 <= percentage <= 100:
+        raise SpecError("refresh_preferences.min_healthy_percentage", "must be between 0 and 100")
+    warmup = spec.refresh.get("instance_warmup")
+    if warmup is not None and warmup < 0:
+        raise SpecError("refresh_preferences.instance_warmup", "must not be negative")
+    names: set[str] = set()
+    for index, hook in enumerate(spec.lifecycle_hooks):
+        where = f"lifecycle_hooks[{index}]"
+        if not hook["name"]:
+            raise SpecError(f"{where}.name", "is required")
+        if hook["name"] in names or (spec.drain_on_scale_in and hook["name"] == spec.drain_hook_name):
+            raise SpecError(f"{where}.name", f"'{hook['name']}' is used twice (the drain hook has this name)")
+        names.add(hook["name"])
+        if not 30 <= hook["heartbeat_timeout"] <= 7200:
+            raise SpecError(f"{where}.heartbeat_timeout", "must be between 30 and 7200 seconds")
+
+
+def _validate_bootstrap(spec: PoolSpec) -> None:
+    check_bootstrap(spec.bootstrap, spec.kubernetes_version)
+    if spec.bootstrap["backend"] not in BACKENDS:
+        raise SpecError("bootstrap.backend", f"must be one of {', '.join(BACKENDS)}")
+
+
+# launch template ---------------------------------------------------------------------------------------------------
+def bootstrap_hash(document: bytes | None) -> str:
+    """CAPA's bootstrap-data-hash: sha256 of the raw bootstrap data ('' without bootstrap data)."""
+    return hashlib.sha256(document).hexdigest() if document is not None else ""
+
+
+def metadata_options(imds: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "HttpTokens": imds.get("http_tokens") or "required",
+        "HttpPutResponseHopLimit": imds.get("http_put_response_hop_limit") or 1,
+        "HttpEndpoint": "enabled",
+    }
+
+
+def market_options(spot: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if spot is None:
+        return None
+    options: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
+    if spot.get("max_price"):
+        options["MaxPrice"] = str(spot["max_price"])
+    return {"MarketType": "spot", "SpotOptions": options}
+
+
+def launch_template_data(
+    spec: PoolSpec, image: _ami.Image, instance_tags: Mapping[str, str], user_data: str | None
+) -> dict[str, Any]:
+    """The LaunchTemplateData a spec asks for. ``user_data`` is the base64 boot hook (no secret in it)."""
+    volume = {
+        "VolumeSize": spec.root_volume.get("size") or image.root_size,
+        "VolumeType": spec.root_volume.get("type") or "gp3",
+        "Encrypted": spec.root_volume.get("encrypted", True),
+        "DeleteOnTermination": True,
+    }
+    tags = [{"Key": k, "Value": v} for k, v in instance_tags.items()]
+    data: dict[str, Any] = {
+        "ImageId": image.id,
+        "InstanceType": spec.instance_type,
+        "MetadataOptions": metadata_options(spec.imds),
+        "BlockDeviceMappings": [
+            {"DeviceName": image.root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
+        ],
+        "TagSpecifications": [{"ResourceType": kind, "Tags": tags} for kind in ("instance", "volume")],
+    }
+    if spec.ssh_key_name:
+        data["KeyName"] = spec.ssh_key_name
+    if spec.iam_instance_profile:
+        data["IamInstanceProfile"] = {"Name": spec.iam_instance_profile}
+    if spec.security_group_ids:
+        data["SecurityGroupIds"] = list(spec.security_group_ids)
+    market = market_options(spec.spot)
+    if market:
+        data["InstanceMarketOptions"] = market
+    if user_data:
+        data["UserData"] = user_data
+    return data
+
+
+def _tag_sets(data: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    # Only instance and volume tags: moto copies the template's own tags into version 1 as "launch-template".
+    found: dict[str, dict[str, str]] = {}
+    for spec_ in data.get("TagSpecifications") or []:
+        if spec_.get("ResourceType") in ("instance", "volume"):
+            found[spec_["ResourceType"]] = {t["Key"]: t["Value"] for t in spec_.get("Tags") or []}
+    return found
+
+
+def _bootstrap_view(data: Mapping[str, Any]) -> tuple[str, bool, str]:
+    tags = _tag_sets(data).get("instance", {})
+    ref = BootstrapRef.from_tag(tags.get(BOOTSTRAP_TAG))
+    return tags.get(BOOTSTRAP_HASH_TAG, ""), bool(data.get("UserData")), ref.backend if ref else ""
+
+
+EBS_FIELDS = ("VolumeSize", "VolumeType", "Encrypted", "DeleteOnTermination")
+
+
+def _comparable(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields that define a version, normalised so AWS's spelling of the same thing compares equal."""
+    metadata = data.get("MetadataOptions") or {}
+    volumes = [
+        {
+            "DeviceName": m.get("DeviceName"),
+            **{
+                k: (m.get("Ebs") or {}).get(k) for k in ("VolumeSize", "VolumeType", "Encrypted", "DeleteOnTermination")
+            },
+        }
+        for m in data.get("BlockDeviceMappings") or []
+    ]
+    market = data.get("InstanceMarketOptions") or None
+    if market:
+        market = {"MarketType": market.get("MarketType"), **dict(market.get("SpotOptions") or {})}
+    tags = {
+        kind: {k: v for k, v in values.items() if k not in (BOOTSTRAP_TAG, BOOTSTRAP_HASH_TAG)}
+        for kind, values in _tag_sets(data).items()
+    }
+    return {
+        "image": data.get("ImageId"),
+        "instance_type": data.get("InstanceType"),
+        "ssh_key_name": data.get("KeyName"),
+        "iam_instance_profile": (data.get("IamInstanceProfile") or {}).get("Name"),
+        "security_groups": sorted(data.get("SecurityGroupIds") or []),
+        "imds": {k: metadata.get(k) for k in ("HttpTokens", "HttpPutResponseHopLimit", "HttpEndpoint")},
+        "root_volume": volumes,
+        "spot": market,
+        "tags": tags,
+        "bootstrap_data": _bootstrap_view(data),
+    }
+
+
+def template_differences(desired: Mapping[str, Any], current: Mapping[str, Any] | None) -> list[str]:
+    """Names of the fields in which the latest version differs from the spec (``['launch_template']`` if none)."""
+    if current is None:
+        return ["launch_template"]
+    want, have = _comparable(desired), _comparable(current)
+    return [key for key in want if want[key] != have[key]]
+
+
+def needs_refresh(differences: Sequence[str]) -> bool:
+    """An instance refresh for anything but bootstrap data (CAPA: user-data-only changes roll nothing)."""
+    return bool(set(differences) - BOOTSTRAP_FIELDS - {"launch_template"})
+
+
+def versions_to_prune(numbers: Sequence[int], default: int, latest: int) -> list[int]:
+    """Versions to delete: all but the default, the latest and the one before the latest."""
+    older = [n for n in numbers if n < latest]
+    keep = {default, latest} | ({max(older)} if older else set())
+    return sorted(n for n in numbers if n not in keep)
+
+
+def bootstrap_ref_of(data: Mapping[str, Any]) -> BootstrapRef | None:
+    """Where a version's bootstrap entries are (from its instance tags)."""
+    return BootstrapRef.from_tag(_tag_sets(data).get("instance", {}).get(BOOTSTRAP_TAG))
+
+
+# auto scaling group ------------------------------------------------------------------------------------------------
+def launch_spec(spec: PoolSpec, template_name: str) -> dict[str, Any]:
+    """The group's ``LaunchTemplate`` ($Latest) or ``MixedInstancesPolicy`` (Create/UpdateAutoScalingGroup)."""
+    template = {"LaunchTemplateName": template_name, "Version": LATEST}
+    if spec.mixed is None:
+        return {"LaunchTemplate": template}
+    distribution = spec.mixed["instances_distribution"]
+    return {
+        "MixedInstancesPolicy": {
+            "LaunchTemplate": {
+                "LaunchTemplateSpecification": template,
+                "Overrides": [{"InstanceType": o["instance_type"]} for o in spec.mixed["overrides"]],
+            },
+            "InstancesDistribution": {
+                "OnDemandAllocationStrategy": distribution["on_demand_allocation_strategy"],
+                "OnDemandBaseCapacity": distribution["on_demand_base_capacity"],
+                "OnDemandPercentageAboveBaseCapacity": distribution["on_demand_percentage_above_base_capacity"],
+                "SpotAllocationStrategy": distribution["spot_allocation_strategy"],
+            },
+        }
+    }
+
+
+def _launch_view(group: Mapping[str, Any]) -> Any:
+    mixed = group.get("MixedInstancesPolicy")
+    if mixed:
+        template = mixed.get("LaunchTemplate") or {}
+        distribution = mixed.get("InstancesDistribution") or {}
+        return (
+            "mixed",
+            (template.get("LaunchTemplateSpecification") or {}).get("LaunchTemplateName"),
+            (template.get("LaunchTemplateSpecification") or {}).get("Version"),
+            [o.get("InstanceType") for o in template.get("Overrides") or []],
+            {
+                k: distribution.get(k)
+                for k in (
+                    "OnDemandAllocationStrategy",
+                    "OnDemandBaseCapacity",
+                    "OnDemandPercentageAboveBaseCapacity",
+                    "SpotAllocationStrategy",
+                )
+            },
+        )
+    template = group.get("LaunchTemplate") or {}
+    return ("template", template.get("LaunchTemplateName"), template.get("Version"))
+
+
+def mixed_policy_view(group: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A group's mixed instances policy in the module's option shape."""
+    mixed = group.get("MixedInstancesPolicy")
+    if not mixed:
+        return None
+    distribution = mixed.get("InstancesDistribution") or {}
+    overrides = (mixed.get("LaunchTemplate") or {}).get("Overrides") or []
+    return {
+        "instances_distribution": {
+            "on_demand_base_capacity": distribution.get("OnDemandBaseCapacity"),
+            "on_demand_percentage_above_base_capacity": distribution.get("OnDemandPercentageAboveBaseCapacity"),
+            "spot_allocation_strategy": distribution.get("SpotAllocationStrategy"),
+            "on_demand_allocation_strategy": distribution.get("OnDemandAllocationStrategy"),
+        },
+        "overrides": [{"instance_type": o.get("InstanceType")} for o in overrides],
+    }
+
+
+def create_request(spec: PoolSpec, template_name: str, tags: Mapping[str, str]) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "AutoScalingGroupName": spec.name,
+        "MinSize": spec.min_size,
+        "MaxSize": spec.max_size,
+        "VPCZoneIdentifier": ",".join(spec.zone_subnet_ids()),
+        "DefaultCooldown": spec.default_cooldown,
+        "DefaultInstanceWarmup": spec.default_instance_warmup,
+        "CapacityRebalance": spec.capacity_rebalance,
+        # Instances get their tags from the launch template; the group's own tags stay on the group.
+        "Tags": [
+            {
+                "Key": k,
+                "Value": v,
+                "PropagateAtLaunch": False,
+                "ResourceId": spec.name,
+                "ResourceType": "auto-scaling-group",
+            }
+            for k, v in tags.items()
+        ],
+        **launch_spec(spec, template_name),
+    }
+    if spec.desired_capacity is not None:
+        request["DesiredCapacity"] = spec.desired_capacity
+    return request
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))
+
+
+def group_update(spec: PoolSpec, template_name: str, group: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """UpdateAutoScalingGroup parameters for the drifted fields, and their names (empty when nothing drifted).
+
+    With externally managed replicas, desired capacity is never sent: a cluster autoscaler owns it. The launch
+    part is always sent with an update (moto drops a mixed instances policy an update leaves out; AWS keeps it).
+    """
+    changes: dict[str, Any] = {}
+    if group.get("MinSize") != spec.min_size:
+        changes["MinSize"] = spec.min_size
+    if group.get("MaxSize") != spec.max_size:
+        changes["MaxSize"] = spec.max_size
+    if (
+        not spec.externally_managed
+        and spec.desired_capacity is not None
+        and group.get("DesiredCapacity") != spec.desired_capacity
+    ):
+        changes["DesiredCapacity"] = spec.desired_capacity
+    current_subnets = sorted(s for s in (group.get("VPCZoneIdentifier") or "").split(",") if s)
+    if current_subnets != sorted(spec.zone_subnet_ids()):
+        changes["VPCZoneIdentifier"] = ",".join(spec.zone_subnet_ids())
+    if group.get("DefaultCooldown") != spec.default_cooldown:
+        changes["DefaultCooldown"] = spec.default_cooldown
+    # AWS reports DefaultInstanceWarmup whenever it is set (every group this module creates); moto never does.
+    if "DefaultInstanceWarmup" in group and group["DefaultInstanceWarmup"] != spec.default_instance_warmup:
+        changes["DefaultInstanceWarmup"] = spec.default_instance_warmup
+    if bool(group.get("CapacityRebalance")) != spec.capacity_rebalance:
+        changes["CapacityRebalance"] = spec.capacity_rebalance
+    wanted_launch = launch_spec(spec, template_name)
+    launch_drift = _launch_view(group) != _launch_view(wanted_launch)
+    names = sorted(changes) + (["launch template / mixed instances policy"] if launch_drift else [])
+    if not names:
+        return {}, []
+    return {"AutoScalingGroupName": spec.name, **changes, **wanted_launch}, names
+
+
+def desired_after(spec: PoolSpec, group: Mapping[str, Any] | None) -> int:
+    """The desired capacity AWS will hold after the run (AWS clamps it into a new min/max by itself)."""
+    if group is None:
+        return spec.desired_capacity if spec.desired_capacity is not None else spec.min_size
+    current = group.get("DesiredCapacity", spec.min_size)
+    if not spec.externally_managed and spec.desired_capacity is not None:
+        current = spec.desired_capacity
+    return clamp(current, spec.min_size, spec.max_size)
+
+
+def process_changes(wanted: Sequence[str], group: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(to suspend, to resume) so that exactly ``wanted`` is suspended."""
+    current = {p["ProcessName"] for p in (group or {}).get("SuspendedProcesses") or []}
+    return sorted(set(wanted) - current), sorted(current - set(wanted))
+
+
+def _hook_view(hook: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "transition": hook.get("LifecycleTransition"),
+        "result": hook.get("DefaultResult"),
+        "heartbeat": hook.get("HeartbeatTimeout"),
+        # Only compared when the spec sets them (moto fills in its own when none are given).
+        "target": hook.get("NotificationTargetARN"),
+        "role": hook.get("RoleARN"),
+        "metadata": hook.get("NotificationMetadata"),
+    }
+
+
+def hook_request(group_name: str, hook: Mapping[str, Any]) -> dict[str, Any]:
+    request = {
+        "AutoScalingGroupName": group_name,
+        "LifecycleHookName": hook["name"],
+        "LifecycleTransition": hook["lifecycle_transition"],
+        "DefaultResult": hook["default_result"],
+        "HeartbeatTimeout": hook["heartbeat_timeout"],
+    }
+    for key, api in (
+        ("notification_target_arn", "NotificationTargetARN"),
+        ("role_arn", "RoleARN"),
+        ("notification_metadata", "NotificationMetadata"),
+    ):
+        if hook.get(key):
+            request[api] = hook[key]
+    return request
+
+
+def hook_changes(
+    wanted: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(hooks to put, names to delete): the group's hooks become exactly ``wanted`` (CAPA deletes unknown hooks)."""
+    found = {h["LifecycleHookName"]: _hook_view(h) for h in current}
+    put = []
+    for hook in wanted:
+        have = found.get(hook["name"])
+        want = _hook_view(hook_request("", hook))
+        if have is None or any(
+            have[k] != want[k]
+            for k in want
+            if k in ("transition", "result", "heartbeat") or want[k] is not None  # optional fields: only when set
+        ):
+            put.append(dict(hook))
+    names = {h["name"] for h in wanted}
+    return put, sorted(n for n in found if n not in names)
+
+
+def conditions(
+    template_exists: bool, group: Mapping[str, Any] | None, refresh: Mapping[str, Any] | None, refresh_reason: str
+) -> dict[str, dict[str, Any]]:
+    """CAPA's AWSMachinePool conditions for the result."""
+    if group is None:
+        asg = {"status": False, "reason": "ASGNotFound"}
+    elif group.get("Status") == "Delete in progress":
+        asg = {"status": False, "reason": "ASGDeletionInProgress"}
+    else:
+        asg = {"status": True, "reason": ""}
+    return {
+        ASG_READY: asg,
+        LAUNCH_TEMPLATE_READY: {
+            "status": template_exists,
+            "reason": "" if template_exists else "LaunchTemplateNotFound",
+        },
+        INSTANCE_REFRESH_STARTED: {"status": refresh is not None, "reason": "" if refresh else refresh_reason},
+    }

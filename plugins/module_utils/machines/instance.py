@@ -1,0 +1,951 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: a named group of identical EC2 machines (a control plane, a machine deployment, or the bastion).
+
+CAPA's AWSMachine (pkg/cloud/services/ec2/instances.go, controllers/awsmachine_controller.go) plus the Cluster API
+machine-set behaviour it relies on: replicas spread over failure domains, rolling replacement of machines whose
+template changed, deletion policy, control-plane load-balancer registration, bootstrap data kept in Secrets
+Manager or SSM. One run observes the group with one paginated ``DescribeInstances`` (plus one AMI lookup and, for
+a control plane, one read of each load balancer), so a run that changes nothing makes the same requests for 2
+machines and for 200. The decisions live in ``_machine_plan``; this file observes and applies.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass
+
+from ..aws.ec2 import describe, error_code, tags_of
+from ..kernel.context import Context
+from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.hashing import template_hash
+from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.tags import (
+    OWNED,
+    ROLE_BASTION,
+    ROLE_CONTROL_PLANE,
+    ROLE_NODE,
+    cloud_provider_tag_key,
+    cluster_tag_key,
+    dict_to_tags,
+    missing_tags,
+    tag_specifications,
+)
+from ..kernel.validation import check_availability_zone, check_resource_id
+from ..kernel.waiting import wait_until
+from . import ami as _ami
+from . import bootstrap_data as _bootstrap_data
+from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+from .plan import (
+    DELETION_POLICIES,
+    LEAVING_STATES,
+    LIVE_STATES,
+    Machine,
+    Remediation,
+    Step,
+    choose_zone,
+    client_token,
+    default_failure_domains,
+    health_reason,
+    instance_ready,
+    machine_name,
+    parse_max_unhealthy,
+    plan_remediation,
+    plan_step,
+    subnet_for_zone,
+)
+from .termination import with_watcher
+
+try:
+    from ..kubeadm.pki import check_upgrade_step, load_cluster_pki, render_cloud_init
+except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
+    check_upgrade_step = load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
+
+GROUP_TAG = "clusterapi.aws/machine-group"
+HASH_TAG = "clusterapi.aws/template-hash"
+# The Kubernetes version a kubeadm machine was made with: the next run refuses to skip a minor version from it.
+VERSION_TAG = "clusterapi.aws/kubernetes-version"
+MACHINE_NAME_TAG = "MachineName"
+# Tags that describe how a machine was made; a later run must not rewrite them on machines it keeps.
+FROZEN_TAGS = (HASH_TAG, BOOTSTRAP_TAG, VERSION_TAG)
+GROUP_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+GROUP_NAME_MAX = 40
+BASTION_INSTANCE_TYPE = "t3.micro"
+KUBEADM, RAW, NONE = "kubeadm", "raw", "none"
+ROLE_TAGS = {"control-plane": ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
+MAX_STEPS = 100
+STATUS_IDS_MAX = 100
+
+
+@dataclass
+class GroupSpec:
+    """The module's options as plain values, defaults resolved per role."""
+
+    state: str
+    name: str
+    role: str
+    replicas: int
+    subnets: list[dict[str, Any]]
+    failure_domains: list[str]
+    public_ip: bool
+    kubernetes_version: str | None
+    ami: dict[str, Any]
+    instance_type: str | None
+    root_volume: dict[str, Any]
+    ssh_key_name: str | None
+    iam_instance_profile: str | None
+    security_group_ids: list[str]
+    spot: dict[str, Any] | None
+    tenancy: str
+    placement_group_name: str | None
+    imds: dict[str, Any]
+    bootstrap: dict[str, Any]
+    load_balancers: list[dict[str, Any]]
+    max_surge: int
+    max_unavailable: int
+    deletion_policy: str
+    max_unhealthy: str = "100%"
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
+        role = params["role"]
+        public_ip = params.get("public_ip")
+        public_ip = role == "bastion" if public_ip is None else public_ip
+        subnets = [dict(s) for s in params.get("subnets") or []]
+        domains = list(params.get("failure_domains") or [])
+        if not domains:
+            domains = default_failure_domains(subnets, public=public_ip, first_only=role == "bastion")
+        bootstrap = dict(params.get("bootstrap") or {})
+        bootstrap["type"] = bootstrap.get("type") or (NONE if role == "bastion" else KUBEADM)
+        bootstrap.setdefault("backend", _bootstrap_data.SECRETS_MANAGER)
+        bootstrap["backend"] = bootstrap["backend"] or _bootstrap_data.SECRETS_MANAGER
+        bootstrap["endpoint_port"] = bootstrap.get("endpoint_port") or 6443
+        rollout = params.get("rollout") or {}
+        return cls(
+            state=params["state"],
+            name=params["name"],
+            role=role,
+            replicas=params["replicas"],
+            subnets=subnets,
+            failure_domains=domains,
+            public_ip=public_ip,
+            kubernetes_version=params.get("kubernetes_version"),
+            ami=dict(params.get("ami") or {}),
+            instance_type=params.get("instance_type") or (BASTION_INSTANCE_TYPE if role == "bastion" else None),
+            root_volume=dict(params.get("root_volume") or {"encrypted": True, "type": "gp3"}),
+            ssh_key_name=params.get("ssh_key_name") or None,
+            iam_instance_profile=params.get("iam_instance_profile") or None,
+            security_group_ids=list(params.get("security_group_ids") or []),
+            spot=params.get("spot_market_options"),
+            tenancy=params.get("tenancy") or "default",
+            placement_group_name=params.get("placement_group_name") or None,
+            imds=dict(params.get("imds") or {"http_tokens": "required", "http_put_response_hop_limit": 1}),
+            bootstrap=bootstrap,
+            load_balancers=[dict(lb) for lb in params.get("load_balancers") or []],
+            max_surge=rollout.get("max_surge", 1),
+            max_unavailable=rollout.get("max_unavailable", 0),
+            deletion_policy=rollout.get("deletion_policy") or "Random",
+            max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
+        )
+
+    @property
+    def control_plane(self) -> bool:
+        return self.role == "control-plane"
+
+    @property
+    def role_tag(self) -> str:
+        return ROLE_TAGS[self.role]
+
+    def placeholders(self) -> list[str]:
+        """Inputs that are check-mode placeholders (only acceptable in check mode)."""
+        values = [s.get("id") for s in self.subnets] + list(self.security_group_ids)
+        for lb in self.load_balancers:
+            values += [lb.get("name")] + list(lb.get("target_group_arns") or [])
+        return [v for v in values if is_placeholder(v)]
+
+    def definition(self, image: _ami.Image) -> dict[str, Any]:
+        """Everything that defines a machine of the group (not its placement, not IMDS: that is repaired in place)."""
+        bootstrap: dict[str, Any] = {"type": self.bootstrap["type"]}
+        if self.bootstrap["type"] == KUBEADM:
+            bootstrap.update(
+                endpoint_host=self.bootstrap.get("endpoint_host"),
+                endpoint_port=self.bootstrap["endpoint_port"],
+                kubernetes_version=self.kubernetes_version,
+            )
+        elif self.bootstrap["type"] == RAW:
+            # A digest of the document, never the document: it holds secrets.
+            bootstrap["data_sha256"] = hashlib.sha256((self.bootstrap.get("data") or "").encode()).hexdigest()
+        return {
+            "ami_id": image.id,
+            "instance_type": self.instance_type,
+            "root_volume": self.root_volume,
+            "ssh_key_name": self.ssh_key_name,
+            "iam_instance_profile": self.iam_instance_profile,
+            "security_group_ids": frozenset(self.security_group_ids),
+            "spot": {"max_price": (self.spot or {}).get("max_price") or ""} if self.spot is not None else None,
+            "tenancy": self.tenancy,
+            "placement_group_name": self.placement_group_name,
+            "public_ip": self.public_ip,
+            "bootstrap": bootstrap,
+        }
+
+
+# validation (pure, before any AWS call) ----------------------------------------------------------------------------
+def validate(params: Mapping[str, Any], region: str | None) -> None:
+    spec = GroupSpec.from_params(params)
+    if not GROUP_NAME.match(spec.name) or len(spec.name) > GROUP_NAME_MAX:
+        raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {GROUP_NAME_MAX}")
+    _validate_rollout(spec)
+    for index, subnet in enumerate(spec.subnets):
+        if not subnet.get("id") or not subnet.get("availability_zone"):
+            raise SpecError(f"subnets[{index}]", "needs id and availability_zone (as capa_subnet returns them)")
+        check_resource_id(subnet["id"], "subnet", f"subnets[{index}].id")
+    for index, group in enumerate(spec.security_group_ids):
+        check_resource_id(group, "sg", f"security_group_ids[{index}]")
+    _validate_load_balancers(spec)
+    if spec.state == "absent" or spec.replicas == 0:
+        return
+    _validate_machine(spec, region)
+
+
+def _validate_rollout(spec: GroupSpec) -> None:
+    if spec.replicas < 0:
+        raise SpecError("replicas", "must not be negative")
+    if spec.control_plane and spec.state == "present" and spec.replicas % 2 == 0 and spec.replicas:
+        raise SpecError("replicas", f"{spec.replicas}: a control plane needs an odd number of machines (etcd quorum)")
+    if spec.role == "bastion" and spec.replicas > 1:
+        raise SpecError("replicas", "a cluster has at most one bastion")
+    if spec.max_surge < 0 or spec.max_unavailable < 0:
+        raise SpecError("rollout", "max_surge and max_unavailable must not be negative")
+    if spec.max_surge == 0 and spec.max_unavailable == 0:
+        raise SpecError("rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start")
+    if spec.control_plane and spec.max_unavailable:
+        raise SpecError("rollout.max_unavailable", "must be 0 for a control plane (machines are replaced one by one)")
+    if spec.deletion_policy not in DELETION_POLICIES:
+        raise SpecError("rollout.deletion_policy", f"must be one of {', '.join(DELETION_POLICIES)}")
+    try:
+        parse_max_unhealthy(spec.max_unhealthy)
+    except ValueError:
+        raise SpecError(
+            "max_unhealthy", f"'{spec.max_unhealthy}' is not a count (like 2) or a percentage up to 100% (like 40%)"
+        ) from None
+
+
+def _validate_load_balancers(spec: GroupSpec) -> None:
+    if spec.load_balancers and not spec.control_plane:
+        raise SpecError("load_balancers", "only control-plane machines are registered with load balancers")
+    for index, lb in enumerate(spec.load_balancers):
+        where = f"load_balancers[{index}]"
+        if lb.get("type") not in ("classic", "nlb"):
+            raise SpecError(f"{where}.type", f"'{lb.get('type')}' is not one of classic, nlb")
+        if lb.get("type") == "classic" and not lb.get("name"):
+            raise SpecError(f"{where}.name", "is required for a classic load balancer")
+        if lb.get("type") == "nlb" and not lb.get("target_group_arns"):
+            raise SpecError(f"{where}.target_group_arns", "is required for a network load balancer")
+
+
+def _validate_machine(spec: GroupSpec, region: str | None) -> None:
+    if not spec.instance_type:
+        raise SpecError("instance_type", "is required")
+    if not spec.ami.get("id") and spec.role != "bastion":
+        if not spec.kubernetes_version:
+            raise SpecError("kubernetes_version", "is required to look up the AMI (or give ami.id)")
+        if not _ami.VERSION.match(spec.kubernetes_version):
+            raise SpecError("kubernetes_version", f"'{spec.kubernetes_version}' is not a version like v1.31.2")
+    size = spec.root_volume.get("size")
+    if size is not None and size < 8:
+        raise SpecError("root_volume.size", "must be at least 8 GiB")
+    hops = spec.imds.get("http_put_response_hop_limit", 1)
+    if not 1 <= hops <= 64:
+        raise SpecError("imds.http_put_response_hop_limit", "must be between 1 and 64")
+    _validate_bootstrap(spec)
+    if not spec.subnets:
+        raise SpecError("subnets", "at least one subnet is needed to place machines")
+    if not spec.failure_domains:
+        kind = "public" if spec.public_ip else "private"
+        raise SpecError("failure_domains", f"none given and the subnets have no {kind} subnet")
+    for index, zone in enumerate(spec.failure_domains):
+        check_availability_zone(zone, region, f"failure_domains[{index}]")
+        if subnet_for_zone(spec.subnets, zone, spec.public_ip) is None:
+            kind = "public" if spec.public_ip else "private"
+            raise SpecError(f"failure_domains[{index}]", f"no {kind} subnet in {zone} among subnets")
+
+
+def _validate_bootstrap(spec: GroupSpec) -> None:
+    kind = spec.bootstrap["type"]
+    if kind == KUBEADM:
+        if spec.role == "bastion":
+            raise SpecError("bootstrap.type", "a bastion is not a Kubernetes node; use none or raw")
+        if not spec.bootstrap.get("endpoint_host"):
+            raise SpecError("bootstrap.endpoint_host", "is required for kubeadm bootstrap (the API endpoint)")
+        if not spec.kubernetes_version:
+            raise SpecError("kubernetes_version", "is required for kubeadm bootstrap")
+        if render_cloud_init is None:
+            raise SpecError("bootstrap.type", "kubeadm bootstrap needs the collection's _kubeadm module_utils")
+    if kind == RAW and not spec.bootstrap.get("data"):
+        raise SpecError("bootstrap.data", "is required for raw bootstrap")
+
+
+# observing ---------------------------------------------------------------------------------------------------------
+def _iso(value: Any) -> str:
+    if isinstance(value, datetime.datetime):
+        return value.astimezone(datetime.timezone.utc).isoformat()
+    return str(value or "")
+
+
+def to_machine(instance: Mapping[str, Any]) -> Machine:
+    tags = tags_of(instance)
+    return Machine(
+        id=instance["InstanceId"],
+        name=tags.get("Name", instance["InstanceId"]),
+        zone=instance.get("Placement", {}).get("AvailabilityZone", ""),
+        state=instance.get("State", {}).get("Name", "pending"),
+        launch_time=_iso(instance.get("LaunchTime")),
+        template_hash=tags.get(HASH_TAG, ""),
+        subnet_id=instance.get("SubnetId", ""),
+        extra={"instance": dict(instance), "tags": tags},
+    )
+
+
+def observe(ctx: Context, group: str) -> list[Machine]:
+    filters = ctx.owner_filters() + [
+        {"Name": f"tag:{GROUP_TAG}", "Values": [group]},
+        {"Name": "instance-state-name", "Values": list(LIVE_STATES) + ["shutting-down"]},
+    ]
+    # The largest page AWS allows: a no-op costs the same for 2 machines and for 200.
+    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters, MaxResults=1000)
+    machines = [to_machine(i) for r in reservations for i in r.get("Instances", [])]
+    return sorted(machines, key=lambda m: (m.launch_time, m.name))
+
+
+def observe_health(ctx: Context, machines: list[Machine]) -> dict[str, str]:
+    """Why each unhealthy machine is unhealthy: one DescribeInstanceStatus (per 100) for the running machines.
+
+    Stopped machines are known from DescribeInstances already; only running ones can have failed status checks,
+    so a group with none running costs no extra request.
+    """
+    reasons = {m.id: health_reason(m.state, None) for m in machines if not m.leaving and not is_placeholder(m.id)}
+    running = [m.id for m in machines if m.state == "running" and not is_placeholder(m.id)]
+    by_id: dict[str, Any] = {}
+    # DescribeInstanceStatus takes at most 100 instance ids: one request per 100 running machines.
+    for start in range(0, len(running), STATUS_IDS_MAX):
+        statuses = (
+            ctx.client("ec2")
+            .paginate(
+                "describe_instance_status",
+                InstanceIds=running[start : start + STATUS_IDS_MAX],
+                IncludeAllInstances=True,
+            )
+            .get("InstanceStatuses", [])
+        )
+        by_id.update({s["InstanceId"]: s for s in statuses})
+    for machine_id in running:
+        reasons[machine_id] = health_reason("running", by_id.get(machine_id))
+    return {k: v for k, v in reasons.items() if v}
+
+
+@dataclass
+class Registrations:
+    """Which instances each load balancer (classic) or target group (NLB) has, read once per run."""
+
+    classic: dict[str, set[str]] = field(default_factory=dict)
+    classic_zones: dict[str, set[str]] = field(default_factory=dict)
+    target_groups: dict[str, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def observe(cls, ctx: Context, spec: GroupSpec) -> Registrations:
+        found = cls()
+        if not spec.control_plane:
+            return found
+        names = [lb["name"] for lb in spec.load_balancers if lb.get("type") == "classic"]
+        for name in names:
+            found.classic[name] = set()
+        real = [n for n in names if not is_placeholder(n)]
+        if real:
+            try:
+                described = (
+                    ctx.client("elb")
+                    .paginate("describe_load_balancers", LoadBalancerNames=real)
+                    .get("LoadBalancerDescriptions", [])
+                )
+            except botocore.exceptions.ClientError as e:
+                if error_code(e) not in ("LoadBalancerNotFound", "AccessPointNotFound"):
+                    raise
+                if not ctx.check_mode:
+                    raise ReconcileError(f"load_balancers: {e.response['Error'].get('Message', 'not found')}") from e
+                # In check mode the load balancer may be one capa_elb would create: nothing is registered yet.
+                described = []
+            for lb in described:
+                found.classic[lb["LoadBalancerName"]] = {i["InstanceId"] for i in lb.get("Instances", [])}
+                found.classic_zones[lb["LoadBalancerName"]] = set(lb.get("AvailabilityZones", []))
+        for lb in spec.load_balancers:
+            for arn in lb.get("target_group_arns") or []:
+                found.target_groups[arn] = set()
+                if is_placeholder(arn):
+                    continue
+                health = ctx.client("elbv2").describe_target_health(TargetGroupArn=arn)
+                found.target_groups[arn] = {
+                    t["Target"]["Id"]
+                    for t in health.get("TargetHealthDescriptions", [])
+                    if t.get("TargetHealth", {}).get("State") != "draining"
+                }
+        return found
+
+    def check_zones(self, zones: list[str]) -> None:
+        """CAPA refuses to register an instance in a zone the classic load balancer has no subnet in."""
+        for name, lb_zones in self.classic_zones.items():
+            missing = sorted(set(zones) - lb_zones)
+            if lb_zones and missing:
+                raise ReconcileError(f"load balancer {name} has no subnet in {', '.join(missing)}")
+
+    def registered(self, machine: Machine) -> bool:
+        return all(machine.id in ids for ids in (*self.classic.values(), *self.target_groups.values()))
+
+    def register(self, ctx: Context, machine: Machine) -> None:
+        for name, ids in self.classic.items():
+            if machine.id not in ids:
+                ctx.ops.call(
+                    ctx.client("elb"),
+                    "register_instances_with_load_balancer",
+                    resource=machine.name,
+                    reason=f"running control-plane machine, not in {name}",
+                    LoadBalancerName=name,
+                    Instances=[{"InstanceId": machine.id}],
+                )
+                ids.add(machine.id)
+        for arn, ids in self.target_groups.items():
+            if machine.id not in ids:
+                ctx.ops.call(
+                    ctx.client("elbv2"),
+                    "register_targets",
+                    resource=machine.name,
+                    reason=f"running control-plane machine, not in {arn.rsplit('/', 2)[-2]}",
+                    TargetGroupArn=arn,
+                    Targets=[{"Id": machine.id}],
+                )
+                ids.add(machine.id)
+
+    def deregister(self, ctx: Context, machine: Machine) -> None:
+        """Before termination (CAPA 4.6): the load balancer stops sending to it first."""
+        for name, ids in self.classic.items():
+            if machine.id in ids:
+                _ignore_not_found(
+                    lambda n=name: ctx.ops.call(
+                        ctx.client("elb"),
+                        "deregister_instances_from_load_balancer",
+                        resource=machine.name,
+                        reason=f"machine goes; deregistered from {n} first",
+                        LoadBalancerName=n,
+                        Instances=[{"InstanceId": machine.id}],
+                    )
+                )
+                ids.discard(machine.id)
+        for arn, ids in self.target_groups.items():
+            if machine.id in ids:
+                _ignore_not_found(
+                    lambda a=arn: ctx.ops.call(
+                        ctx.client("elbv2"),
+                        "deregister_targets",
+                        resource=machine.name,
+                        reason="machine goes; deregistered first",
+                        TargetGroupArn=a,
+                        Targets=[{"Id": machine.id}],
+                    )
+                )
+                ids.discard(machine.id)
+
+
+def _ignore_not_found(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except botocore.exceptions.ClientError as e:
+        if "NotFound" not in error_code(e) and error_code(e) != "InvalidInstance":
+            raise
+
+
+# the tier ----------------------------------------------------------------------------------------------------------
+class InstanceTier:
+    def __init__(self, rng: random.Random | None = None) -> None:
+        # Names and the Random deletion policy draw from this; tests inject a seeded source.
+        self.rng = rng or random.SystemRandom()
+
+    def validate(self, params: dict[str, Any], region: str | None) -> None:
+        validate(params, region)
+
+    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
+        spec = GroupSpec.from_params(params)
+        if spec.placeholders() and not ctx.check_mode:
+            raise SpecError("subnets", f"check-mode placeholders given outside check mode: {spec.placeholders()[0]}")
+        machines = observe(ctx, spec.name)
+        before = self._result(spec, machines, None, Registrations())
+        if spec.state == "absent":
+            registrations = Registrations.observe(ctx, spec)
+            self._remove_all(ctx, spec, machines, registrations)
+            return before, self._result(spec, [], None, registrations)
+        run = GroupRun(ctx, spec, self.rng, machines)
+        run.reconcile()
+        after = self._result(spec, run.machines, run.group_hash, run.registrations, run.image)
+        after["health"] = run.health.as_dict(run.names, spec.max_unhealthy)
+        return before, after
+
+    def _remove_all(self, ctx: Context, spec: GroupSpec, machines: list[Machine], regs: Registrations) -> None:
+        going = [m for m in machines if not m.leaving]
+        for machine in going:
+            regs.deregister(ctx, machine)
+        _terminate(ctx, going, "state is absent")
+        if going and ctx.wait and not ctx.check_mode:
+            _wait_for(ctx, going, lambda s: s == "terminated", "to terminate")
+        for machine in going:
+            _delete_bootstrap(ctx, machine)
+        _sweep_bootstrap(ctx, spec, [])
+
+    def _result(
+        self,
+        spec: GroupSpec,
+        machines: list[Machine],
+        group_hash: str | None,
+        regs: Registrations,
+        image: _ami.Image | None = None,
+    ) -> dict[str, Any]:
+        views = [_view(m, regs if spec.control_plane and spec.load_balancers else None) for m in machines]
+        live = [m for m in machines if not m.leaving]
+        return {
+            "machines": sorted(views, key=lambda v: v["name"]),
+            "replicas": {
+                "desired": spec.replicas if spec.state == "present" else 0,
+                "ready": sum(m.available for m in live),
+                "updated": sum(1 for m in live if group_hash and m.template_hash == group_hash),
+            },
+            "template_hash": group_hash,
+            "ami_id": image.id if image else None,
+        }
+
+
+@dataclass
+class GroupRun:
+    """One present-state reconcile of a group: resolve the template, then step until converged."""
+
+    ctx: Context
+    spec: GroupSpec
+    rng: random.Random
+    machines: list[Machine]
+    image: _ami.Image | None = None
+    group_hash: str | None = None
+    registrations: Registrations = field(default_factory=Registrations)
+    health: Remediation = field(default_factory=Remediation)
+    names: dict[str, str] = field(default_factory=dict)
+    _pki: Any = None
+    _pki_loaded: bool = False
+
+    def reconcile(self) -> None:
+        live = [m for m in self.machines if not m.leaving]
+        if self.spec.bootstrap["type"] == KUBEADM and check_upgrade_step is not None:
+            running = [m.extra["tags"].get(VERSION_TAG, "") for m in live]
+            check_upgrade_step([v for v in running if v], self.spec.kubernetes_version or "")
+        if self.spec.replicas or live:
+            self.image = self._resolve_image()
+            self.group_hash = template_hash(self.spec.definition(self.image))
+        for machine in self.machines:
+            machine.updated = machine.template_hash == self.group_hash
+        self._check_health()
+        self.registrations = Registrations.observe(self.ctx, self.spec)
+        if self.spec.replicas:
+            self.registrations.check_zones(self.spec.failure_domains)
+        if sum(m.updated for m in live) < self.spec.replicas and self.spec.bootstrap["type"] == KUBEADM:
+            self._load_pki()  # before the first change: a missing PKI must not leave a rollout half done
+        kept = {m.id for m in live}
+        swept = False
+        for _attempt in range(MAX_STEPS):
+            if self.ctx.wait:
+                self._wait_pending()
+            self._register_running()
+            step = plan_step(
+                self.machines,
+                self.spec.replicas,
+                self.spec.max_surge,
+                self.spec.max_unavailable,
+                self.spec.deletion_policy,
+                self.rng,
+                one_at_a_time=self.spec.control_plane,
+            )
+            if step.empty:
+                break
+            if not swept:
+                # Before the first launch or removal (a no-op run stays one describe per type): what a killed
+                # run stored for a machine it never launched is deleted before new entries are written.
+                _sweep_bootstrap(self.ctx, self.spec, self.machines)
+                swept = True
+            self._apply(step)
+            if not self.ctx.wait:
+                self._register_running()
+                break
+        else:
+            raise ReconcileError(f"group {self.spec.name} did not converge in {MAX_STEPS} steps")
+        self._repair([m for m in self.machines if m.id in kept and not m.leaving])
+
+    # health ----------------------------------------------------------------------------------------------------
+    def _check_health(self) -> None:
+        """Mark the machines to remediate: outdated and unavailable, so the rollout replaces them first."""
+        self.names = {m.id: m.name for m in self.machines}
+        reasons = observe_health(self.ctx, self.machines) if self.spec.replicas else {}
+        self.health = plan_remediation(
+            self.machines, reasons, self.spec.max_unhealthy, control_plane=self.spec.control_plane
+        )
+        if not self.health.allowed:
+            self.ctx.warn(f"group {self.spec.name}: {self.health.reason}")
+        for machine in self.machines:
+            if machine.id in self.health.remediate:
+                machine.unhealthy = self.health.unhealthy[machine.id]
+                machine.updated = False
+
+    # image -----------------------------------------------------------------------------------------------------
+    def _resolve_image(self) -> _ami.Image:
+        spec = self.spec
+        if spec.ami.get("id"):
+            image = _ami.by_id(self.ctx, spec.ami["id"])
+        else:
+            image = _ami.look_up(
+                self.ctx,
+                spec.instance_type or BASTION_INSTANCE_TYPE,
+                kubernetes_version=spec.kubernetes_version,
+                base_os=spec.ami.get("base_os") or _ami.DEFAULT_BASE_OS,
+                owner=spec.ami.get("owner") or "",
+                name_format=spec.ami.get("name_format") or "",
+                bastion=spec.role == "bastion",
+            )
+        size = spec.root_volume.get("size")
+        if size is not None and image.root_size and size < image.root_size:
+            raise ReconcileError(f"root_volume.size: {size} GiB is smaller than the AMI's {image.root_size} GiB")
+        return image
+
+    # steps -----------------------------------------------------------------------------------------------------
+    def _apply(self, step: Step) -> None:
+        # Removals first: the group then never exceeds replicas + max_surge, even for a moment.
+        for machine in step.delete:
+            self.registrations.deregister(self.ctx, machine)
+        sick = [m for m in step.delete if m.unhealthy]
+        if sick:
+            _terminate(self.ctx, sick, "unhealthy: " + "; ".join(f"{m.name} {m.unhealthy}" for m in sick))
+        _terminate(self.ctx, [m for m in step.delete if not m.unhealthy], "outdated or beyond replicas")
+        for machine in step.delete:
+            _delete_bootstrap(self.ctx, machine)
+        # The result lists what stays; machines found leaving at the start are still reported.
+        gone = {id(m) for m in step.delete}
+        self.machines = [m for m in self.machines if id(m) not in gone]
+        for _launch in range(step.create):
+            self.machines.append(self._launch())
+
+    def _launch(self) -> Machine:
+        ctx, spec = self.ctx, self.spec
+        live = [m for m in self.machines if not m.leaving]
+        zone = choose_zone(self.machines, spec.failure_domains)
+        subnet = subnet_for_zone(spec.subnets, zone, spec.public_ip) or {}
+        name = machine_name(ctx.cluster, spec.name, [m.name for m in self.machines], self.rng)
+        tags = ctx.tags(
+            spec.role_tag,
+            name,
+            {
+                cloud_provider_tag_key(ctx.cluster): OWNED,
+                MACHINE_NAME_TAG: f"{ctx.cluster}/{name}",
+                GROUP_TAG: spec.name,
+                HASH_TAG: self.group_hash or "",
+            },
+        )
+        if spec.bootstrap["type"] == KUBEADM:
+            tags[VERSION_TAG] = spec.kubernetes_version or ""
+        request = self._run_request(name, zone, subnet.get("id", ""), tags)
+        ref = None
+        document = self._document(name, init=not live)
+        if document is not None and spec.spot is not None:  # drain the node on a spot interruption notice
+            document = with_watcher(document)
+        if document is not None:
+            entry_tags = {k: v for k, v in tags.items() if k not in (HASH_TAG, VERSION_TAG)}
+            ref = _bootstrap_data.store(ctx, spec.bootstrap["backend"], name, document, entry_tags)
+            tags[BOOTSTRAP_TAG] = ref.tag_value()
+            request["UserData"] = _bootstrap_data.user_data(_bootstrap_data.boot_script(ctx.region or "", ref))
+        request["TagSpecifications"] = [
+            spec_
+            for resource in ("instance", "volume", "network-interface")
+            for spec_ in tag_specifications(resource, tags)
+        ]
+        predicted = {
+            "Instances": [
+                {
+                    "InstanceId": placeholder("instance", name),
+                    "State": {"Name": "pending"},
+                    "Placement": {"AvailabilityZone": zone},
+                    "SubnetId": subnet.get("id", ""),
+                    "ImageId": request["ImageId"],
+                    "InstanceType": request["InstanceType"],
+                    "Tags": dict_to_tags(tags),
+                }
+            ]
+        }
+        try:
+            answer = ctx.ops.call(
+                ctx.client("ec2"),
+                "run_instances",
+                resource=name,
+                reason=f"replicas: {zone}",
+                predicted=predicted,
+                **request,
+            )
+        except botocore.exceptions.ClientError:
+            if ref is not None:  # nothing will fetch or delete these entries otherwise
+                _bootstrap_data.delete(ctx, ref, name)
+            raise
+        machine = to_machine(answer["Instances"][0])
+        machine.name, machine.created, machine.updated = name, True, True
+        machine.template_hash = self.group_hash or ""
+        machine.extra["tags"] = tags
+        return machine
+
+    def _run_request(self, name: str, zone: str, subnet_id: str, tags: Mapping[str, str]) -> dict[str, Any]:
+        spec, image = self.spec, self.image
+        if image is None:
+            raise ReconcileError("no AMI was resolved before launching (a bug)")
+        volume = {
+            "VolumeSize": spec.root_volume.get("size") or image.root_size,
+            "VolumeType": spec.root_volume.get("type") or "gp3",
+            "Encrypted": spec.root_volume.get("encrypted", True),
+            "DeleteOnTermination": True,
+        }
+        request: dict[str, Any] = {
+            "ImageId": image.id,
+            "InstanceType": spec.instance_type,
+            "MinCount": 1,
+            "MaxCount": 1,
+            "ClientToken": client_token(),
+            "BlockDeviceMappings": [
+                {"DeviceName": image.root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
+            ],
+            "MetadataOptions": _metadata_options(spec.imds),
+        }
+        if spec.public_ip:
+            request["NetworkInterfaces"] = [
+                {
+                    "DeviceIndex": 0,
+                    "SubnetId": subnet_id,
+                    "Groups": spec.security_group_ids,
+                    "AssociatePublicIpAddress": True,
+                    "DeleteOnTermination": True,
+                }
+            ]
+        else:
+            request["SubnetId"] = subnet_id
+            if spec.security_group_ids:
+                request["SecurityGroupIds"] = spec.security_group_ids
+        placement: dict[str, Any] = {"AvailabilityZone": zone}
+        if spec.tenancy != "default":
+            placement["Tenancy"] = spec.tenancy
+        if spec.placement_group_name:
+            placement["GroupName"] = spec.placement_group_name
+        request["Placement"] = placement
+        if spec.ssh_key_name:
+            request["KeyName"] = spec.ssh_key_name
+        if spec.iam_instance_profile:
+            request["IamInstanceProfile"] = {"Name": spec.iam_instance_profile}
+        if spec.spot is not None:
+            options: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
+            if spec.spot.get("max_price"):
+                options["MaxPrice"] = str(spec.spot["max_price"])
+            request["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": options}
+        return request
+
+    def _document(self, name: str, init: bool) -> bytes | None:
+        kind = self.spec.bootstrap["type"]
+        if kind == NONE:
+            return None
+        if kind == RAW:
+            return self.spec.bootstrap["data"].encode()
+        pki = self._load_pki()
+        if pki is None:  # check mode before capa_kubeadm ran: plan the entries without content
+            return b"planned"
+        role = "join-worker"
+        if self.spec.control_plane:
+            role = "init" if init else "join-control-plane"
+        return render_cloud_init(
+            pki,
+            role,
+            cluster=self.ctx.cluster,
+            endpoint_host=self.spec.bootstrap["endpoint_host"],
+            endpoint_port=self.spec.bootstrap["endpoint_port"],
+            kubernetes_version=self.spec.kubernetes_version,
+            machine_name=name,
+        )
+
+    def _load_pki(self) -> Any:
+        if not self._pki_loaded:
+            self._pki = load_cluster_pki(self.ctx, self.ctx.cluster, missing_ok=self.ctx.check_mode)
+            self._pki_loaded = True
+        return self._pki
+
+    # waiting and registration --------------------------------------------------------------------------------
+    def _wait_pending(self) -> None:
+        pending = [m for m in self.machines if m.state == "pending" and not m.leaving]
+        if not pending:
+            return
+        if self.ctx.check_mode:
+            for machine in pending:  # check mode shows the whole rollout as if machines came up
+                machine.state = "running"
+            return
+        found = _wait_for(self.ctx, pending, lambda s: s == "running", "to run", failed_states=LEAVING_STATES)
+        for machine in pending:
+            instance = found[machine.id]
+            machine.state = instance["State"]["Name"]
+            machine.extra["instance"] = dict(instance)
+
+    def _register_running(self) -> None:
+        if not self.spec.control_plane:
+            return
+        for machine in self.machines:
+            if machine.available:
+                self.registrations.register(self.ctx, machine)
+
+    # in-place repairs ------------------------------------------------------------------------------------------
+    def _repair(self, kept: list[Machine]) -> None:
+        desired_options = _metadata_options(self.spec.imds)
+        for machine in kept:
+            if is_placeholder(machine.id):
+                continue
+            current = machine.extra.get("instance", {}).get("MetadataOptions") or {}
+            drift = [k for k, v in desired_options.items() if current.get(k) != v]
+            if drift:
+                self.ctx.ops.call(
+                    self.ctx.client("ec2"),
+                    "modify_instance_metadata_options",
+                    resource=machine.name,
+                    reason=f"metadata options differ: {', '.join(drift)}",
+                    InstanceId=machine.id,
+                    **desired_options,
+                )
+                machine.extra["instance"]["MetadataOptions"] = {**current, **desired_options}
+            self._repair_tags(machine)
+
+    def _repair_tags(self, machine: Machine) -> None:
+        current = machine.extra.get("tags") or {}
+        desired = self.ctx.tags(
+            self.spec.role_tag,
+            machine.name,
+            {cloud_provider_tag_key(self.ctx.cluster): OWNED, MACHINE_NAME_TAG: f"{self.ctx.cluster}/{machine.name}"},
+        )
+        todo = {k: v for k, v in missing_tags(current, desired).items() if k not in FROZEN_TAGS}
+        if todo:
+            self.ctx.ops.call(
+                self.ctx.client("ec2"),
+                "create_tags",
+                resource=machine.name,
+                reason=f"tags differ: {', '.join(sorted(todo))}",
+                Resources=[machine.id],
+                Tags=dict_to_tags(todo),
+            )
+            current.update(todo)
+
+
+# shared helpers ----------------------------------------------------------------------------------------------------
+def _metadata_options(imds: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "HttpTokens": imds.get("http_tokens") or "required",
+        "HttpPutResponseHopLimit": imds.get("http_put_response_hop_limit") or 1,
+        "HttpEndpoint": "enabled",
+    }
+
+
+def _terminate(ctx: Context, machines: list[Machine], reason: str) -> None:
+    # Only instances that are not already going: moto (not AWS) fails on terminating a terminated instance.
+    ids = [m.id for m in machines if not m.leaving and not is_placeholder(m.id)]
+    planned = [m for m in machines if is_placeholder(m.id)]
+    if ids or planned:
+        ctx.ops.call(
+            ctx.client("ec2"),
+            "terminate_instances",
+            resource=", ".join(m.name for m in machines),
+            reason=reason,
+            InstanceIds=ids,
+        )
+
+
+def _sweep_bootstrap(ctx: Context, spec: GroupSpec, machines: list[Machine]) -> None:
+    """Delete the group's bootstrap entries that no machine refers to (a run killed between storing them and
+    RunInstances, or between TerminateInstances and deleting them, leaves such entries behind)."""
+    if spec.bootstrap["type"] == NONE or spec.bootstrap["backend"] != _bootstrap_data.SECRETS_MANAGER:
+        return
+    if ctx.check_mode:
+        return  # what a check run would sweep depends on machines it only planned
+    kept = set()
+    for machine in machines:
+        ref = BootstrapRef.from_tag((machine.extra.get("tags") or {}).get(BOOTSTRAP_TAG))
+        if ref is not None:
+            kept.add(ref.prefix)
+    owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
+    stray = _bootstrap_data.unreferenced_secrets(ctx, owner, kept, MACHINE_NAME_TAG)
+    _bootstrap_data.delete_named(ctx, stray, "bootstrap data no machine refers to")
+
+
+def _delete_bootstrap(ctx: Context, machine: Machine) -> None:
+    ref = BootstrapRef.from_tag((machine.extra.get("tags") or {}).get(BOOTSTRAP_TAG))
+    if ref is not None:
+        _bootstrap_data.delete(ctx, ref, machine.name)
+
+
+def _wait_for(
+    ctx: Context,
+    machines: list[Machine],
+    done_state: Callable[[str], bool],
+    what: str,
+    failed_states: tuple[str, ...] = (),
+) -> dict[str, dict[str, Any]]:
+    """Poll the given instances with one DescribeInstances per round, within the run's wait budget."""
+    ids = [m.id for m in machines]
+
+    def poll() -> dict[str, dict[str, Any]]:
+        try:
+            reservations = ctx.client("ec2").paginate("describe_instances", InstanceIds=ids).get("Reservations", [])
+        except botocore.exceptions.ClientError as e:
+            if error_code(e) == "InvalidInstanceID.NotFound":  # just launched, not visible yet
+                return {}
+            raise
+        return {i["InstanceId"]: i for r in reservations for i in r.get("Instances", [])}
+
+    def done(found: dict[str, dict[str, Any]]) -> bool:
+        return len(found) == len(ids) and all(done_state(i["State"]["Name"]) for i in found.values())
+
+    def failed(found: dict[str, dict[str, Any]]) -> str | None:
+        for instance in found.values():
+            if instance["State"]["Name"] in failed_states:
+                reason = instance.get("StateReason", {}).get("Message", instance["State"]["Name"])
+                return f"{instance['InstanceId']} is {instance['State']['Name']} ({reason})"
+        return None
+
+    names = ", ".join(m.name for m in machines)
+    return wait_until(poll, done, ctx, f"{names} {what}", delay=5.0, failed=failed)
+
+
+def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
+    instance = machine.extra.get("instance", {})
+    view = {
+        "id": machine.id,
+        "name": machine.name,
+        "availability_zone": machine.zone,
+        "subnet_id": machine.subnet_id or instance.get("SubnetId"),
+        "private_ip": instance.get("PrivateIpAddress"),
+        "public_ip": instance.get("PublicIpAddress"),
+        "state": machine.state,
+        "launch_time": machine.launch_time or None,
+        "template_hash": machine.template_hash,
+        "ami_id": instance.get("ImageId"),
+        "instance_type": instance.get("InstanceType"),
+        "status": {"InstanceReady": instance_ready(machine.state, machine.created)},
+    }
+    if regs is not None:
+        view["registered"] = regs.registered(machine)
+    return view

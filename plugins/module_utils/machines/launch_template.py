@@ -1,0 +1,273 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: the launch template of a machine pool (CAPA pkg/cloud/services/ec2/launchtemplate.go), shared by pools.
+
+One template per pool, named after the pool and tagged as owned. A new version is made when the pool's template
+hash (everything that defines its machines) differs from the latest version's; CAPA's pruning keeps at most three
+versions (never the default or the latest one). Unlike CAPA, bootstrap data never sits in the template in clear
+text: each version's cloud-config is stored through :mod:`._bootstrap_data` and the version's user data only holds
+the boot hook, which leaves the entries in place (every instance of the version boots from them). Which entries a
+version uses, and its hash, are instance tags in the version's own data, so they can be found and deleted with it.
+
+Observing is one ``DescribeLaunchTemplates`` (by name) and one ``DescribeLaunchTemplateVersions``.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass
+
+from ..aws.ec2 import error_code
+from ..kernel.context import Context
+from ..kernel.errors import ReconcileError
+from ..kernel.idempotency import new_client_token
+from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.tags import is_owned, tag_specifications, tags_to_dict
+from . import bootstrap_data as _bootstrap_data
+from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+
+HASH_TAG = "clusterapi.aws/template-hash"
+MAX_VERSIONS = 3  # CAPA prunes before creating a version once this many exist
+PLANNED_VERSION = 0  # the version number check mode reports for a version it would create
+
+
+@dataclass
+class Template:
+    id: str
+    name: str
+    default_version: int
+    latest_version: int
+    tags: dict[str, str]
+    versions: list[dict[str, Any]] = field(default_factory=list)  # oldest first
+
+    def latest(self) -> dict[str, Any] | None:
+        return next((v for v in self.versions if v["VersionNumber"] == self.latest_version), None)
+
+
+@dataclass
+class Ensured:
+    """The template and version a pool should use after :func:`ensure`."""
+
+    id: str
+    name: str
+    version: int
+    template_hash: str
+    created: bool = False  # a new template or version was made this run
+
+
+# pure ------------------------------------------------------------------------------------------------------------
+def version_tags(version: Mapping[str, Any] | None) -> dict[str, str]:
+    """The instance tags a version gives its instances."""
+    for spec in (version or {}).get("LaunchTemplateData", {}).get("TagSpecifications") or []:
+        if spec.get("ResourceType") == "instance":
+            return tags_to_dict(spec.get("Tags"))
+    return {}
+
+
+def version_hash(version: Mapping[str, Any] | None) -> str:
+    return version_tags(version).get(HASH_TAG, "")
+
+
+def version_ref(version: Mapping[str, Any] | None) -> BootstrapRef | None:
+    return BootstrapRef.from_tag(version_tags(version).get(BOOTSTRAP_TAG))
+
+
+def versions_to_prune(template: Template) -> list[dict[str, Any]]:
+    """CAPA: before a new version, drop old ones so at most MAX_VERSIONS - 1 stay (never default or latest)."""
+    keep = {template.default_version, template.latest_version}
+    candidates = [v for v in template.versions if v["VersionNumber"] not in keep]
+    excess = len(template.versions) - (MAX_VERSIONS - 1)
+    return candidates[: max(0, excess)]
+
+
+def metadata_options(imds: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "HttpTokens": imds.get("http_tokens") or "required",
+        "HttpPutResponseHopLimit": imds.get("http_put_response_hop_limit") or 1,
+        "HttpEndpoint": "enabled",
+    }
+
+
+def launch_template_data(
+    *,
+    image_id: str,
+    root_device_name: str,
+    instance_type: str,
+    root_volume: Mapping[str, Any],
+    imds: Mapping[str, Any],
+    security_group_ids: list[str],
+    ssh_key_name: str | None = None,
+    iam_instance_profile: str | None = None,
+    default_root_size: int | None = None,
+) -> dict[str, Any]:
+    """A version's data without user data and tags (those come with the version, see :func:`ensure`)."""
+    volume = {
+        "VolumeSize": root_volume.get("size") or default_root_size,
+        "VolumeType": root_volume.get("type") or "gp3",
+        "Encrypted": root_volume.get("encrypted", True),
+        "DeleteOnTermination": True,
+    }
+    data: dict[str, Any] = {
+        "ImageId": image_id,
+        "InstanceType": instance_type,
+        "BlockDeviceMappings": [
+            {"DeviceName": root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
+        ],
+        "MetadataOptions": metadata_options(imds),
+    }
+    if security_group_ids:
+        data["SecurityGroupIds"] = list(security_group_ids)
+    if ssh_key_name:
+        data["KeyName"] = ssh_key_name
+    if iam_instance_profile:
+        data["IamInstanceProfile"] = {"Name": iam_instance_profile}
+    return data
+
+
+client_token = new_client_token  # a fresh token per create intent (see _reconcile)
+
+
+# AWS -------------------------------------------------------------------------------------------------------------
+def observe(ctx: Context, name: str) -> Template | None:
+    """The pool's template by name; one that exists without the owned tag is an error (never touched)."""
+    found = ctx.client("ec2").paginate(
+        "describe_launch_templates", Filters=[{"Name": "launch-template-name", "Values": [name]}]
+    )
+    templates = found.get("LaunchTemplates", [])
+    if not templates:
+        return None
+    lt = templates[0]
+    tags = tags_to_dict(lt.get("Tags"))
+    if not is_owned(tags, ctx.cluster):
+        raise ReconcileError(f"launch template {name} exists but is not owned by cluster {ctx.cluster}")
+    versions = (
+        ctx.client("ec2")
+        .paginate("describe_launch_template_versions", LaunchTemplateId=lt["LaunchTemplateId"])
+        .get("LaunchTemplateVersions", [])
+    )
+    return Template(
+        id=lt["LaunchTemplateId"],
+        name=name,
+        default_version=lt.get("DefaultVersionNumber", 1),
+        latest_version=lt.get("LatestVersionNumber", 1),
+        tags=tags,
+        versions=sorted(versions, key=lambda v: v["VersionNumber"]),
+    )
+
+
+def ensure(
+    ctx: Context,
+    observed: Template | None,
+    *,
+    name: str,
+    data: Mapping[str, Any],
+    template_hash: str,
+    tags: Mapping[str, str],
+    instance_tags: Mapping[str, str],
+    document: Callable[[], bytes | None],
+    backend: str = _bootstrap_data.SECRETS_MANAGER,
+) -> Ensured:
+    """The template whose latest version has ``template_hash``: created, given a new version, or left alone.
+
+    ``document`` renders the bootstrap document only when a version is made. ``tags`` go on the template,
+    ``instance_tags`` (plus the hash and bootstrap tags) on the instances and volumes it launches.
+    """
+    if observed is not None and version_hash(observed.latest()) == template_hash:
+        return Ensured(observed.id, name, observed.latest_version, template_hash)
+    if observed is not None:
+        for version in versions_to_prune(observed):
+            _delete_version(ctx, observed, version)
+
+    version_data = dict(data)
+    instance = {**instance_tags, HASH_TAG: template_hash}
+    content = document()
+    ref = None
+    if content is not None:
+        ref = _bootstrap_data.store(ctx, backend, f"{name}@{template_hash}", content, instance_tags, uuid.uuid4())
+        instance[BOOTSTRAP_TAG] = ref.tag_value()
+        script = _bootstrap_data.boot_script(ctx.region or "", ref, delete_after_fetch=False)
+        version_data["UserData"] = base64.b64encode(_bootstrap_data.user_data(script).encode()).decode()
+    version_data["TagSpecifications"] = [
+        s for resource in ("instance", "volume") for s in tag_specifications(resource, instance)
+    ]
+    token = client_token()
+    try:
+        if observed is None:
+            answer = ctx.ops.call(
+                ctx.client("ec2"),
+                "create_launch_template",
+                resource=name,
+                reason="machine pool template",
+                predicted={"LaunchTemplate": {"LaunchTemplateId": placeholder("launch-template", name)}},
+                LaunchTemplateName=name,
+                LaunchTemplateData=version_data,
+                VersionDescription=f"template-hash {template_hash}",
+                TagSpecifications=tag_specifications("launch-template", tags),
+                ClientToken=token,
+            )["LaunchTemplate"]
+            return Ensured(answer["LaunchTemplateId"], name, answer.get("LatestVersionNumber", 1), template_hash, True)
+        answer = ctx.ops.call(
+            ctx.client("ec2"),
+            "create_launch_template_version",
+            resource=name,
+            reason=f"template hash {version_hash(observed.latest()) or 'none'} -> {template_hash}",
+            predicted={"LaunchTemplateVersion": {"VersionNumber": PLANNED_VERSION}},
+            LaunchTemplateId=observed.id,
+            LaunchTemplateData=version_data,
+            VersionDescription=f"template-hash {template_hash}",
+            ClientToken=token,
+        )["LaunchTemplateVersion"]
+    except botocore.exceptions.ClientError:
+        if ref is not None:  # nothing would ever fetch or delete these entries
+            _bootstrap_data.delete(ctx, ref, name)
+        raise
+    return Ensured(observed.id, name, answer["VersionNumber"], template_hash, True)
+
+
+def _delete_version(ctx: Context, template: Template, version: Mapping[str, Any]) -> None:
+    number = version["VersionNumber"]
+    ctx.ops.call(
+        ctx.client("ec2"),
+        "delete_launch_template_versions",
+        resource=f"{template.name}:{number}",
+        reason=f"keep at most {MAX_VERSIONS} versions",
+        LaunchTemplateId=template.id,
+        Versions=[str(number)],
+    )
+    ref = version_ref(version)
+    if ref is not None:
+        _bootstrap_data.delete(ctx, ref, f"{template.name}:{number}")
+
+
+def delete(ctx: Context, template: Template | None) -> None:
+    """The template and every version's bootstrap entries (instances using it must be gone already)."""
+    if template is None or is_placeholder(template.id):
+        return
+    try:
+        ctx.ops.call(
+            ctx.client("ec2"),
+            "delete_launch_template",
+            resource=template.name,
+            reason="machine pool deleted",
+            LaunchTemplateId=template.id,
+        )
+    except botocore.exceptions.ClientError as e:
+        if not error_code(e).startswith("InvalidLaunchTemplate"):
+            raise
+    for version in template.versions:
+        ref = version_ref(version)
+        if ref is not None:
+            _bootstrap_data.delete(ctx, ref, f"{template.name}:{version['VersionNumber']}")
+
+
+def as_dict(ensured: Ensured | None) -> dict[str, Any] | None:
+    if ensured is None:
+        return None
+    return {"id": ensured.id, "name": ensured.name, "version": ensured.version, "template_hash": ensured.template_hash}

@@ -1,0 +1,301 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: the pure decisions of a machine group (no AWS calls).
+
+Cluster API's machine-set semantics as plain functions: machine names and idempotency tokens, the template hash
+that tells an up-to-date machine from an outdated one, failure-domain placement, deletion order, and the next
+step of a rolling update bounded by ``max_surge`` / ``max_unavailable``. The instance tier observes AWS, turns
+instances into :class:`Machine` values, and applies what these functions decide.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..kernel.idempotency import new_client_token
+
+# States a machine of the group can be in while it still counts (DescribeInstances filter values).
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+LEAVING_STATES = ("shutting-down", "terminated")
+# Live states in which a machine is down although it still exists: CAPI's MachineHealthCheck remediates it.
+DOWN_STATES = ("stopping", "stopped")
+IMPAIRED = "impaired"
+DEFAULT_MAX_UNHEALTHY = "100%"
+
+DELETION_POLICIES = ("Random", "Newest", "Oldest")
+NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
+NAME_SUFFIX_LENGTH = 5
+
+# CAPA's InstanceReady condition reasons (api/v1beta2/conditions_consts.go).
+REASON_PROVISION_STARTED = "InstanceProvisionStarted"
+REASON_NOT_READY = "InstanceNotReady"
+REASON_STOPPED = "InstanceStopped"
+REASON_TERMINATED = "InstanceTerminated"
+
+
+@dataclass
+class Machine:
+    """One instance of the group, as the planner needs it."""
+
+    id: str
+    name: str
+    zone: str
+    state: str
+    launch_time: str = ""
+    template_hash: str = ""
+    subnet_id: str = ""
+    updated: bool = True
+    created: bool = False  # launched by this run
+    unhealthy: str = ""  # why the machine is to be remediated (set only when remediation is allowed)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def available(self) -> bool:
+        return self.state == "running" and not self.unhealthy
+
+    @property
+    def leaving(self) -> bool:
+        return self.state in LEAVING_STATES
+
+
+@dataclass
+class Step:
+    """One step of a reconcile: how many machines to launch and which to remove."""
+
+    create: int = 0
+    delete: list[Machine] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.create and not self.delete
+
+
+# names and tokens ----------------------------------------------------------------------------------------------
+def machine_name(cluster: str, group: str, taken: Iterable[str], rng: random.Random) -> str:
+    """``<cluster>-<group>-<5 random [a-z0-9]>``, as CAPI names a MachineSet's machines, never one in use."""
+    taken = set(taken)
+    while True:
+        suffix = "".join(rng.choice(NAME_SUFFIX_CHARS) for _position in range(NAME_SUFFIX_LENGTH))
+        name = f"{cluster}-{group}-{suffix}"
+        if name not in taken:
+            return name
+
+
+client_token = new_client_token  # a fresh token per create intent (see _reconcile)
+
+
+# status ----------------------------------------------------------------------------------------------------------
+def instance_ready(state: str, just_created: bool = False) -> dict[str, Any]:
+    """CAPA's InstanceReady condition for an instance state."""
+    if state == "running":
+        return {"status": True, "reason": ""}
+    if state == "pending":
+        return {"status": False, "reason": REASON_PROVISION_STARTED if just_created else REASON_NOT_READY}
+    if state in ("stopping", "stopped"):
+        return {"status": False, "reason": REASON_STOPPED}
+    return {"status": False, "reason": REASON_TERMINATED}
+
+
+# health (CAPI MachineHealthCheck) -------------------------------------------------------------------------------
+@dataclass
+class Remediation:
+    """Which machines are unhealthy, and whether the guard lets this run replace them."""
+
+    unhealthy: dict[str, str] = field(default_factory=dict)  # machine id -> reason
+    remediate: list[str] = field(default_factory=list)  # ids to replace now
+    allowed: bool = True
+    reason: str = ""  # why remediation is held back, when it is
+
+    def as_dict(self, names: Mapping[str, str], max_unhealthy: str) -> dict[str, Any]:
+        return {
+            "max_unhealthy": max_unhealthy,
+            "unhealthy": [{"id": i, "name": names.get(i, i), "reason": r} for i, r in sorted(self.unhealthy.items())],
+            "remediated": sorted(names.get(i, i) for i in self.remediate),
+            "allowed": self.allowed,
+            "skipped_reason": self.reason or None,
+        }
+
+
+def health_reason(state: str, status: Mapping[str, Any] | None) -> str:
+    """Why a live machine is unhealthy ('' when it is healthy).
+
+    ``status`` is the machine's DescribeInstanceStatus entry: AWS reports failed reachability checks of the
+    instance (its OS) and of the system (the host) as ``impaired``; ``initializing`` and ``insufficient-data``
+    are not failures.
+    """
+    if state in DOWN_STATES:
+        return f"instance {state}"
+    failed = [
+        label
+        for label, key in (("system", "SystemStatus"), ("instance", "InstanceStatus"))
+        if ((status or {}).get(key) or {}).get("Status") == IMPAIRED
+    ]
+    return f"{' and '.join(failed)} status check impaired" if failed else ""
+
+
+def parse_max_unhealthy(value: Any) -> tuple[int, bool]:
+    """``3`` / ``"3"`` -> (3, False); ``"40%"`` -> (40, True). Raises ValueError for anything else."""
+    text = str(DEFAULT_MAX_UNHEALTHY if value is None or value == "" else value).strip()
+    percent = text.endswith("%")
+    number = int(text[:-1] if percent else text)
+    if number < 0 or (percent and number > 100):
+        raise ValueError(text)
+    return number, percent
+
+
+def max_unhealthy_count(value: Any, targets: int) -> int:
+    """CAPI's scaled maxUnhealthy: a percentage of the targets, rounded down (intstr, roundUp=false)."""
+    number, percent = parse_max_unhealthy(value)
+    return targets * number // 100 if percent else number
+
+
+def plan_remediation(
+    machines: Sequence[Machine], reasons: Mapping[str, str], max_unhealthy: Any, control_plane: bool = False
+) -> Remediation:
+    """CAPI's MachineHealthCheck short-circuit, plus KubeadmControlPlane's rules for a control plane.
+
+    Remediation is allowed only while the unhealthy machines number at most ``max_unhealthy`` of the targets
+    (the group's live machines); past that something is wrong beyond single machines, and replacing them all
+    would only make it worse. A control plane is remediated one machine at a time, and only when etcd keeps its
+    quorum once that machine is gone.
+    """
+    live = [m for m in machines if not m.leaving]
+    unhealthy = {m.id: reasons[m.id] for m in live if reasons.get(m.id)}
+    result = Remediation(unhealthy=unhealthy)
+    if not unhealthy:
+        return result
+    limit = max_unhealthy_count(max_unhealthy, len(live))
+    if len(unhealthy) > limit:
+        result.allowed = False
+        result.reason = (
+            f"{len(unhealthy)} of {len(live)} machines are unhealthy, more than max_unhealthy {max_unhealthy} "
+            f"({limit}): remediation is held back"
+        )
+        return result
+    ids = [m.id for m in live if m.id in unhealthy]
+    if control_plane:
+        members = len(live) - 1
+        healthy = len(live) - len(unhealthy)
+        if healthy < members // 2 + 1:
+            result.allowed = False
+            result.reason = (
+                f"removing an unhealthy control-plane machine would leave {healthy} healthy of {members} etcd "
+                "members, below quorum: remediation is held back"
+            )
+            return result
+        ids = ids[:1]
+    result.remediate = ids
+    return result
+
+
+# placement -------------------------------------------------------------------------------------------------------
+def choose_zone(machines: Sequence[Machine], domains: Sequence[str]) -> str:
+    """The failure domain for the next machine.
+
+    Fewest up-to-date machines first (so a rolling replacement ends as balanced as it started), then fewest
+    machines of any kind, then alphabetical.
+    """
+    live = [m for m in machines if not m.leaving]
+    updated = Counter(m.zone for m in live if m.updated)
+    total = Counter(m.zone for m in live)
+    return min(sorted(set(domains)), key=lambda z: (updated[z], total[z], z))
+
+
+def subnet_for_zone(subnets: Sequence[Mapping[str, Any]], zone: str, public: bool) -> Mapping[str, Any] | None:
+    """The zone's first subnet of the wanted kind (public for public IPs, private otherwise), in input order."""
+    for subnet in subnets:
+        if subnet.get("availability_zone") == zone and bool(subnet.get("is_public")) == public:
+            return subnet
+    return None
+
+
+def default_failure_domains(subnets: Sequence[Mapping[str, Any]], public: bool, first_only: bool = False) -> list[str]:
+    """The AZs of the subnets of the wanted kind (sorted), or only the first such subnet's AZ (bastion)."""
+    zones = [
+        s["availability_zone"] for s in subnets if bool(s.get("is_public")) == public and s.get("availability_zone")
+    ]
+    if first_only:
+        return zones[:1]
+    return sorted(set(zones))
+
+
+# deletion order --------------------------------------------------------------------------------------------------
+def order_for_deletion(
+    machines: Sequence[Machine], policy: str, rng: random.Random, balance_zones: bool = False
+) -> list[Machine]:
+    """Machines in the order they should go.
+
+    Like CAPI, machines that are not available (stopped, still pending) go first whatever the policy; then
+    ``Oldest``/``Newest`` by launch time, or a random order from ``rng``. With ``balance_zones`` (control
+    planes, as KubeadmControlPlane does) the most crowded failure domain gives up a machine first.
+    """
+    if policy == "Random":
+        shuffled = list(machines)
+        rng.shuffle(shuffled)
+        rank = {id(m): i for i, m in enumerate(shuffled)}
+    else:
+        by_age = sorted(machines, key=lambda m: (m.launch_time, m.name), reverse=policy == "Newest")
+        rank = {id(m): i for i, m in enumerate(by_age)}
+    crowd = Counter(m.zone for m in machines)
+    ordered: list[Machine] = []
+    remaining = list(machines)
+    while remaining:
+        pick = min(
+            remaining,
+            key=lambda m: (m.available, -crowd[m.zone] if balance_zones else 0, rank[id(m)]),
+        )
+        ordered.append(pick)
+        remaining.remove(pick)
+        crowd[pick.zone] -= 1
+    return ordered
+
+
+# rollout ---------------------------------------------------------------------------------------------------------
+def plan_step(
+    machines: Sequence[Machine],
+    replicas: int,
+    max_surge: int,
+    max_unavailable: int,
+    policy: str,
+    rng: random.Random,
+    one_at_a_time: bool = False,
+) -> Step:
+    """The next step towards ``replicas`` up-to-date machines (CAPI MachineDeployment rolling update).
+
+    Scaling a group with no outdated machine is unbounded (CAPI scales a MachineSet in one go). While outdated
+    machines exist, the group never has more than ``replicas + max_surge`` machines and never fewer than
+    ``replicas - max_unavailable`` available ones: new machines are launched into the surge, and outdated ones
+    are removed only as far as availability allows (unavailable outdated ones can always go). ``one_at_a_time``
+    is the control-plane rule: launch a single machine, and only when every new one is available.
+    """
+    live = [m for m in machines if not m.leaving]
+    new = [m for m in live if m.updated]
+    old = [m for m in live if not m.updated]
+    step = Step()
+    if old:
+        step.create = max(0, min(replicas + max_surge - len(live), replicas - len(new)))
+    else:
+        step.create = max(0, replicas - len(new))
+    if one_at_a_time:
+        step.create = min(step.create, 0 if any(not m.available for m in new) else 1)
+
+    if not old:
+        excess = len(new) - replicas
+        step.delete = order_for_deletion(new, policy, rng, balance_zones=one_at_a_time)[: max(0, excess)]
+        return step
+
+    budget = max(0, sum(m.available for m in live) - max(0, replicas - max_unavailable))
+    # Outdated machines all go; up-to-date ones only beyond replicas (a scale-in during a rollout).
+    candidates = order_for_deletion(old, policy, rng, balance_zones=one_at_a_time)
+    candidates += order_for_deletion(new, policy, rng, balance_zones=one_at_a_time)[: max(0, len(new) - replicas)]
+    for machine in candidates:
+        if not machine.available:
+            step.delete.append(machine)  # removing it costs no availability
+        elif budget > 0:
+            step.delete.append(machine)
+            budget -= 1
+    return step

@@ -1,0 +1,282 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: CAPA's external resource GC (pkg/cloud/services/gc) - what the in-cluster cloud provider left behind.
+
+A Service of type LoadBalancer makes the Kubernetes cloud provider (or the AWS load balancer controller) create
+load balancers, target groups and security groups in the cluster's subnets, tagged
+``kubernetes.io/cluster/<name>: owned``. CAPA did not create them, yet they block the network's deletion (their
+ENIs sit in the subnets, their groups are referenced by the node group), so on cluster deletion CAPA removes them
+first. Resources that also carry CAPA's own tags (the cluster's ``lb`` security group, its API load balancer)
+are CAPA's and are left to their tiers.
+
+One request finds the v2 load balancers, target groups and security groups (Resource Groups Tagging API, tag
+filter, all pages); classic load balancers come from the ELB API (DescribeLoadBalancers + DescribeTags by 20) as in
+CAPA's own lookup. Deletion order: load balancers (their listeners go with them), then target groups, then
+security groups, after the rules that CAPA's (or the cloud provider's) groups hold on them are revoked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+try:
+    import botocore.exceptions
+except ImportError:
+    pass
+
+from ..aws.ec2 import delete_when_free, describe, error_code, tags_of
+from ..kernel.context import Context
+from ..kernel.errors import SpecError
+from ..kernel.tags import OWNED, cloud_provider_tag_key, is_owned, tags_to_dict
+from ..kernel.waiting import wait_until
+from .blockers import ELB_TAGS_CHUNK, finder, is_cloud_provider_owned, owner_of
+
+LOAD_BALANCER, TARGET_GROUP, SECURITY_GROUP = "load-balancer", "target-group", "security-group"
+TASKS = (LOAD_BALANCER, TARGET_GROUP, SECURITY_GROUP)
+TAGGED_TYPES = ("elasticloadbalancing:loadbalancer", "elasticloadbalancing:targetgroup", "ec2:security-group")
+ELB_GONE_CODES = ("LoadBalancerNotFound", "AccessPointNotFound", "TargetGroupNotFound")
+
+
+@dataclass
+class Found:
+    """The cloud provider's resources of one cluster, as the GC sees them."""
+
+    classic: list[str] = field(default_factory=list)  # classic load balancer names
+    v2: list[dict[str, str]] = field(default_factory=list)  # {"arn", "name", "type"}
+    target_groups: list[dict[str, str]] = field(default_factory=list)  # {"arn", "name"}
+    groups: list[dict[str, str]] = field(default_factory=list)  # {"id"}
+
+    def view(self) -> list[dict[str, Any]]:
+        out = [{"kind": "classic_load_balancer", "id": n, "name": n} for n in self.classic]
+        out += [{"kind": f"{lb['type']}_load_balancer", "id": lb["arn"], "name": lb["name"]} for lb in self.v2]
+        out += [{"kind": "target_group", "id": tg["arn"], "name": tg["name"]} for tg in self.target_groups]
+        out += [{"kind": "security_group", "id": g["id"], "name": g["id"]} for g in self.groups]
+        return out
+
+
+# pure ---------------------------------------------------------------------------------------------------------
+def classify(mappings: Iterable[Mapping[str, Any]], cluster: str) -> Found:
+    """GetResources answers -> the cloud provider's v2 load balancers, target groups and security groups.
+
+    Classic load balancers (``loadbalancer/<name>``) are skipped here: the ELB API reports them.
+    """
+    found = Found()
+    for mapping in mappings:
+        if not is_cloud_provider_owned(tags_to_dict(mapping.get("Tags")), cluster):
+            continue
+        arn = mapping["ResourceARN"]
+        resource = arn.split(":", 5)[-1]
+        parts = resource.split("/")
+        if resource.startswith("loadbalancer/") and len(parts) == 4:
+            found.v2.append(
+                {"arn": arn, "name": parts[2], "type": {"net": "network", "app": "application"}.get(parts[1], parts[1])}
+            )
+        elif resource.startswith("targetgroup/"):
+            found.target_groups.append({"arn": arn, "name": parts[1]})
+        elif resource.startswith("security-group/"):
+            found.groups.append({"id": parts[1]})
+    return found
+
+
+def revocations(groups: Iterable[Mapping[str, Any]], doomed: set[str], cluster: str) -> list[dict[str, Any]]:
+    """The rules to revoke before ``doomed`` groups can go: ``{"group", "permissions", "owner"}`` per group.
+
+    Only groups this cluster owns (CAPA) or that are doomed themselves are changed; a rule in anyone else's
+    group is left alone and reported as a blocker when the deletion is refused.
+    """
+    out = []
+    for group in groups:
+        tags = tags_of(group)
+        if not (is_owned(tags, cluster) or group["GroupId"] in doomed):
+            continue
+        permissions = []
+        for permission in group.get("IpPermissions", []):
+            pairs = [p for p in permission.get("UserIdGroupPairs", []) if p.get("GroupId") in doomed]
+            if pairs:
+                kept = {k: v for k, v in permission.items() if k in ("IpProtocol", "FromPort", "ToPort")}
+                permissions.append({**kept, "UserIdGroupPairs": [{"GroupId": p["GroupId"]} for p in pairs]})
+        if permissions:
+            out.append({"group": group["GroupId"], "permissions": permissions, "owner": owner_of(tags, cluster)})
+    return out
+
+
+# the tier -----------------------------------------------------------------------------------------------------
+class ExternalResourcesTier:
+    def validate(self, params: dict[str, Any], region: str | None) -> None:
+        for index, task in enumerate(params.get("tasks") or []):
+            if task not in TASKS:
+                raise SpecError(f"tasks[{index}]", f"'{task}' is not one of {', '.join(TASKS)}")
+
+    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
+        tasks = set(params.get("tasks") or TASKS)
+        found = observe(ctx, tasks)
+        before = {"resources": found.view()}
+        if params["state"] == "present":  # the cloud provider's resources are its own while the cluster lives
+            return before, before
+        GarbageCollection(ctx, found).run()
+        return before, {"resources": []}
+
+
+def observe(ctx: Context, tasks: set[str]) -> Found:
+    found = classify(cloud_provider_tagged(ctx, TAGGED_TYPES), ctx.cluster)
+    if LOAD_BALANCER in tasks:
+        found.classic = _classic(ctx)
+    else:
+        found.v2 = []
+    if TARGET_GROUP not in tasks:
+        found.target_groups = []
+    if SECURITY_GROUP not in tasks:
+        found.groups = []
+    return found
+
+
+def cloud_provider_tagged(ctx: Context, types: Iterable[str]) -> list[dict[str, Any]]:
+    """One tagging-API request (all pages) for the resources of ``types`` the cloud provider tagged as its own."""
+    return (
+        ctx.client("resourcegroupstaggingapi")
+        .paginate(
+            "get_resources",
+            TagFilters=[{"Key": cloud_provider_tag_key(ctx.cluster), "Values": [OWNED]}],
+            ResourceTypeFilters=list(types),
+            ResourcesPerPage=100,
+        )
+        .get("ResourceTagMappingList", [])
+    )
+
+
+def _classic(ctx: Context) -> list[str]:
+    client = ctx.client("elb")
+    names = [
+        lb["LoadBalancerName"] for lb in client.paginate("describe_load_balancers").get("LoadBalancerDescriptions", [])
+    ]
+    out = []
+    for start in range(0, len(names), ELB_TAGS_CHUNK):
+        answer = client.describe_tags(LoadBalancerNames=names[start : start + ELB_TAGS_CHUNK])
+        for item in answer.get("TagDescriptions", []):
+            if is_cloud_provider_owned(tags_to_dict(item.get("Tags")), ctx.cluster):
+                out.append(item["LoadBalancerName"])
+    return sorted(out)
+
+
+@dataclass
+class GarbageCollection:
+    ctx: Context
+    found: Found
+
+    def run(self) -> None:
+        self._load_balancers()
+        self._target_groups()
+        self._security_groups()
+
+    def _load_balancers(self) -> None:
+        ctx = self.ctx
+        for lb in self.found.v2:
+            _ignore_gone(
+                lambda lb=lb: ctx.ops.call(
+                    ctx.client("elbv2"),
+                    "delete_load_balancer",
+                    resource=lb["name"],
+                    reason="made by the in-cluster cloud provider; cluster deleted",
+                    LoadBalancerArn=lb["arn"],
+                )
+            )
+        for name in self.found.classic:
+            ctx.ops.call(
+                ctx.client("elb"),
+                "delete_load_balancer",
+                resource=name,
+                reason="made by the in-cluster cloud provider; cluster deleted",
+                LoadBalancerName=name,
+            )
+        if self.found.v2 and ctx.wait and not ctx.check_mode:
+            arns = [lb["arn"] for lb in self.found.v2]
+            wait_until(lambda: _v2_left(ctx, arns), lambda left: not left, ctx, "cloud-provider load balancers deleted")
+
+    def _target_groups(self) -> None:
+        ctx = self.ctx
+        for group in self.found.target_groups:
+
+            def attempt(group: Mapping[str, str] = group) -> Any:
+                return ctx.ops.call(
+                    ctx.client("elbv2"),
+                    "delete_target_group",
+                    resource=group["name"],
+                    reason="made by the in-cluster cloud provider; cluster deleted",
+                    TargetGroupArn=group["arn"],
+                )
+
+            if ctx.check_mode:
+                attempt()
+                continue
+            delete_when_free(
+                ctx,
+                lambda attempt=attempt: _ignore_gone(attempt),
+                f"target group {group['name']}",
+                blockers=finder(ctx, target_group_arn=group["arn"]),
+            )
+
+    def _security_groups(self) -> None:
+        ctx = self.ctx
+        doomed = {g["id"] for g in self.found.groups}
+        if not doomed:
+            return
+        ec2 = ctx.client("ec2")
+        referencing = describe(
+            ctx,
+            "describe_security_groups",
+            "SecurityGroups",
+            Filters=[{"Name": "ip-permission.group-id", "Values": sorted(doomed)}],
+        )
+        for change in revocations(referencing, doomed, ctx.cluster):
+            ctx.ops.call(
+                ec2,
+                "revoke_security_group_ingress",
+                resource=change["group"],
+                reason="its rules reference a cloud-provider security group that goes",
+                GroupId=change["group"],
+                IpPermissions=change["permissions"],
+            )
+        for group_id in sorted(doomed):
+
+            def attempt(group_id: str = group_id) -> Any:
+                return ctx.ops.call(
+                    ec2,
+                    "delete_security_group",
+                    resource=group_id,
+                    reason="made by the in-cluster cloud provider; cluster deleted",
+                    GroupId=group_id,
+                )
+
+            if ctx.check_mode:
+                attempt()
+                continue
+            delete_when_free(ctx, attempt, f"security group {group_id}", blockers=finder(ctx, group_id=group_id))
+
+
+def _ignore_gone(call: Any) -> None:
+    try:
+        call()
+    except botocore.exceptions.ClientError as e:
+        if error_code(e) not in ELB_GONE_CODES:
+            raise
+
+
+def _v2_left(ctx: Context, arns: list[str]) -> list[str]:
+    try:
+        answer = ctx.client("elbv2").paginate("describe_load_balancers", LoadBalancerArns=arns)
+    except botocore.exceptions.ClientError as e:
+        if error_code(e) in ELB_GONE_CODES:  # any one missing fails the whole call: ask one by one
+            return [a for a in arns if _v2_exists(ctx, a)]
+        raise
+    return [lb["LoadBalancerArn"] for lb in answer.get("LoadBalancers", [])]
+
+
+def _v2_exists(ctx: Context, arn: str) -> bool:
+    try:
+        ctx.client("elbv2").describe_load_balancers(LoadBalancerArns=[arn])
+    except botocore.exceptions.ClientError as e:
+        if error_code(e) in ELB_GONE_CODES:
+            return False
+        raise
+    return True

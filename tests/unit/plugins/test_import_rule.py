@@ -1,0 +1,111 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The import rule of plugins/module_utils (docs/architecture.md), checked on the source.
+
+kernel <- aws (service wrappers) <- concern packages <- cluster. A concern package imports the kernel, the service
+wrappers and itself, plus the declared edges only; the facade (``capa.py``) imports only the kernel; a module imports
+the facade and its own tier file (``capa_<x>`` -> ``<package>/<x>.py``), nothing else. Only ``capa.py`` sits
+directly in ``plugins/module_utils``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tools"))
+import bundle_sizes  # noqa: E402  (the same import walk that measures what each module bundles)
+
+UTILS = REPO / "plugins" / "module_utils"
+KERNEL, WRAPPERS, TOP = "kernel", "aws", "cluster"
+CONCERNS = ("network", "machines", "kubeadm", "eks", "iam")
+# Edges between concern packages, each for a reason docs/architecture.md gives.
+DECLARED = {("machines", "kubeadm"), ("eks", "iam")}
+
+
+def allowed(source: str, target: str) -> bool:
+    """May a file of package ``source`` import from package ``target``?"""
+    if source == target or target == KERNEL:
+        return True
+    if source == KERNEL:
+        return False
+    if source == WRAPPERS:
+        return False
+    if source in CONCERNS:
+        return target == WRAPPERS or (source, target) in DECLARED
+    if source == TOP:
+        return target in (WRAPPERS, *CONCERNS)
+    if source == "capa":
+        return False
+    raise AssertionError(f"unknown package {source}")
+
+
+def package_of(dotted: str) -> str:
+    return dotted.split(".")[0] if dotted else ""
+
+
+def violations(root: Path = UTILS) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        source = package_of(bundle_sizes._dotted_of(path))
+        for dotted in sorted(bundle_sizes.imports_of(path)):
+            target = package_of(dotted)
+            if target and not allowed(source, target):
+                found.append(f"{path.relative_to(root)} imports {dotted}")
+    return found
+
+
+def test_packages_import_down_the_layers_only():
+    assert violations() == []
+
+
+def test_only_the_facade_sits_at_the_top():
+    top = sorted(p.name for p in UTILS.iterdir() if p.is_file() and p.suffix == ".py")
+    assert top == ["capa.py"]
+    packages = sorted(p.name for p in UTILS.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert packages == sorted([KERNEL, WRAPPERS, TOP, *CONCERNS])
+
+
+MODULES = sorted((REPO / "plugins" / "modules").glob("capa_*.py"))
+
+
+@pytest.mark.parametrize("module", MODULES, ids=[m.stem for m in MODULES])
+def test_a_module_imports_the_facade_and_its_own_tier(module: Path):
+    tier = module.stem.removeprefix("capa_")
+    imported = bundle_sizes.imports_of(module)
+    tiers = {d for d in imported if d != "capa"}
+    assert len(tiers) == 1, f"{module.name} imports {sorted(imported)}"
+    (dotted,) = tiers
+    package, _, leaf = dotted.rpartition(".")
+    assert leaf == tier, f"{module.name}'s tier file is {dotted}, not <package>.{tier}"
+    assert package in (TOP, *CONCERNS), dotted
+    assert imported <= {"capa", dotted}
+
+
+def test_a_module_bundles_only_its_concern_and_the_kernel():
+    """What AnsiballZ ships with each module (tools/bundle_sizes.py): its own package, the kernel, the wrappers."""
+    for name, row in bundle_sizes.measure().items():
+        concerns = set(row["concerns"]) - {KERNEL, WRAPPERS, "capa"}
+        tier = {m.stem: bundle_sizes.imports_of(m) - {"capa"} for m in MODULES}[name]
+        own = package_of(next(iter(tier)))
+        reach = {own} | {target for source, target in DECLARED if source == own}
+        if own == TOP:
+            reach |= set(CONCERNS)
+        assert concerns <= reach, f"{name} bundles {sorted(concerns - reach)}"
+
+
+def test_the_rule_catches_a_concern_importing_another(tmp_path: Path):
+    """The checker itself: a deliberate violation (network importing machines) is reported."""
+    bad = tmp_path / "network"
+    bad.mkdir()
+    (bad / "__init__.py").write_text("")
+    (bad / "vpc.py").write_text("from ..machines.plan import Machine\nfrom ..kernel.errors import SpecError\n")
+    original = bundle_sizes.UTILS
+    bundle_sizes.UTILS = tmp_path
+    try:
+        assert violations(tmp_path) == ["network/vpc.py imports machines.plan"]
+    finally:
+        bundle_sizes.UTILS = original
