@@ -27,7 +27,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleA
 
 from .kernel.context import Context
 from .kernel.errors import ReconcileError, SpecError
-from .kernel.operations import is_placeholder, placeholder
+from .kernel.operations import is_placeholder, placeholder, placeholders_in
 from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
 from .kernel.validation import check_cluster_name, check_tags
 
@@ -168,6 +168,14 @@ def _validate_common(params: dict[str, Any]) -> None:
         raise SpecError("wait_timeout", "must not be negative")
 
 
+def _refuse_placeholders(params: dict[str, Any]) -> None:
+    """Check mode hands placeholder ids (``planned:vpc:demo-vpc``) to the next module; only check mode may."""
+    for path, value in placeholders_in(params):
+        raise SpecError(
+            path, f"holds the check-mode placeholder {value}: run the module that creates it for real first"
+        )
+
+
 def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSession:
     region, endpoint_url, connect_params = get_aws_connection_info(module)
     if not region:
@@ -199,6 +207,8 @@ def run_tier(
     try:
         _validate_common(params)
         tier.validate(params, module.region)
+        if not module.check_mode:
+            _refuse_placeholders(params)
         session = _open_session(module, params)
         ctx = Context(
             session=session,

@@ -17,12 +17,9 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder
 from ..kernel.tags import dict_to_tags, missing_tags, tags_to_dict
+from .errors import error_code
 
 NOT_FOUND_SUFFIX = ".NotFound"
-
-
-def error_code(error: Exception) -> str:
-    return getattr(error, "response", {}).get("Error", {}).get("Code", "")
 
 
 def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[str, Any]]:

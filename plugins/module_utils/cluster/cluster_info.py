@@ -26,7 +26,8 @@ except ImportError:
     pass
 
 from ..aws.autoscaling import owned_groups
-from ..aws.ec2 import describe, error_code
+from ..aws.ec2 import describe
+from ..aws.errors import error_code
 from ..kernel.conditions import condition
 from ..kernel.context import Context
 from ..kernel.errors import SpecError

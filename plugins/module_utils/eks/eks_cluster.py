@@ -25,7 +25,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..iam.roles import delete_owned_role, ensure_role, managed_policy_arn
 from ..kernel.conditions import condition
 from ..kernel.context import Context
@@ -223,10 +223,6 @@ class _Run:
 
     def create(self, role_arn: str) -> dict[str, Any] | None:
         request = self.create_request(role_arn)
-        placeholders = [v for v in [role_arn, *request["resourcesVpcConfig"]["subnetIds"]] if is_placeholder(v)]
-        placeholders += [g for g in request["resourcesVpcConfig"]["securityGroupIds"] if is_placeholder(g)]
-        if placeholders and not self.ctx.check_mode:
-            raise ReconcileError(f"{', '.join(placeholders)}: check-mode placeholders; give the real ids")
         predicted = {
             "cluster": {
                 "name": self.name,

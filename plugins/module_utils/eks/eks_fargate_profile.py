@@ -21,7 +21,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..iam.roles import delete_owned_role
 from ..kernel.context import Context
 from ..kernel.operations import placeholder

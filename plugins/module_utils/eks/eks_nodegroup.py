@@ -22,7 +22,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..iam.roles import delete_owned_role, ensure_role, managed_policy_arn
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError

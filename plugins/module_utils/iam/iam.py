@@ -29,7 +29,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
 from ..kernel.operations import placeholder

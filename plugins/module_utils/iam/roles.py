@@ -21,7 +21,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder, placeholder

@@ -27,7 +27,7 @@ class Context:
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ops = Operations(self.check_mode)
+        self.ops = Operations(self.check_mode, self.remaining)
 
     def client(self, service: str, region: str | None = None) -> RetryingClient:
         """The run's client; another ``region`` only for reads that span regions (``capa_ami_info``)."""

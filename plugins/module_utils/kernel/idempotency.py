@@ -21,6 +21,7 @@ import time
 import uuid
 from typing import Any, Callable, Mapping
 
+from .resources import BY_TAG_TYPE, GONE_STATES
 from .session import RetryingClient, is_lost_response
 
 try:
@@ -36,22 +37,15 @@ TOKEN_PARAMS = ("ClientToken", "ClientRequestToken", "clientRequestToken", "Idem
 LOST_RESPONSE_ATTEMPTS = 10
 LOST_RESPONSE_PAUSE = 0.2
 
-# EC2 TagSpecifications resource type -> (describe method, list key, key of the create's answer or None when
-# the create answers with the resource's fields at top level: CreateSecurityGroup, AllocateAddress, id key).
-EC2_FINDERS: dict[str, tuple[str, str, str | None, str]] = {
-    "vpc": ("describe_vpcs", "Vpcs", "Vpc", "VpcId"),
-    "subnet": ("describe_subnets", "Subnets", "Subnet", "SubnetId"),
-    "internet-gateway": ("describe_internet_gateways", "InternetGateways", "InternetGateway", "InternetGatewayId"),
-    "route-table": ("describe_route_tables", "RouteTables", "RouteTable", "RouteTableId"),
-    "security-group": ("describe_security_groups", "SecurityGroups", None, "GroupId"),
-    "elastic-ip": ("describe_addresses", "Addresses", None, "AllocationId"),
-}
+# The EC2 creates that carry no idempotency token but their tags: what a lost one made is found by those tags
+# (kernel.resources says how each kind is described). Creates with a token (instances, NAT gateways, launch
+# templates, fleets) are simply resent.
+FOUND_BY_TAGS = ("vpc", "subnet", "internet-gateway", "route-table", "security-group", "elastic-ip")
 # Several resources may carry the same tags (the NAT gateways' EIPs all have one Name): a candidate for "what
 # the lost create made" is one this run has not already been given by another create, and not in use.
 _IN_USE_KEYS = ("AssociationId",)
-# Nor one on its way out: what a lost create made is alive; a resource being deleted (or kept for a while as
-# deleted, as NAT gateways and instances are) is a predecessor that happens to carry the same tags.
-_GONE_STATES = frozenset({"deleting", "deleted", "failed", "shutting-down", "terminated"})
+# Nor one on its way out (GONE_STATES): what a lost create made is alive; a resource being deleted (or kept for a
+# while as deleted, as NAT gateways and instances are) is a predecessor that happens to carry the same tags.
 
 _UNDO_PREFIXES = ("Delete", "Terminate", "Deregister", "Release", "Disassociate", "Detach", "Revoke", "Remove")
 _DO_PREFIXES = ("Create", "Attach", "Associate", "Authorize", "Allocate", "Put", "Register", "Add")
@@ -108,11 +102,11 @@ def tag_lookup(
     if service != "ec2":
         return None
     specs = params.get("TagSpecifications") or []
-    if not specs or specs[0].get("ResourceType") not in EC2_FINDERS or not specs[0].get("Tags"):
+    if not specs or specs[0].get("ResourceType") not in FOUND_BY_TAGS or not specs[0].get("Tags"):
         return None
-    method, list_key, answer_key, id_key = EC2_FINDERS[specs[0]["ResourceType"]]
+    kind = BY_TAG_TYPE[specs[0]["ResourceType"]]
     filters = [{"Name": f"tag:{t['Key']}", "Values": [t["Value"]]} for t in specs[0]["Tags"]]
-    return method, list_key, answer_key, id_key, filters
+    return kind.describe, kind.list_key, kind.answer_key, kind.id_key, filters
 
 
 def answer_from(found: Mapping[str, Any], answer_key: str | None) -> dict[str, Any]:
@@ -125,7 +119,7 @@ def pick_landed(found: list[Mapping[str, Any]], id_key: str, claimed: set[str]) 
     for item in found:
         state = item.get("State") or item.get("state")
         state = state.get("Name") if isinstance(state, Mapping) else state
-        if item.get(id_key) in claimed or any(item.get(k) for k in _IN_USE_KEYS) or state in _GONE_STATES:
+        if item.get(id_key) in claimed or any(item.get(k) for k in _IN_USE_KEYS) or state in GONE_STATES:
             continue
         return item
     return None

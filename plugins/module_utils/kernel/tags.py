@@ -9,7 +9,13 @@ with the value ``owned``. Only owned resources are ever modified or deleted; any
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from .operations import is_placeholder
+
+if TYPE_CHECKING:
+    from .context import Context
 
 CAPA_TAG_PREFIX = "sigs.k8s.io/cluster-api-provider-aws/"
 ROLE_TAG = CAPA_TAG_PREFIX + "role"
@@ -118,3 +124,76 @@ def security_group_description(cluster: str, role: str) -> str:
 
 def role_of(tags: Mapping[str, str]) -> str | None:
     return tags.get(ROLE_TAG)
+
+
+# Tag repair ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tagger:
+    """How one AWS API tags a resource: the client, the tagging method and its request for (resource, tags)."""
+
+    service: str
+    method: str
+    request: Callable[[str, Mapping[str, str]], dict[str, Any]]
+
+
+def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return dict_to_tags(tags)
+
+
+TAGGERS: dict[str, Tagger] = {
+    "ec2": Tagger("ec2", "create_tags", lambda r, t: {"Resources": [r], "Tags": _tag_list(t)}),
+    "elb": Tagger("elb", "add_tags", lambda r, t: {"LoadBalancerNames": [r], "Tags": _tag_list(t)}),
+    "elbv2": Tagger("elbv2", "add_tags", lambda r, t: {"ResourceArns": [r], "Tags": _tag_list(t)}),
+    # Pool tags are the group's only: instances get theirs from the launch template.
+    "autoscaling": Tagger(
+        "autoscaling",
+        "create_or_update_tags",
+        lambda r, t: {
+            "Tags": [
+                {
+                    "ResourceId": r,
+                    "ResourceType": "auto-scaling-group",
+                    "Key": k,
+                    "Value": v,
+                    "PropagateAtLaunch": False,
+                }
+                for k, v in t.items()
+            ]
+        },
+    ),
+    "eks": Tagger("eks", "tag_resource", lambda r, t: {"resourceArn": r, "tags": dict(t)}),
+    "iam-role": Tagger("iam", "tag_role", lambda r, t: {"RoleName": r, "Tags": _tag_list(t)}),
+    "iam-policy": Tagger("iam", "tag_policy", lambda r, t: {"PolicyArn": r, "Tags": _tag_list(t)}),
+    "iam-oidc-provider": Tagger(
+        "iam", "tag_open_id_connect_provider", lambda r, t: {"OpenIDConnectProviderArn": r, "Tags": _tag_list(t)}
+    ),
+    "secretsmanager": Tagger("secretsmanager", "tag_resource", lambda r, t: {"SecretId": r, "Tags": _tag_list(t)}),
+}
+
+
+def repair_tags(
+    ctx: Context,
+    kind: str,
+    resource_id: str,
+    label: str,
+    current: Mapping[str, str] | None,
+    desired: Mapping[str, str],
+    frozen: Iterable[str] = (),
+) -> dict[str, str]:
+    """(Re)write the desired tags a resource lacks or holds with another value, with one tagging call.
+
+    Like CAPA, tag reconcile only adds or updates: stale keys are left alone, ``aws:`` keys are AWS's, and the
+    ``frozen`` keys describe how the resource was made (a machine's template hash), so a later run never rewrites
+    them. ``kind`` names the tagging API (:data:`TAGGERS`). Returns the tags the resource carries afterwards.
+    """
+    todo = {k: v for k, v in missing_tags(current or {}, desired).items() if k not in set(frozen)}
+    if todo and not is_placeholder(resource_id):
+        tagger = TAGGERS[kind]
+        ctx.ops.call(
+            ctx.client(tagger.service),
+            tagger.method,
+            resource=label,
+            reason=f"tags differ: {', '.join(sorted(todo))}",
+            **tagger.request(resource_id, todo),
+        )
+    return {**(current or {}), **todo}

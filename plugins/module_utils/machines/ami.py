@@ -19,7 +19,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 

@@ -29,9 +29,10 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import ensure_tags, error_code, tags_of
+from ..aws.ec2 import ensure_tags, tags_of
+from ..aws.errors import error_code
 from ..kernel.context import Context
-from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import (
     OWNED,
@@ -165,8 +166,6 @@ class AsgTier:
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = spec_from_params(params)
-        if spec.placeholders() and not ctx.check_mode:
-            raise SpecError("subnets", f"check-mode placeholders given outside check mode: {spec.placeholders()[0]}")
         observed = Observed(ctx, spec.name)
         before = _result(spec, observed.template, observed.versions, observed.group, observed.hooks, None, "")
         if spec.state == "absent":

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..kernel.errors import SpecError
-from ..kernel.operations import is_placeholder
 from ..kernel.validation import check_availability_zone, check_resource_id
 from . import ami as _ami
 from .bootstrap_data import BACKENDS, BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
@@ -173,10 +172,6 @@ class PoolSpec:
             for s in self.subnets
             if not s.get("is_public") and s.get("availability_zone") in self.failure_domains and s.get("id")
         ]
-
-    def placeholders(self) -> list[str]:
-        values = [s.get("id") for s in self.subnets] + list(self.security_group_ids)
-        return [v for v in values if is_placeholder(v)]
 
 
 def _mixed_from_params(value: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import dict_to_tags

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from ..aws.ec2 import describe, tags_of
 from ..kernel.context import Context
-from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import OWNED, ROLE_NODE, cloud_provider_tag_key, is_owned, tag_specifications
 from ..kernel.waiting import wait_until
@@ -52,8 +52,6 @@ class FleetTier:
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = FleetSpec.from_params(params)
-        if spec.placeholders() and not ctx.check_mode:
-            raise SpecError("subnets", f"check-mode placeholders outside check mode: {', '.join(spec.placeholders())}")
         fleet = observe_fleet(ctx, spec.name)
         instances = fleet_instances(ctx, fleet)
         template = _launch_template.observe(ctx, spec.name)

@@ -17,7 +17,6 @@ from typing import Any, Mapping, Sequence
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.idempotency import new_client_token
-from ..kernel.operations import is_placeholder
 from ..kernel.validation import check_availability_zone, check_resource_id
 from .node_bootstrap import EKS, KUBEADM, RAW, check_bootstrap, check_image_inputs
 from .plan import default_failure_domains
@@ -103,10 +102,6 @@ class FleetSpec:
         return [
             s for s in self.subnets if not s.get("is_public") and s.get("availability_zone") in self.failure_domains
         ]
-
-    def placeholders(self) -> list[str]:
-        values = [s.get("id") for s in self.subnets] + list(self.security_group_ids)
-        return [v for v in values if is_placeholder(v)]
 
     def definition(self, ami_id: str) -> dict[str, Any]:
         """What defines the pool's machines: a change makes a new launch template version."""

@@ -24,7 +24,8 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import describe, error_code, tags_of
+from ..aws.ec2 import describe, tags_of
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.hashing import template_hash
@@ -164,13 +165,6 @@ class GroupSpec:
     @property
     def role_tag(self) -> str:
         return ROLE_TAGS[self.role]
-
-    def placeholders(self) -> list[str]:
-        """Inputs that are check-mode placeholders (only acceptable in check mode)."""
-        values = [s.get("id") for s in self.subnets] + list(self.security_group_ids)
-        for lb in self.load_balancers:
-            values += [lb.get("name")] + list(lb.get("target_group_arns") or [])
-        return [v for v in values if is_placeholder(v)]
 
     def definition(self, image: _ami.Image) -> dict[str, Any]:
         """Everything that defines a machine of the group (not its placement, not IMDS: that is repaired in place)."""
@@ -483,8 +477,6 @@ class InstanceTier:
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = GroupSpec.from_params(params)
-        if spec.placeholders() and not ctx.check_mode:
-            raise SpecError("subnets", f"check-mode placeholders given outside check mode: {spec.placeholders()[0]}")
         machines = observe(ctx, spec.name)
         before = self._result(spec, machines, None, Registrations())
         if spec.state == "absent":

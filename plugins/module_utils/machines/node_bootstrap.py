@@ -31,7 +31,7 @@ try:
 except ImportError:  # PyYAML ships with ansible-core; the sanity import test runs without it
     yaml = None  # type: ignore[assignment]
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from . import ami as _ami

@@ -23,7 +23,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import error_code
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
@@ -87,10 +87,6 @@ class ElbTier:
         spec = parse_spec(params, ctx.cluster)
         if spec.state == "absent":
             return _Deletion(ctx, spec).run()
-        if spec.has_placeholders() and not ctx.check_mode:
-            raise ReconcileError(
-                "vpc_id, subnets or security_group_ids hold check-mode placeholders; run the network modules first"
-            )
         return _Build(ctx, spec).run()
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..kernel.errors import SpecError
-from ..kernel.operations import is_placeholder
 from ..kernel.validation import check_resource_id
 
 CLASSIC = "classic"
@@ -136,10 +135,6 @@ class ElbSpec:
     @property
     def load_balancers(self) -> tuple[LbSpec, ...]:
         return (self.primary,) + ((self.secondary,) if self.secondary else ())
-
-    def has_placeholders(self) -> bool:
-        values = [self.vpc_id, *self.security_group_ids, *(s.id for s in self.subnets)]
-        return any(is_placeholder(v) for v in values)
 
 
 def check_lb_name(name: str, field_path: str) -> None:

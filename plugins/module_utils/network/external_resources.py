@@ -25,7 +25,8 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import delete_when_free, describe, error_code, tags_of
+from ..aws.ec2 import delete_when_free, describe, tags_of
+from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
 from ..kernel.tags import OWNED, cloud_provider_tag_key, is_owned, tags_to_dict

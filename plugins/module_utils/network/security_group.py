@@ -480,8 +480,6 @@ class SecurityGroupTier:
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = parse_spec(params)
         vpc_id = params.get("vpc_id")
-        if is_placeholder(vpc_id) and not ctx.check_mode:
-            raise ReconcileError(f"vpc_id {vpc_id} is a check-mode placeholder; run capa_vpc for real first")
         owned = self._observe_owned(ctx, vpc_id)
         if params["state"] == "absent":
             # Overrides only need to be left alone here, which their ids alone allow: no describe.

@@ -79,7 +79,7 @@ def test_a_module_imports_the_facade_and_its_own_tier(module: Path):
     tiers = {d for d in imported if d != "capa"}
     assert len(tiers) == 1, f"{module.name} imports {sorted(imported)}"
     (dotted,) = tiers
-    package, _, leaf = dotted.rpartition(".")
+    package, _dot, leaf = dotted.rpartition(".")
     assert leaf == tier, f"{module.name}'s tier file is {dotted}, not <package>.{tier}"
     assert package in (TOP, *CONCERNS), dotted
     assert imported <= {"capa", dotted}

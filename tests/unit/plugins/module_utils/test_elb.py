@@ -117,7 +117,6 @@ def test_subnets_accept_capa_subnet_results_with_extra_keys():
         ]
     )
     assert spec.subnets == (Subnet("planned:subnet:demo-subnet-public-us-east-1a", "us-east-1a", True),)
-    assert spec.has_placeholders()
 
 
 def test_secondary_is_an_nlb_with_its_own_name_and_scheme():

@@ -16,6 +16,7 @@ import pytest
 from ansible_collections.clusterapi.aws.plugins.module_utils.iam import iam as bootstrap
 from ansible_collections.clusterapi.aws.plugins.module_utils.iam import policies
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.tags import TAGGERS
 
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 # The bootstrap runs with an administrator's credentials before the controllers role exists.
@@ -55,6 +56,7 @@ def _method_maps() -> dict[str, dict[str, str]]:
     services = set()
     for path in MODULE_UTILS.rglob("*.py"):
         services.update(re.findall(r'client\("([a-z0-9]+)"[,)]', path.read_text()))
+    services.update(tagger.service for tagger in TAGGERS.values())
     return {s: session.client(s).meta.method_to_api_mapping for s in services}
 
 
@@ -90,6 +92,11 @@ def called_actions() -> dict[str, set[str]]:
                     actions.add(f"{prefix}:{_waiter_operations(service, waiter)}")
                 except ValueError:
                     continue
+        # Tag repair goes through one kernel function over a table of tagging APIs: a call of it names its kind.
+        for kind in re.findall(r'repair_tags\(\s*[a-z_.]+,\s*"([a-z0-9-]+)"', text):
+            tagger = TAGGERS[kind]
+            prefix = IAM_PREFIX.get(tagger.service, tagger.service)
+            actions.add(f"{prefix}:{maps[tagger.service][tagger.method]}")
         if actions:
             found[relative] = actions
     return found

@@ -1,0 +1,61 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Tag repair, once for every tagging API (Stubber checks each request against the service's model)."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.stub import Stubber
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.tags import TAGGERS, repair_tags
+
+RESOURCES = {
+    "ec2": "vpc-0123456789abcdef0",
+    "elb": "demo-apiserver",
+    "elbv2": "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/demo/0123456789abcdef",
+    "autoscaling": "mp-0",
+    "eks": "arn:aws:eks:us-east-1:123456789012:cluster/demo",
+    "iam-role": "demo-iam-service-role",
+    "iam-policy": "arn:aws:iam::123456789012:policy/controllers",
+    "iam-oidc-provider": "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC",
+    "secretsmanager": "clusterapi.aws/demo/pki",
+}
+
+
+def context(check_mode: bool = False) -> Context:
+    session = AwsSession("us-east-1", None, {"aws_access_key_id": "a", "aws_secret_access_key": "b"})
+    return Context(session=session, cluster="demo", check_mode=check_mode)
+
+
+def test_every_tagger_is_covered():
+    assert set(RESOURCES) == set(TAGGERS)
+
+
+@pytest.mark.parametrize("kind", sorted(TAGGERS))
+def test_each_api_gets_a_valid_request_for_only_the_missing_tags(kind: str):
+    ctx = context()
+    tagger = TAGGERS[kind]
+    client = ctx.client(tagger.service)
+    with Stubber(client.raw) as stub:
+        stub.add_response(tagger.method, {}, tagger.request(RESOURCES[kind], {"team": "b"}))
+        after = repair_tags(ctx, kind, RESOURCES[kind], "r", {"team": "a", "stale": "x"}, {"team": "b"})
+        stub.assert_no_pending_responses()
+    assert after == {"team": "b", "stale": "x"}  # stale keys stay, as in CAPA
+    assert [(p.call.split(":")[0], p.reason) for p in ctx.ops.plan] == [(tagger.service, "tags differ: team")]
+
+
+def test_nothing_to_repair_is_no_call_and_frozen_and_aws_keys_are_never_written():
+    ctx = context()
+    current = {"a": "1", "clusterapi.aws/template-hash": "old"}
+    desired = {"a": "1", "clusterapi.aws/template-hash": "new", "aws:cloudformation:stack": "x"}
+    assert repair_tags(ctx, "ec2", "i-1", "m", current, desired, frozen=["clusterapi.aws/template-hash"]) == current
+    assert ctx.ops.plan == []
+
+
+def test_check_mode_plans_and_placeholders_are_skipped():
+    ctx = context(check_mode=True)
+    repair_tags(ctx, "ec2", "vpc-1", "demo-vpc", {}, {"a": "1"})
+    repair_tags(ctx, "ec2", "planned:vpc:demo-vpc", "demo-vpc", {}, {"a": "1"})
+    assert [p.resource for p in ctx.ops.plan] == ["demo-vpc"]
