@@ -1,0 +1,9 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private (service wrappers): thin reads of SSM Parameter Store (bootstrap data, public AMI parameters).
+
+Describe-style functions return ``None`` (or an empty list) when AWS says the resource does not exist
+(:func:`.errors.is_not_found`), paginate, and decide nothing else.
+"""
+
+from __future__ import annotations
