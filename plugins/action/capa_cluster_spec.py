@@ -1,12 +1,17 @@
 # Copyright: Contributors to clusterapi.aws
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Action plugin of ``clusterapi.aws.capa_cluster_spec``: the same validation as the module, in the controller.
+"""Action plugin of ``clusterapi.aws.capa_cluster_spec``: the same validation and compile as the module, in the
+controller.
 
-Validating the spec makes no AWS request and reads nothing from the target, so there is no reason to ship the
-module to a new Python process (AnsiballZ, interpreter start, imports) on every run of every role: this plugin
-validates ``cluster`` against the same argument spec and rules (``_spec.py``) in-process. The module file stays the
-documented interface and runs the same code when invoked on its own.
+Validating and compiling the spec makes no AWS request and reads nothing from the target, so there is no reason to
+ship the module to a new Python process (AnsiballZ, interpreter start, imports) for it: this plugin runs the same
+argument spec and the same code (``cluster/compile.py``) in-process. The module file stays the documented interface
+and runs the same code when invoked on its own.
+
+One thing only the controller knows: the play's ``module_defaults``. A region set there for
+``group/clusterapi.aws.capa`` is the region of a spec that names none (before AWS_REGION), as it is for the
+modules the steps run.
 """
 
 from __future__ import annotations
@@ -18,15 +23,16 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import (
-    argument_spec,
-    check_cluster,
-    roles_for,
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import module_argument_spec
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
+GROUP = "group/clusterapi.aws.capa"
+# amazon.aws's names for the region option.
+REGION_OPTIONS = ("region", "aws_region", "ec2_region")
 
-def default_region() -> str | None:
+
+def environment_region() -> str | None:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
 
 
@@ -42,23 +48,33 @@ def describe(errors: Any) -> list[str]:
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("cluster",))
+    _VALID_ARGS = frozenset(("cluster", "state", "output_dir"))
     _requires_connection = False
 
     def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         result["changed"] = False
-        validator = ArgumentSpecValidator(dict(cluster=dict(type="dict", required=True, options=argument_spec())))
-        validated = validator.validate(self._task.args)
+        validated = ArgumentSpecValidator(module_argument_spec()).validate(self._task.args)
         if validated.error_messages:
             result.update(failed=True, msg="capa_cluster is invalid: " + "; ".join(describe(validated.errors)))
             return result
-        cluster = validated.validated_parameters["cluster"]
+        params = validated.validated_parameters
         try:
-            check_cluster(cluster, default_region())
+            compiled = compile_cluster(
+                params["cluster"], self.play_region() or environment_region(), params["state"], params["output_dir"]
+            )
         except SpecError as e:
             result.update(failed=True, msg=f"capa_cluster is invalid: {e}", field=e.field)
             return result
-        cluster["region"] = cluster["region"] or default_region()
-        result.update(cluster=cluster, security_group_roles=list(roles_for(cluster["kind"])))
+        result.update(compiled)
         return result
+
+    def play_region(self) -> str | None:
+        """The region module_defaults give the collection's modules (the last layer that sets one wins)."""
+        region = None
+        for layer in self._task.module_defaults or []:
+            defaults = self._templar.template(layer.get(GROUP) or {})
+            for name in REGION_OPTIONS:
+                if defaults.get(name):
+                    region = defaults[name]
+        return region

@@ -2,20 +2,31 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: the cluster spec users write (``capa_cluster``), declared once.
 
-``CLUSTER_OPTIONS`` is an Ansible argument spec with a description on every option. From it come the
-``capa_cluster_spec`` module's argument spec and DOCUMENTATION and every role's ``meta/argument_specs.yml``
-(``tools/gen_specs.py`` writes them; a unit test fails when they drift). ``check_cluster`` adds the checks an
-argument spec cannot express (CIDRs, AZs, names, cross-field rules), each naming the field, before any AWS call.
+``CLUSTER_OPTIONS`` declares every field once, as :class:`~..kernel.options.Option` values (name, type, default,
+choices, description, ``comparison``, ``immutable``). Derived from it:
+
+* the argument spec ``capa_cluster_spec`` validates against (:func:`argument_spec`);
+* the module's DOCUMENTATION and the typed cluster spec, the dataclasses of ``cluster_types.py`` (both written by
+  ``tools/gen_specs.py``, since ansible-doc and a type checker read static text; a unit test fails when they drift).
+
+One spelling of "unset": ``None``. A field without a default is ``None`` when not written, and an empty string
+written for such a field means the same (:func:`normalise`), so nothing downstream tests for ``""``.
+
+:func:`load` turns what the user wrote into the typed spec (argument-spec validation, then :func:`check_cluster`:
+the checks an argument spec cannot express - CIDRs, AZs, names, cross-field rules - each naming the field, before
+any AWS call).
 """
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import re
-from typing import Any
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Iterable, Mapping, Sequence
 
+from ..kernel import options as _options
 from ..kernel.errors import SpecError
+from ..kernel.options import Option, by_name
 from ..kernel.validation import (
     check_availability_zone,
     check_availability_zones,
@@ -28,788 +39,980 @@ from ..kernel.validation import (
     parse_cidr,
 )
 from ..machines.plan import parse_max_unhealthy
+from .cluster_types import ClusterSpec, IngressRule, MachinePool
 
 UNMANAGED_ROLES = ("bastion", "apiserver-lb", "lb", "controlplane", "node")
+EKS_ROLES = ("bastion", "node-eks-additional")
 KUBERNETES_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
+EKS_VERSION = re.compile(r"^1\.\d{1,2}$")
 # EBS root volume sizes AWS accepts for the types a root volume can have; below 8 GiB no CAPA image boots.
 ROOT_VOLUME_GIB = (8, 16384)
 ROOT_VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2")
 LB_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$")
-EKS_ROLES = ("bastion", "node-eks-additional")
 PROTOCOLS = ("tcp", "udp", "icmp", "-1", "4", "50", "58")
+CNI_RULE_KEYS = frozenset(("description", "protocol", "from_port", "to_port"))
+POOL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+PRICE = re.compile(r"^\d+(\.\d+)?$")
 
 
-def opt(description: str, type: str = "str", **extra: Any) -> dict[str, Any]:
-    return dict(type=type, description=description, **extra)
+def opt(name: str, description: str, type: str = "str", **settings: Any) -> Option:
+    for key in ("choices", "options"):
+        if key in settings and settings[key] is not None:
+            settings[key] = tuple(settings[key])
+    return Option(name=name, description=description, type=type, **settings)
 
 
-def _rule_options() -> dict[str, Any]:
-    return dict(
-        description=opt("What the rule is for (shown in AWS).", default=""),
-        protocol=opt("IP protocol.", choices=list(PROTOCOLS), default="tcp"),
-        from_port=opt("First port (not for protocols -1, 4, 50).", type="int"),
-        to_port=opt("Last port (not for protocols -1, 4, 50).", type="int"),
-        cidr_blocks=opt("Source CIDR blocks.", type="list", elements="str", default=[]),
-        source_security_group_ids=opt("Source security group ids.", type="list", elements="str", default=[]),
-        source_security_group_roles=opt(
+def _rule_options() -> tuple[Option, ...]:
+    return (
+        opt("description", "What the rule is for (shown in AWS)."),
+        opt("protocol", "IP protocol.", choices=PROTOCOLS, default="tcp"),
+        opt("from_port", "First port (not for protocols -1, 4, 50).", type="int"),
+        opt("to_port", "Last port (not for protocols -1, 4, 50).", type="int"),
+        opt("cidr_blocks", "Source CIDR blocks.", type="list", elements="str", default=[], comparison="set"),
+        opt(
+            "source_security_group_ids",
+            "Source security group ids.",
+            type="list",
+            elements="str",
+            default=[],
+            comparison="set",
+        ),
+        opt(
+            "source_security_group_roles",
             "Source security groups by cluster role (bastion, apiserver-lb, lb, controlplane, node).",
             type="list",
             elements="str",
             default=[],
+            comparison="set",
         ),
     )
 
 
-def _role_identity_options(chained: bool) -> dict[str, Any]:
-    options = dict(
-        role_arn=opt("ARN of the role to assume.", required=True),
-        external_id=opt("External id the role's trust policy requires.", no_log=False),
-        session_name=opt("Session name (default capa-<cluster>)."),
-        duration_seconds=opt("Lifetime of the credentials, 900 to 43200.", type="int", default=3600),
-    )
+def _role_identity_options(chained: bool) -> tuple[Option, ...]:
+    options = [
+        opt("role_arn", "ARN of the role to assume.", required=True),
+        opt("external_id", "External id the role's trust policy requires.", no_log=False),
+        opt("session_name", "Session name (default capa-<cluster>)."),
+        opt("duration_seconds", "Lifetime of the credentials, 900 to 43200.", type="int", default=3600),
+    ]
     if chained:
-        options["source_identity"] = opt(
-            "A role assumed first, whose credentials assume role_arn.",
-            type="dict",
-            options=_role_identity_options(False),
+        options.append(
+            opt(
+                "source_identity",
+                "A role assumed first, whose credentials assume role_arn.",
+                type="dict",
+                options=_role_identity_options(False),
+            )
         )
-    return options
+    return tuple(options)
 
 
-def _ami_options() -> dict[str, Any]:
-    return dict(
-        id=opt("AMI id; empty means CAPA's lookup.", default=""),
-        base_os=opt(
-            "Base OS of the looked-up AMI; empty means ubuntu-24.04, or for machine pools of an eks cluster the "
-            "EKS-optimised image.",
-            default="",
-        ),
-        owner=opt("Owner account of the looked-up AMI (default CAPA's 819546954734).", default=""),
-        name_format=opt(
-            "Name format of the lookup (default CAPA's capa-ami-<base_os>-?<kubernetes_version>-*).", default=""
-        ),
-    )
-
-
-def _machine_options() -> dict[str, Any]:
-    """What every group of machines (control plane, machine deployment) takes besides its size."""
-    return dict(
-        instance_type=opt("Instance type.", default="t3.large"),
-        ami=opt("AMI or its lookup.", type="dict", default={}, options=_ami_options()),
-        root_volume=opt("Root volume.", type="dict", default={}, options=_root_volume_options()),
-        ssh_key_name=opt("SSH key pair name; empty means the cluster's ssh_key_name.", default=""),
-        iam_instance_profile=opt(
-            "Instance profile of the machines; empty means none. clusterawsadm's are named control-plane.<suffix> "
-            "and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.",
-            default="",
-        ),
-        additional_security_group_ids=opt(
-            "Security groups added to the role's groups.", type="list", elements="str", default=[]
-        ),
-        tenancy=opt("Placement tenancy.", choices=["default", "dedicated", "host"], default="default"),
-        placement_group_name=opt("Placement group.", default=""),
-        spot_market_options=opt(
-            "Run on spot.",
-            type="dict",
-            options=dict(max_price=opt("Maximum price (USD/hour); empty = on-demand price.", default="")),
-        ),
-        imds=opt(
-            "Instance metadata options (IMDSv2 required by default, safer than CAPA).",
-            type="dict",
-            default={},
-            options=dict(
-                http_tokens=opt("IMDSv2 tokens.", choices=["required", "optional"], default="required"),
-                http_put_response_hop_limit=opt("Hop limit.", type="int", default=1),
+# ---------------------------------------------------------------------------------------------------------------
+# Machine fields. ONE place: when machines/machine_spec.py:MACHINE_OPTIONS lands on main, MACHINE_OPTIONS below
+# becomes that declaration, with the cluster's documented defaults kept by Option.but(default=...):
+# instance_type t3.large and root_volume.size 80 (see _cluster_defaults). Nothing else here changes.
+# ---------------------------------------------------------------------------------------------------------------
+MACHINE_OPTIONS: tuple[Option, ...] = (
+    opt("instance_type", "Instance type."),
+    opt(
+        "ami",
+        "AMI or its lookup.",
+        type="dict",
+        default={},
+        options=(
+            opt("id", "AMI id; unset means CAPA's lookup."),
+            opt(
+                "base_os",
+                "Base OS of the looked-up AMI; unset means ubuntu-24.04, or for machine pools of an eks cluster the "
+                "EKS-optimised image.",
             ),
+            opt("owner", "Owner account of the looked-up AMI (default CAPA's 819546954734)."),
+            opt("name_format", "Name format of the lookup (default capa-ami-<base_os>-?<kubernetes_version>-*)."),
         ),
-        bootstrap_backend=opt(
-            "Where bootstrap data waits for the machine.",
-            choices=["secrets-manager", "ssm-parameter-store"],
-            default="secrets-manager",
+    ),
+    opt(
+        "root_volume",
+        "Root volume.",
+        type="dict",
+        default={},
+        options=(
+            opt("size", "Size in GiB.", type="int"),
+            opt("type", "EBS volume type.", default="gp3"),
+            opt("encrypted", "Encrypt the volume (on by default, safer than CAPA).", type="bool", default=True),
         ),
-    )
+    ),
+    opt("ssh_key_name", "SSH key pair name; unset means the cluster's ssh_key_name.", no_log=False),
+    opt(
+        "iam_instance_profile",
+        "Instance profile of the machines; unset means none. clusterawsadm's are named control-plane.<suffix> "
+        "and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.",
+    ),
+    opt(
+        "additional_security_group_ids",
+        "Security groups added to the role's groups.",
+        type="list",
+        elements="str",
+        default=[],
+        comparison="set",
+    ),
+    opt("tenancy", "Placement tenancy.", choices=("default", "dedicated", "host"), default="default"),
+    opt("placement_group_name", "Placement group."),
+    opt(
+        "spot_market_options",
+        "Run on spot.",
+        type="dict",
+        options=(opt("max_price", "Maximum price (USD/hour); unset = on-demand price."),),
+    ),
+    opt(
+        "imds",
+        "Instance metadata options (IMDSv2 required by default, safer than CAPA).",
+        type="dict",
+        default={},
+        options=(
+            opt("http_tokens", "IMDSv2 tokens.", choices=("required", "optional"), default="required"),
+            opt("http_put_response_hop_limit", "Hop limit.", type="int", default=1),
+        ),
+    ),
+    opt(
+        "bootstrap_backend",
+        "Where bootstrap data waits for the machine.",
+        choices=("secrets-manager", "ssm-parameter-store"),
+        default="secrets-manager",
+    ),
+)
 
 
-def _root_volume_options() -> dict[str, Any]:
-    return dict(
-        size=opt("Size in GiB.", type="int", default=80),
-        type=opt("EBS volume type.", default="gp3"),
-        encrypted=opt("Encrypt the volume (on by default, safer than CAPA).", type="bool", default=True),
-    )
+def _cluster_defaults(machine: Mapping[str, Option]) -> dict[str, Option]:
+    """The machine fields with the defaults the cluster spec documents."""
+    root_volume = machine["root_volume"]
+    volume = by_name(root_volume.options or ())
+    return {
+        **machine,
+        "instance_type": machine["instance_type"].but(default="t3.large"),
+        "root_volume": root_volume.but(options=tuple(({**volume, "size": volume["size"].but(default=80)}).values())),
+    }
 
 
-NETWORK_OPTIONS: dict[str, Any] = dict(
-    vpc=opt(
+_MACHINE = _cluster_defaults(by_name(MACHINE_OPTIONS))
+# Machine pools have no tenancy or placement group (an auto scaling group or fleet places its instances).
+POOL_EXCLUDED = ("tenancy", "placement_group_name")
+
+
+def machine_fields(exclude: Iterable[str] = ()) -> tuple[Option, ...]:
+    return tuple(option for name, option in _MACHINE.items() if name not in exclude)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+MAX_UNHEALTHY = opt(
+    "max_unhealthy",
+    "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it no unhealthy "
+    "(stopped, impaired) machine is replaced.",
+    type="raw",
+    default="100%",
+)
+
+NETWORK_OPTIONS: tuple[Option, ...] = (
+    opt(
+        "vpc",
         "The cluster VPC: managed (created and owned) unless id is given.",
         type="dict",
         default={},
-        options=dict(
-            id=opt("An existing VPC to use (bring your own): used, never changed or deleted.", default=""),
-            cidr_block=opt("Primary CIDR block of a managed VPC.", default="10.0.0.0/16"),
-            secondary_cidr_blocks=opt("Secondary CIDR blocks (add-only).", type="list", elements="str", default=[]),
-            availability_zone_usage_limit=opt("How many AZs the default layout uses.", type="int", default=3),
-            availability_zone_selection=opt(
+        options=(
+            opt("id", "An existing VPC to use (bring your own): used, never changed or deleted.", immutable=True),
+            opt("cidr_block", "Primary CIDR block of a managed VPC.", default="10.0.0.0/16", immutable=True),
+            opt(
+                "secondary_cidr_blocks",
+                "Secondary CIDR blocks (add-only).",
+                type="list",
+                elements="str",
+                default=[],
+                comparison="set",
+            ),
+            opt("availability_zone_usage_limit", "How many AZs the default layout uses.", type="int", default=3),
+            opt(
+                "availability_zone_selection",
                 "How AZs are picked: Ordered (alphabetical) or Random (stable per cluster).",
-                choices=["Ordered", "Random"],
+                choices=("Ordered", "Random"),
                 default="Ordered",
             ),
         ),
     ),
-    subnets=opt(
+    opt(
+        "subnets",
         "Subnets; empty means CAPA's layout (a public and a private subnet per AZ, CIDRs carved from the VPC). "
         "Entries with only id are existing subnets (bring your own).",
         type="list",
         elements="dict",
         default=[],
-        options=dict(
-            id=opt("An existing subnet to use."),
-            availability_zone=opt("AZ of a subnet to create."),
-            cidr_block=opt("CIDR block of a subnet to create."),
-            is_public=opt("Public (routes to the internet gateway) or private.", type="bool", default=False),
-            tags=opt("Extra tags for this subnet.", type="dict", default={}),
+        options=(
+            opt("id", "An existing subnet to use."),
+            opt("availability_zone", "AZ of a subnet to create.", immutable=True),
+            opt("cidr_block", "CIDR block of a subnet to create.", immutable=True),
+            opt("is_public", "Public (routes to the internet gateway) or private.", type="bool", default=False),
+            opt("tags", "Extra tags for this subnet.", type="dict", default={}),
         ),
     ),
-    nat_gateways=opt(
+    opt(
+        "nat_gateways",
         "NAT gateways: one per AZ (CAPA), a single one for the cluster, or none (private subnets have no egress).",
-        choices=["per_az", "single", "none"],
+        choices=("per_az", "single", "none"),
         default="per_az",
     ),
-    cni_ingress_rules=opt(
+    opt(
+        "cni_ingress_rules",
         "CNI rules on the control-plane and node groups: calico (TCP 179 and IP-in-IP), none, or a list of rules "
         "with description, protocol, from_port and to_port.",
         type="raw",
         default="calico",
     ),
-    security_group_overrides=opt(
-        "Role to an existing security group id to use instead (bring your own).", type="dict", default={}
+    opt(
+        "security_group_overrides",
+        "Role to an existing security group id to use instead (bring your own).",
+        type="dict",
+        default={},
     ),
-    additional_control_plane_ingress_rules=opt(
+    opt(
+        "additional_control_plane_ingress_rules",
         "Extra ingress rules on the control-plane group.",
         type="list",
         elements="dict",
         default=[],
         options=_rule_options(),
     ),
-    additional_node_ingress_rules=opt(
-        "Extra ingress rules on the node group.", type="list", elements="dict", default=[], options=_rule_options()
+    opt(
+        "additional_node_ingress_rules",
+        "Extra ingress rules on the node group.",
+        type="list",
+        elements="dict",
+        default=[],
+        options=_rule_options(),
     ),
-    node_port_ingress_cidr_blocks=opt(
-        "Sources allowed to reach NodePort services.", type="list", elements="str", default=["0.0.0.0/0"]
+    opt(
+        "node_port_ingress_cidr_blocks",
+        "Sources allowed to reach NodePort services.",
+        type="list",
+        elements="str",
+        default=["0.0.0.0/0"],
+        comparison="set",
     ),
 )
 
-CLUSTER_OPTIONS: dict[str, Any] = dict(
-    name=opt("Cluster name: lower-case letters, digits and -, at most 40 characters.", required=True),
-    region=opt("AWS region (default from AWS_REGION / AWS_DEFAULT_REGION)."),
-    kind=opt("unmanaged (kubeadm on EC2) or eks.", choices=["unmanaged", "eks"], default="unmanaged"),
-    state=opt(
+BASTION_OPTIONS: tuple[Option, ...] = (
+    opt("enabled", "Create a bastion in a public subnet.", type="bool", default=False),
+    opt(
+        "allowed_cidr_blocks",
+        "Sources allowed to SSH to the bastion.",
+        type="list",
+        elements="str",
+        default=["0.0.0.0/0"],
+        comparison="set",
+    ),
+    _MACHINE["instance_type"].but(description="Instance type of the bastion.", default="t3.micro"),
+    opt("ami_id", "AMI of the bastion (default the newest Canonical Ubuntu 24.04)."),
+    _MACHINE["ssh_key_name"].but(description="SSH key pair of the bastion; unset means the cluster's ssh_key_name."),
+)
+
+LOAD_BALANCER_OPTIONS: tuple[Option, ...] = (
+    opt(
+        "type",
+        "Load balancer type.",
+        choices=("classic", "nlb", "external", "disabled"),
+        default="classic",
+        immutable=True,
+    ),
+    opt("scheme", "Scheme.", choices=("internet-facing", "internal"), default="internet-facing"),
+    opt("name", "Name; for external, the existing load balancer to register with."),
+    opt("health_check_protocol", "Health check protocol.", choices=("TCP", "HTTPS"), default="TCP"),
+    opt(
+        "additional_listeners",
+        "Extra listeners (NLB).",
+        type="list",
+        elements="dict",
+        default=[],
+        options=(
+            opt("port", "Listener port.", type="int", required=True),
+            opt("protocol", "Listener protocol.", choices=("TCP",), default="TCP"),
+        ),
+    ),
+    opt(
+        "ingress_rules",
+        "Ingress rules of the apiserver-lb group (default TCP 6443 from anywhere).",
+        type="list",
+        elements="dict",
+        default=[],
+        options=_rule_options(),
+    ),
+    opt("preserve_client_ip", "NLB client IP preservation (off, as in CAPA).", type="bool", default=False),
+    opt("cross_zone_load_balancing", "Cross-zone load balancing.", type="bool", default=False),
+)
+
+CONTROL_PLANE_OPTIONS: tuple[Option, ...] = (
+    opt("replicas", "Number of control-plane machines (odd).", type="int", default=1),
+    *machine_fields(),
+    opt(
+        "rollout",
+        "Rolling replacement.",
+        type="dict",
+        default={},
+        options=(opt("max_surge", "Extra machines during a rollout.", type="int", default=1),),
+    ),
+    MAX_UNHEALTHY,
+)
+
+MACHINE_DEPLOYMENT_OPTIONS: tuple[Option, ...] = (
+    opt("name", "Name, unique in the cluster.", required=True),
+    opt("replicas", "Number of machines.", type="int", default=1),
+    *machine_fields(),
+    opt(
+        "failure_domains",
+        "AZs to spread over (default all private subnets' AZs).",
+        type="list",
+        elements="str",
+        default=[],
+        comparison="set",
+    ),
+    opt(
+        "rollout",
+        "Rolling replacement and scale-in.",
+        type="dict",
+        default={},
+        options=(
+            opt("max_surge", "Extra machines during a rollout.", type="int", default=1),
+            opt("max_unavailable", "Machines that may be missing during a rollout.", type="int", default=0),
+            opt(
+                "deletion_policy",
+                "Which machines go first on scale-in.",
+                choices=("Random", "Newest", "Oldest"),
+                default="Random",
+            ),
+        ),
+    ),
+    MAX_UNHEALTHY,
+)
+
+SUSPENDABLE_PROCESSES = (
+    "Launch",
+    "Terminate",
+    "AddToLoadBalancer",
+    "AlarmNotification",
+    "AZRebalance",
+    "HealthCheck",
+    "InstanceRefresh",
+    "ReplaceUnhealthy",
+    "ScheduledActions",
+)
+
+MACHINE_POOL_OPTIONS: tuple[Option, ...] = (
+    opt("name", "Name of the pool, its launch template and group; unique in the account and region.", required=True),
+    opt(
+        "kind",
+        "asg (a launch template and an auto scaling group) or fleet (an EC2 Fleet).",
+        choices=("asg", "fleet"),
+        default="asg",
+        immutable=True,
+    ),
+    opt("min_size", "Minimum size.", type="int", default=1),
+    opt("max_size", "Maximum size.", type="int", default=1),
+    opt("desired_capacity", "Desired capacity (a fleet's target capacity).", type="int"),
+    opt("externally_managed_replicas", "A cluster autoscaler owns desired capacity.", type="bool", default=False),
+    opt(
+        "failure_domains",
+        "AZs of the pool (default every private subnet's).",
+        type="list",
+        elements="str",
+        default=[],
+        comparison="set",
+    ),
+    *machine_fields(exclude=POOL_EXCLUDED),
+    opt(
+        "mixed_instances_policy",
+        "Instance type overrides and the on-demand/spot split.",
+        type="dict",
+        options=(
+            opt(
+                "instances_distribution",
+                "How capacity splits between on-demand and spot.",
+                type="dict",
+                default={},
+                options=(
+                    opt("on_demand_base_capacity", "On-demand instances first.", type="int", default=0),
+                    opt(
+                        "on_demand_percentage_above_base_capacity",
+                        "Percent on-demand above the base.",
+                        type="int",
+                        default=100,
+                    ),
+                    opt(
+                        "spot_allocation_strategy",
+                        "Spot allocation strategy.",
+                        choices=(
+                            "lowest-price",
+                            "capacity-optimized",
+                            "capacity-optimized-prioritized",
+                            "price-capacity-optimized",
+                        ),
+                        default="lowest-price",
+                    ),
+                    opt(
+                        "on_demand_allocation_strategy",
+                        "On-demand allocation strategy.",
+                        choices=("prioritized", "lowest-price"),
+                        default="prioritized",
+                    ),
+                ),
+            ),
+            opt(
+                "overrides",
+                "Instance types to use.",
+                type="list",
+                elements="dict",
+                default=[],
+                options=(opt("instance_type", "Instance type.", required=True),),
+            ),
+        ),
+    ),
+    opt(
+        "suspended_processes",
+        "Auto scaling processes to suspend.",
+        type="list",
+        elements="str",
+        default=[],
+        choices=SUSPENDABLE_PROCESSES,
+        comparison="set",
+    ),
+    opt("capacity_rebalance", "Capacity rebalancing for spot.", type="bool", default=False),
+    opt("default_cooldown", "Default cooldown (s).", type="int", default=300),
+    opt("default_instance_warmup", "Default instance warm-up (s).", type="int", default=300),
+    opt(
+        "refresh_preferences",
+        "Instance refresh on template changes.",
+        type="dict",
+        default={},
+        options=(
+            opt("disable", "Never start a refresh.", type="bool", default=False),
+            opt("min_healthy_percentage", "Healthy capacity kept during a refresh.", type="int", default=90),
+            opt("instance_warmup", "Warm-up of refreshed instances (s).", type="int"),
+        ),
+    ),
+    opt(
+        "drain_on_scale_in",
+        "Drain nodes before scale-in through a lifecycle hook (default on for spot pools).",
+        type="bool",
+    ),
+)
+
+LOG_TYPES = ("api_server", "audit", "authenticator", "controller_manager", "scheduler")
+
+NODE_GROUP_OPTIONS: tuple[Option, ...] = (
+    opt("name", "Name, unique in the cluster.", required=True, immutable=True),
+    opt("version", "Kubernetes major.minor; unset means the control plane's."),
+    opt("release_version", "AMI release version."),
+    opt(
+        "scaling",
+        "Size.",
+        type="dict",
+        default={},
+        options=(
+            opt("min_size", "Minimum.", type="int", default=1),
+            opt("max_size", "Maximum.", type="int", default=3),
+            opt("desired_size", "Desired.", type="int", default=2),
+        ),
+    ),
+    opt("externally_managed_replicas", "A cluster autoscaler owns desired size.", type="bool", default=False),
+    opt("instance_types", "Instance types.", type="list", elements="str", default=["t3.large"], immutable=True),
+    opt("capacity_type", "Capacity type.", choices=("ON_DEMAND", "SPOT"), default="ON_DEMAND", immutable=True),
+    opt("ami_type", "AMI type.", default="AL2023_x86_64_STANDARD", immutable=True),
+    opt("disk_size", "Root disk GiB.", type="int", default=20, immutable=True),
+    opt("labels", "Kubernetes labels.", type="dict", default={}),
+    opt(
+        "taints",
+        "Kubernetes taints.",
+        type="list",
+        elements="dict",
+        default=[],
+        options=(
+            opt("key", "Key.", required=True, no_log=False),
+            opt("value", "Value."),
+            opt(
+                "effect",
+                "Effect.",
+                choices=("NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"),
+                default="NO_SCHEDULE",
+            ),
+        ),
+    ),
+    opt(
+        "update_config",
+        "How many nodes may be replaced at once.",
+        type="dict",
+        default={},
+        options=(
+            opt("max_unavailable", "Nodes.", type="int"),
+            opt("max_unavailable_percentage", "Percent of nodes.", type="int"),
+        ),
+    ),
+    opt("node_role_arn", "An existing node role; unset means one is created and owned.", immutable=True),
+    opt("tags", "Extra tags.", type="dict", default={}),
+)
+
+FARGATE_PROFILE_OPTIONS: tuple[Option, ...] = (
+    opt("name", "Name.", required=True, immutable=True),
+    opt("pod_execution_role_arn", "An existing pod execution role; unset means created and owned.", immutable=True),
+    opt(
+        "selectors",
+        "Which pods run on Fargate.",
+        type="list",
+        elements="dict",
+        default=[],
+        immutable=True,
+        options=(
+            opt("namespace", "Namespace.", required=True),
+            opt("labels", "Pod labels.", type="dict", default={}),
+        ),
+    ),
+    opt("tags", "Extra tags.", type="dict", default={}),
+)
+
+EKS_OPTIONS: tuple[Option, ...] = (
+    opt("name", "EKS cluster name; unset means the cluster name.", immutable=True),
+    opt("version", "Kubernetes major.minor; upgraded one minor at a time.", default="1.31"),
+    opt("role_arn", "An existing control-plane role to use."),
+    opt("role_name", "Control-plane role to use or create; default <cluster>-iam-service-role."),
+    opt("restrict_private_subnets", "Give EKS only the private subnets.", type="bool", default=False),
+    opt(
+        "endpoint_access",
+        "API endpoint access.",
+        type="dict",
+        default={},
+        options=(
+            opt("public", "Public endpoint.", type="bool", default=True),
+            opt("private", "Private endpoint.", type="bool", default=False),
+            opt(
+                "public_cidrs",
+                "Who may reach the public endpoint.",
+                type="list",
+                elements="str",
+                default=["0.0.0.0/0"],
+                comparison="set",
+            ),
+        ),
+    ),
+    opt(
+        "logging",
+        "Control-plane log types to enable.",
+        type="dict",
+        default={},
+        options=tuple(
+            opt(kind, f"Send {kind.replace('_', ' ')} logs to CloudWatch.", type="bool", default=False)
+            for kind in LOG_TYPES
+        ),
+    ),
+    opt(
+        "encryption_config",
+        "KMS secrets encryption: can be added, never changed or removed.",
+        type="dict",
+        default={},
+        immutable=True,
+        options=(
+            opt("provider", "KMS key ARN; unset means none."),
+            opt("resources", "What to encrypt.", type="list", elements="str", default=["secrets"]),
+        ),
+    ),
+    opt(
+        "access_config",
+        "Authentication mode.",
+        type="dict",
+        default={},
+        options=(
+            opt(
+                "authentication_mode",
+                "How IAM principals are mapped.",
+                choices=("CONFIG_MAP", "API", "API_AND_CONFIG_MAP"),
+                default="CONFIG_MAP",
+            ),
+            opt("bootstrap_cluster_creator_admin_permissions", "Make the creator an admin.", type="bool", default=True),
+        ),
+    ),
+    opt(
+        "addons",
+        "Addons to manage; unset means addons are not managed, [] deletes those the collection installed.",
+        type="list",
+        elements="dict",
+        options=(
+            opt("name", "Addon name.", required=True),
+            opt("version", "Addon version; unset means the default."),
+            opt("configuration", "Configuration values (JSON)."),
+            opt("service_account_role_arn", "IRSA role of the addon."),
+            opt(
+                "conflict_resolution",
+                "How to resolve conflicts.",
+                choices=("overwrite", "none", "preserve"),
+                default="overwrite",
+            ),
+        ),
+    ),
+    opt("associate_oidc_provider", "Create and own the IAM OIDC provider for IRSA.", type="bool", default=False),
+    opt("oidc_thumbprint", "Thumbprint of the issuer's root CA; unset means fetch it."),
+    opt(
+        "iam_authenticator",
+        "aws-auth mappings (and access entries in API modes).",
+        type="dict",
+        default={},
+        options=(
+            opt("map_roles", "Role mappings: rolearn, username, groups.", type="list", elements="dict", default=[]),
+            opt("map_users", "User mappings: userarn, username, groups.", type="list", elements="dict", default=[]),
+        ),
+    ),
+    opt("node_groups", "Managed node groups.", type="list", elements="dict", default=[], options=NODE_GROUP_OPTIONS),
+    opt(
+        "fargate_profiles",
+        "Fargate profiles.",
+        type="list",
+        elements="dict",
+        default=[],
+        options=FARGATE_PROFILE_OPTIONS,
+    ),
+)
+
+CLUSTER_OPTIONS: tuple[Option, ...] = (
+    opt("name", "Cluster name: lower-case letters, digits and -, at most 40 characters.", required=True),
+    opt("region", "AWS region (default from module_defaults of group/clusterapi.aws.capa, then AWS_REGION)."),
+    opt(
+        "kind", "unmanaged (kubeadm on EC2) or eks.", choices=("unmanaged", "eks"), default="unmanaged", immutable=True
+    ),
+    opt(
+        "state",
         "present reconciles the cluster; absent deletes everything it owns.",
-        choices=["present", "absent"],
+        choices=("present", "absent"),
         default="present",
     ),
-    kubernetes_version=opt("Kubernetes version of the machines, e.g. v1.31.2.", default="v1.31.2"),
-    identity=opt(
-        "A role to assume for every request of this cluster.", type="dict", options=_role_identity_options(True)
+    opt("kubernetes_version", "Kubernetes version of the machines, e.g. v1.31.2.", default="v1.31.2"),
+    opt(
+        "identity",
+        "A role to assume for every request of this cluster.",
+        type="dict",
+        options=_role_identity_options(True),
     ),
-    additional_tags=opt("Tags added to every resource the cluster creates.", type="dict", default={}),
-    external_resource_gc=opt(
+    opt("additional_tags", "Tags added to every resource the cluster creates.", type="dict", default={}),
+    opt(
+        "external_resource_gc",
         "On delete, first remove the load balancers, target groups and security groups the in-cluster cloud "
         "provider created (tagged kubernetes.io/cluster/<name>: owned), as CAPA's ExternalResourceGC does.",
         type="bool",
         default=True,
     ),
-    ssh_key_name=opt("SSH key pair for machines that name none; empty means no key.", default=""),
-    network=opt("The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
-    bastion=opt(
-        "The bastion host.",
-        type="dict",
-        default={},
-        options=dict(
-            enabled=opt("Create a bastion in a public subnet.", type="bool", default=False),
-            allowed_cidr_blocks=opt(
-                "Sources allowed to SSH to the bastion.", type="list", elements="str", default=["0.0.0.0/0"]
-            ),
-            instance_type=opt("Instance type of the bastion.", default="t3.micro"),
-            ami_id=opt("AMI of the bastion (default the newest Canonical Ubuntu 24.04).", default=""),
-            ssh_key_name=opt("SSH key pair of the bastion; empty means the cluster's ssh_key_name.", default=""),
-        ),
-    ),
-    control_plane_endpoint=opt(
+    _MACHINE["ssh_key_name"].but(description="SSH key pair for machines that name none; unset means no key."),
+    opt("network", "The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
+    opt("bastion", "The bastion host.", type="dict", default={}, options=BASTION_OPTIONS),
+    opt(
+        "control_plane_endpoint",
         "The API endpoint when control_plane_load_balancer.type is disabled (CAPA waits for someone to set it).",
         type="dict",
         default={},
-        options=dict(
-            host=opt("DNS name or address of the API endpoint.", default=""),
-            port=opt("Port of the API endpoint.", type="int", default=6443),
+        options=(
+            opt("host", "DNS name or address of the API endpoint."),
+            opt("port", "Port of the API endpoint.", type="int", default=6443),
         ),
     ),
-    control_plane_load_balancer=opt(
+    opt(
+        "control_plane_load_balancer",
         "The control-plane load balancer.",
         type="dict",
         default={},
-        options=dict(
-            type=opt("Load balancer type.", choices=["classic", "nlb", "external", "disabled"], default="classic"),
-            scheme=opt("Scheme.", choices=["internet-facing", "internal"], default="internet-facing"),
-            name=opt("Name; for external, the existing load balancer to register with.", default=""),
-            health_check_protocol=opt("Health check protocol.", choices=["TCP", "HTTPS"], default="TCP"),
-            additional_listeners=opt(
-                "Extra listeners (NLB).",
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    port=opt("Listener port.", type="int", required=True),
-                    protocol=opt("Listener protocol.", choices=["TCP"], default="TCP"),
-                ),
-            ),
-            ingress_rules=opt(
-                "Ingress rules of the apiserver-lb group (default TCP 6443 from anywhere).",
-                type="list",
-                elements="dict",
-                default=[],
-                options=_rule_options(),
-            ),
-            preserve_client_ip=opt("NLB client IP preservation (off, as in CAPA).", type="bool", default=False),
-            cross_zone_load_balancing=opt("Cross-zone load balancing.", type="bool", default=False),
-        ),
+        options=LOAD_BALANCER_OPTIONS,
     ),
-    control_plane=opt(
-        "The control-plane machines.",
-        type="dict",
-        default={},
-        options=dict(
-            replicas=opt("Number of control-plane machines (odd).", type="int", default=1),
-            **_machine_options(),
-            rollout=opt(
-                "Rolling replacement.",
-                type="dict",
-                default={},
-                options=dict(max_surge=opt("Extra machines during a rollout.", type="int", default=1)),
-            ),
-            max_unhealthy=opt(
-                "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it "
-                "no unhealthy (stopped, impaired) machine is replaced.",
-                type="raw",
-                default="100%",
-            ),
-        ),
-    ),
-    machine_deployments=opt(
+    opt("control_plane", "The control-plane machines.", type="dict", default={}, options=CONTROL_PLANE_OPTIONS),
+    opt(
+        "machine_deployments",
         "Worker machine deployments.",
         type="list",
         elements="dict",
         default=[],
-        options=dict(
-            name=opt("Name, unique in the cluster.", required=True),
-            replicas=opt("Number of machines.", type="int", default=1),
-            **_machine_options(),
-            failure_domains=opt(
-                "AZs to spread over (default all private subnets' AZs).", type="list", elements="str", default=[]
-            ),
-            rollout=opt(
-                "Rolling replacement and scale-in.",
-                type="dict",
-                default={},
-                options=dict(
-                    max_surge=opt("Extra machines during a rollout.", type="int", default=1),
-                    max_unavailable=opt("Machines that may be missing during a rollout.", type="int", default=0),
-                    deletion_policy=opt(
-                        "Which machines go first on scale-in.", choices=["Random", "Newest", "Oldest"], default="Random"
-                    ),
-                ),
-            ),
-            max_unhealthy=opt(
-                "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it "
-                "no unhealthy (stopped, impaired) machine is replaced.",
-                type="raw",
-                default="100%",
-            ),
-        ),
+        options=MACHINE_DEPLOYMENT_OPTIONS,
     ),
-    machine_pools=opt(
+    opt(
+        "machine_pools",
         "Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind fleet) of worker machines. In an eks "
         "cluster they are self-managed nodes: nodeadm bootstrap, the EKS-optimised AL2023 image of eks.version "
         "unless ami says otherwise, and the EKS cluster security group added to the pool's groups.",
         type="list",
         elements="dict",
         default=[],
-        options=dict(
-            name=opt(
-                "Name of the pool, its launch template and group; unique in the account and region.", required=True
-            ),
-            kind=opt(
-                "asg (a launch template and an auto scaling group) or fleet (an EC2 Fleet).",
-                choices=["asg", "fleet"],
-                default="asg",
-            ),
-            min_size=opt("Minimum size.", type="int", default=1),
-            max_size=opt("Maximum size.", type="int", default=1),
-            desired_capacity=opt("Desired capacity (a fleet's target capacity).", type="int"),
-            externally_managed_replicas=opt("A cluster autoscaler owns desired capacity.", type="bool", default=False),
-            failure_domains=opt(
-                "AZs of the pool (default every private subnet's).", type="list", elements="str", default=[]
-            ),
-            **{k: v for k, v in _machine_options().items() if k not in ("tenancy", "placement_group_name")},
-            mixed_instances_policy=opt(
-                "Instance type overrides and the on-demand/spot split.",
-                type="dict",
-                options=dict(
-                    instances_distribution=opt(
-                        "How capacity splits between on-demand and spot.",
-                        type="dict",
-                        default={},
-                        options=dict(
-                            on_demand_base_capacity=opt("On-demand instances first.", type="int", default=0),
-                            on_demand_percentage_above_base_capacity=opt(
-                                "Percent on-demand above the base.", type="int", default=100
-                            ),
-                            spot_allocation_strategy=opt(
-                                "Spot allocation strategy.",
-                                choices=[
-                                    "lowest-price",
-                                    "capacity-optimized",
-                                    "capacity-optimized-prioritized",
-                                    "price-capacity-optimized",
-                                ],
-                                default="lowest-price",
-                            ),
-                            on_demand_allocation_strategy=opt(
-                                "On-demand allocation strategy.",
-                                choices=["prioritized", "lowest-price"],
-                                default="prioritized",
-                            ),
-                        ),
-                    ),
-                    overrides=opt(
-                        "Instance types to use.",
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(instance_type=opt("Instance type.", required=True)),
-                    ),
-                ),
-            ),
-            suspended_processes=opt(
-                "Auto scaling processes to suspend.",
-                type="list",
-                elements="str",
-                default=[],
-                choices=[
-                    "Launch",
-                    "Terminate",
-                    "AddToLoadBalancer",
-                    "AlarmNotification",
-                    "AZRebalance",
-                    "HealthCheck",
-                    "InstanceRefresh",
-                    "ReplaceUnhealthy",
-                    "ScheduledActions",
-                ],
-            ),
-            capacity_rebalance=opt("Capacity rebalancing for spot.", type="bool", default=False),
-            default_cooldown=opt("Default cooldown (s).", type="int", default=300),
-            default_instance_warmup=opt("Default instance warm-up (s).", type="int", default=300),
-            refresh_preferences=opt(
-                "Instance refresh on template changes.",
-                type="dict",
-                default={},
-                options=dict(
-                    disable=opt("Never start a refresh.", type="bool", default=False),
-                    min_healthy_percentage=opt("Healthy capacity kept during a refresh.", type="int", default=90),
-                    instance_warmup=opt("Warm-up of refreshed instances (s).", type="int"),
-                ),
-            ),
-            drain_on_scale_in=opt(
-                "Drain nodes before scale-in through a lifecycle hook (default on for spot pools).", type="bool"
-            ),
-        ),
+        options=MACHINE_POOL_OPTIONS,
     ),
-    eks=opt(
+    opt(
+        "eks",
         "EKS control plane, node groups and Fargate profiles (kind eks).",
         type="dict",
         default={},
-        options=dict(
-            name=opt("EKS cluster name; empty means the cluster name.", default=""),
-            version=opt("Kubernetes major.minor; upgraded one minor at a time.", default="1.31"),
-            role_arn=opt("An existing control-plane role to use.", default=""),
-            role_name=opt("Control-plane role to use or create; default <cluster>-iam-service-role.", default=""),
-            restrict_private_subnets=opt("Give EKS only the private subnets.", type="bool", default=False),
-            endpoint_access=opt(
-                "API endpoint access.",
-                type="dict",
-                default={},
-                options=dict(
-                    public=opt("Public endpoint.", type="bool", default=True),
-                    private=opt("Private endpoint.", type="bool", default=False),
-                    public_cidrs=opt(
-                        "Who may reach the public endpoint.", type="list", elements="str", default=["0.0.0.0/0"]
-                    ),
-                ),
-            ),
-            logging=opt(
-                "Control-plane log types to enable.",
-                type="dict",
-                default={},
-                options={
-                    kind: opt(f"Send {kind.replace('_', ' ')} logs to CloudWatch.", type="bool", default=False)
-                    for kind in ("api_server", "audit", "authenticator", "controller_manager", "scheduler")
-                },
-            ),
-            encryption_config=opt(
-                "KMS secrets encryption: can be added, never changed or removed.",
-                type="dict",
-                default={},
-                options=dict(
-                    provider=opt("KMS key ARN; empty means none.", default=""),
-                    resources=opt("What to encrypt.", type="list", elements="str", default=["secrets"]),
-                ),
-            ),
-            access_config=opt(
-                "Authentication mode.",
-                type="dict",
-                default={},
-                options=dict(
-                    authentication_mode=opt(
-                        "How IAM principals are mapped.",
-                        choices=["CONFIG_MAP", "API", "API_AND_CONFIG_MAP"],
-                        default="CONFIG_MAP",
-                    ),
-                    bootstrap_cluster_creator_admin_permissions=opt(
-                        "Make the creator an admin.", type="bool", default=True
-                    ),
-                ),
-            ),
-            addons=opt(
-                "Addons to manage; unset means addons are not managed, [] deletes those the collection installed.",
-                type="list",
-                elements="dict",
-                options=dict(
-                    name=opt("Addon name.", required=True),
-                    version=opt("Addon version; empty means the default.", default=""),
-                    configuration=opt("Configuration values (JSON).", default=""),
-                    service_account_role_arn=opt("IRSA role of the addon.", default=""),
-                    conflict_resolution=opt(
-                        "How to resolve conflicts.", choices=["overwrite", "none", "preserve"], default="overwrite"
-                    ),
-                ),
-            ),
-            associate_oidc_provider=opt("Create and own the IAM OIDC provider for IRSA.", type="bool", default=False),
-            oidc_thumbprint=opt("Thumbprint of the issuer's root CA; empty means fetch it.", default=""),
-            iam_authenticator=opt(
-                "aws-auth mappings (and access entries in API modes).",
-                type="dict",
-                default={},
-                options=dict(
-                    map_roles=opt(
-                        "Role mappings: rolearn, username, groups.", type="list", elements="dict", default=[]
-                    ),
-                    map_users=opt(
-                        "User mappings: userarn, username, groups.", type="list", elements="dict", default=[]
-                    ),
-                ),
-            ),
-            node_groups=opt(
-                "Managed node groups.",
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    name=opt("Name, unique in the cluster.", required=True),
-                    version=opt("Kubernetes major.minor; default the control plane's.", default=""),
-                    release_version=opt("AMI release version.", default=""),
-                    scaling=opt(
-                        "Size.",
-                        type="dict",
-                        default={},
-                        options=dict(
-                            min_size=opt("Minimum.", type="int", default=1),
-                            max_size=opt("Maximum.", type="int", default=3),
-                            desired_size=opt("Desired.", type="int", default=2),
-                        ),
-                    ),
-                    externally_managed_replicas=opt(
-                        "A cluster autoscaler owns desired size.", type="bool", default=False
-                    ),
-                    instance_types=opt("Instance types.", type="list", elements="str", default=["t3.large"]),
-                    capacity_type=opt("Capacity type.", choices=["ON_DEMAND", "SPOT"], default="ON_DEMAND"),
-                    ami_type=opt("AMI type.", default="AL2023_x86_64_STANDARD"),
-                    disk_size=opt("Root disk GiB.", type="int", default=20),
-                    labels=opt("Kubernetes labels.", type="dict", default={}),
-                    taints=opt(
-                        "Kubernetes taints.",
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(
-                            key=opt("Key.", required=True, no_log=False),
-                            value=opt("Value.", default=""),
-                            effect=opt(
-                                "Effect.",
-                                choices=["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"],
-                                default="NO_SCHEDULE",
-                            ),
-                        ),
-                    ),
-                    update_config=opt(
-                        "How many nodes may be replaced at once.",
-                        type="dict",
-                        default={},
-                        options=dict(
-                            max_unavailable=opt("Nodes.", type="int"),
-                            max_unavailable_percentage=opt("Percent of nodes.", type="int"),
-                        ),
-                    ),
-                    node_role_arn=opt("An existing node role; empty means one is created and owned.", default=""),
-                    tags=opt("Extra tags.", type="dict", default={}),
-                ),
-            ),
-            fargate_profiles=opt(
-                "Fargate profiles.",
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    name=opt("Name.", required=True),
-                    pod_execution_role_arn=opt(
-                        "An existing pod execution role; empty means created and owned.", default=""
-                    ),
-                    selectors=opt(
-                        "Which pods run on Fargate.",
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(
-                            namespace=opt("Namespace.", required=True),
-                            labels=opt("Pod labels.", type="dict", default={}),
-                        ),
-                    ),
-                    tags=opt("Extra tags.", type="dict", default={}),
-                ),
-            ),
-        ),
+        options=EKS_OPTIONS,
     ),
 )
 
+# Sections only one kind uses: the other kind would silently ignore them, so writing them is a mistake.
+KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments")}
 
-def argument_spec(options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``CLUSTER_OPTIONS`` without descriptions: what AnsibleModule takes as ``options``."""
-    result = {}
-    for name, option in (options if options is not None else CLUSTER_OPTIONS).items():
-        option = {k: copy.deepcopy(v) for k, v in option.items() if k != "description"}
-        if "options" in option:
-            option["options"] = argument_spec(option["options"])
-        result[name] = option
-    return result
+
+# derived: the argument spec, the unset spelling, the typed spec -------------------------------------------------------
+def argument_spec() -> dict[str, Any]:
+    """``CLUSTER_OPTIONS`` as AnsibleModule / ArgumentSpecValidator take it (the ``options`` of ``cluster``)."""
+    return _options.argument_spec(CLUSTER_OPTIONS)
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_cluster_spec's options: the spec, a state to compile for instead of the spec's, the output directory."""
+    return dict(
+        cluster=dict(type="dict", required=True, options=argument_spec()),
+        state=dict(type="str", choices=["present", "absent"]),
+        output_dir=dict(type="str", default=".capa"),
+    )
+
+
+def normalise(value: Any, options: Sequence[Option] = CLUSTER_OPTIONS) -> Any:
+    """Validated parameters with one spelling of unset: ``""`` in a string field without a default is ``None``."""
+    if not isinstance(value, Mapping):
+        return value
+    out = dict(value)
+    for option in options:
+        item = out.get(option.name)
+        if option.type == "str" and option.default is None and item == "":
+            out[option.name] = None
+        elif option.options is not None and option.type == "dict":
+            out[option.name] = normalise(item, option.options)
+        elif option.options is not None and option.type == "list" and isinstance(item, list):
+            out[option.name] = [normalise(element, option.options) for element in item]
+    return out
 
 
 def roles_for(kind: str) -> tuple[str, ...]:
     return EKS_ROLES if kind == "eks" else UNMANAGED_ROLES
 
 
-def check_cluster(cluster: dict[str, Any], default_region: str | None) -> None:
+def load(params: Mapping[str, Any], default_region: str | None) -> ClusterSpec:
+    """The typed spec of validated parameters (``cluster`` after the argument spec), checked; ``region`` resolved.
+
+    Raises SpecError naming the field.
+    """
+    spec = ClusterSpec.from_params(normalise(params))
+    check_cluster(spec, default_region)
+    return spec if spec.region else replace(spec, region=default_region)
+
+
+def plain(value: Any) -> Any:
+    """The typed spec (or a part of it) as the plain dicts and lists Ansible passes around."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
+# checks an argument spec cannot express ------------------------------------------------------------------------------
+def check_cluster(spec: ClusterSpec, default_region: str | None) -> None:
     """Everything an argument spec cannot check, each error naming the field (``capa_cluster.<path>``)."""
-    check_cluster_name(cluster["name"], "capa_cluster.name")
-    check_tags(cluster["additional_tags"], "capa_cluster.additional_tags")
-    region = cluster.get("region") or default_region
+    check_cluster_name(spec.name, "capa_cluster.name")
+    check_tags(spec.additional_tags, "capa_cluster.additional_tags")
+    region = spec.region or default_region
     if not region:
-        raise SpecError("capa_cluster.region", "no region given here nor in AWS_REGION / AWS_DEFAULT_REGION")
-    _check_network(cluster["network"], region, cluster["kind"])
-    for index, cidr in enumerate(cluster["bastion"]["allowed_cidr_blocks"]):
+        raise SpecError(
+            "capa_cluster.region",
+            "no region given here, in module_defaults of group/clusterapi.aws.capa, nor in AWS_REGION / "
+            "AWS_DEFAULT_REGION",
+        )
+    _check_network(spec, region)
+    for index, cidr in enumerate(spec.bastion.allowed_cidr_blocks):
         _check_source_cidr(cidr, f"capa_cluster.bastion.allowed_cidr_blocks[{index}]")
-    _check_kind_sections(cluster)
-    if cluster["kind"] == "eks":
-        _check_eks(cluster)
+    _check_kind_sections(spec)
+    if spec.kind == "eks":
+        _check_eks(spec)
     else:
-        if not KUBERNETES_VERSION.match(cluster["kubernetes_version"] or ""):
+        if not KUBERNETES_VERSION.match(spec.kubernetes_version or ""):
             raise SpecError(
                 "capa_cluster.kubernetes_version",
-                f"'{cluster['kubernetes_version']}' is not a Kubernetes version like v1.31.2",
+                f"'{spec.kubernetes_version}' is not a Kubernetes version like v1.31.2",
             )
-        _check_load_balancer(cluster)
-    _check_machines(cluster, region)
-    _check_machine_pools(cluster, region)
+        _check_load_balancer(spec)
+    _check_machines(spec, region)
+    _check_machine_pools(spec, region)
 
 
-def defaults(options: dict[str, Any]) -> dict[str, Any]:
-    """What the argument spec fills in for a section given as ``{}``: a section equal to it was not written."""
-    result: dict[str, Any] = {}
-    for name, option in options.items():
-        if "options" in option and option.get("default") == {}:
-            result[name] = defaults(option["options"])
-        else:
-            result[name] = copy.deepcopy(option.get("default"))
-    return result
+def _check_kind_sections(spec: ClusterSpec) -> None:
+    """A section the cluster's kind does not use must be left as it defaults (unwritten)."""
+    declared = by_name(CLUSTER_OPTIONS)
+    for section in KIND_SECTIONS[spec.kind]:
+        option = declared[section]
+        unset = _options.defaults(option.options or ()) if option.type == "dict" else option.default
+        if plain(getattr(spec, section)) != unset:
+            raise SpecError(f"capa_cluster.{section}", f"is not used by kind {spec.kind}; remove it")
 
 
-# Sections only one kind uses: the other kind would silently ignore them, so writing them is a mistake.
-KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments")}
-
-
-def _check_kind_sections(cluster: dict[str, Any]) -> None:
-    for section in KIND_SECTIONS[cluster["kind"]]:
-        option = CLUSTER_OPTIONS[section]
-        unset = defaults(option["options"]) if option["type"] == "dict" else option.get("default")
-        if cluster[section] != unset:
-            raise SpecError(f"capa_cluster.{section}", f"is not used by kind {cluster['kind']}; remove it")
-
-
-def _check_eks(cluster: dict[str, Any]) -> None:
-    eks = cluster["eks"]
+def _check_eks(spec: ClusterSpec) -> None:
+    eks = spec.eks
     field = "capa_cluster.eks"
-    if not re.match(r"^1\.\d{1,2}$", eks["version"]):
-        raise SpecError(f"{field}.version", f"'{eks['version']}' is not a Kubernetes major.minor version like 1.31")
-    network = cluster["network"]
-    if not network["subnets"] and network["vpc"]["availability_zone_usage_limit"] < 2:
+    if not EKS_VERSION.match(eks.version):
+        raise SpecError(f"{field}.version", f"'{eks.version}' is not a Kubernetes major.minor version like 1.31")
+    if not spec.network.subnets and spec.network.vpc.availability_zone_usage_limit < 2:
         raise SpecError("capa_cluster.network.vpc.availability_zone_usage_limit", "EKS needs subnets in at least 2 AZs")
-    if eks["role_arn"] and eks["role_name"]:
+    if eks.role_arn and eks.role_name:
         raise SpecError(f"{field}.role_arn", "give role_arn or role_name, not both")
-    for key in ("node_groups", "fargate_profiles"):
-        names: set[str] = set()
-        for index, item in enumerate(eks[key]):
-            where = f"{field}.{key}[{index}].name"
-            check_cluster_name(item["name"], where)
-            if item["name"] in names:
-                raise SpecError(where, f"'{item['name']}' is used twice")
-            names.add(item["name"])
-    for index, group in enumerate(eks["node_groups"]):
-        scaling = group["scaling"]
+    for key, items in (("node_groups", eks.node_groups), ("fargate_profiles", eks.fargate_profiles)):
+        _check_unique_names([item.name for item in items], f"{field}.{key}", check_cluster_name)
+    for index, group in enumerate(eks.node_groups):
+        scaling = group.scaling
         where = f"{field}.node_groups[{index}].scaling"
-        if not 0 <= scaling["min_size"] <= scaling["max_size"]:
+        if not 0 <= scaling.min_size <= scaling.max_size:
             raise SpecError(where, "needs 0 <= min_size <= max_size")
-        if not scaling["min_size"] <= scaling["desired_size"] <= scaling["max_size"]:
+        if not scaling.min_size <= scaling.desired_size <= scaling.max_size:
             raise SpecError(f"{where}.desired_size", "must lie between min_size and max_size")
-    control_plane = tuple(int(part) for part in eks["version"].split("."))
-    for index, group in enumerate(eks["node_groups"]):
+    control_plane_minor = int(eks.version.split(".")[1])
+    for index, group in enumerate(eks.node_groups):
         where = f"{field}.node_groups[{index}].version"
-        if not group["version"]:
+        if group.version is None:
             continue
-        if not re.match(r"^1\.\d{1,2}$", group["version"]):
-            raise SpecError(where, f"'{group['version']}' is not a Kubernetes major.minor version like 1.31")
+        if not EKS_VERSION.match(group.version):
+            raise SpecError(where, f"'{group.version}' is not a Kubernetes major.minor version like 1.31")
         # Kubernetes' version skew policy: kubelets never newer than the API server, at most 3 minors older.
-        minor = int(group["version"].split(".")[1])
-        if not control_plane[1] - 3 <= minor <= control_plane[1]:
+        minor = int(group.version.split(".")[1])
+        if not control_plane_minor - 3 <= minor <= control_plane_minor:
             raise SpecError(
-                where, f"'{group['version']}' must be the control plane's {eks['version']} or up to 3 minors older"
+                where, f"'{group.version}' must be the control plane's {eks.version} or up to 3 minors older"
             )
-    for index, cidr in enumerate(eks["endpoint_access"]["public_cidrs"]):
+    for index, cidr in enumerate(eks.endpoint_access.public_cidrs):
         _check_source_cidr(cidr, f"{field}.endpoint_access.public_cidrs[{index}]")
-    for index, profile in enumerate(eks["fargate_profiles"]):
-        if not profile["selectors"]:
+    for index, profile in enumerate(eks.fargate_profiles):
+        if not profile.selectors:
             raise SpecError(f"{field}.fargate_profiles[{index}].selectors", "needs at least one selector")
 
 
-def _check_machine_pools(cluster: dict[str, Any], region: str) -> None:
-    names: set[str] = set()
-    for index, pool in enumerate(cluster["machine_pools"]):
-        where = f"capa_cluster.machine_pools[{index}]"
-        if not 3 <= len(pool["name"]) <= 128 or not re.match(r"^[a-z0-9][a-z0-9-]*$", pool["name"]):
-            raise SpecError(f"{where}.name", f"'{pool['name']}': 3 to 128 lower-case letters, digits and -")
-        if pool["name"] in names:
-            raise SpecError(f"{where}.name", f"'{pool['name']}' is used twice")
-        names.add(pool["name"])
-        if pool["min_size"] < 0:
-            raise SpecError(f"{where}.min_size", "must not be negative")
-        if pool["max_size"] < pool["min_size"]:
-            raise SpecError(f"{where}.max_size", f"{pool['max_size']} is less than min_size {pool['min_size']}")
-        desired = pool["desired_capacity"]
-        # Also with externally managed replicas: the first desired capacity still has to fit the group.
-        if desired is not None and not pool["min_size"] <= desired <= pool["max_size"]:
-            raise SpecError(f"{where}.desired_capacity", "must lie between min_size and max_size")
-        check_availability_zones(pool["failure_domains"], region, f"{where}.failure_domains")
-        _check_machine(pool, where)
-        if pool["spot_market_options"] is not None and pool["mixed_instances_policy"]:
-            raise SpecError(where, "spot_market_options and mixed_instances_policy exclude each other")
-        distribution = (pool["mixed_instances_policy"] or {}).get("instances_distribution") or {}
-        if distribution.get("on_demand_base_capacity", 0) < 0:
-            raise SpecError(
-                f"{where}.mixed_instances_policy.instances_distribution.on_demand_base_capacity", "must not be negative"
-            )
-        if not 0 <= distribution.get("on_demand_percentage_above_base_capacity", 100) <= 100:
-            raise SpecError(
-                f"{where}.mixed_instances_policy.instances_distribution.on_demand_percentage_above_base_capacity",
-                "is a percentage: 0 to 100",
-            )
-        if pool["kind"] == "fleet" and not (pool["mixed_instances_policy"] or {}).get("overrides"):
-            raise SpecError(f"{where}.mixed_instances_policy.overrides", "a fleet needs its instance types listed here")
+def _check_unique_names(names: Sequence[str], field: str, check: Any) -> None:
+    for index, name in enumerate(names):
+        where = f"{field}[{index}].name"
+        check(name, where)
+        if name in names[:index]:
+            raise SpecError(where, f"'{name}' is used twice")
 
 
-def _check_load_balancer(cluster: dict[str, Any]) -> None:
-    balancer = cluster["control_plane_load_balancer"]
+def _check_pool_name(name: str, where: str) -> None:
+    if not 3 <= len(name) <= 128 or not POOL_NAME.match(name):
+        raise SpecError(where, f"'{name}': 3 to 128 lower-case letters, digits and -")
+
+
+def _check_machine_pools(spec: ClusterSpec, region: str) -> None:
+    _check_unique_names([pool.name for pool in spec.machine_pools], "capa_cluster.machine_pools", _check_pool_name)
+    for index, pool in enumerate(spec.machine_pools):
+        _check_machine_pool(pool, f"capa_cluster.machine_pools[{index}]", region)
+
+
+def _check_machine_pool(pool: MachinePool, where: str, region: str) -> None:
+    if pool.min_size < 0:
+        raise SpecError(f"{where}.min_size", "must not be negative")
+    if pool.max_size < pool.min_size:
+        raise SpecError(f"{where}.max_size", f"{pool.max_size} is less than min_size {pool.min_size}")
+    desired = pool.desired_capacity
+    # Also with externally managed replicas: the first desired capacity still has to fit the group.
+    if desired is not None and not pool.min_size <= desired <= pool.max_size:
+        raise SpecError(f"{where}.desired_capacity", "must lie between min_size and max_size")
+    check_availability_zones(pool.failure_domains, region, f"{where}.failure_domains")
+    _check_machine(pool, where)
+    policy = pool.mixed_instances_policy
+    if pool.spot_market_options is not None and policy is not None:
+        raise SpecError(where, "spot_market_options and mixed_instances_policy exclude each other")
+    if policy is not None:
+        distribution = policy.instances_distribution
+        field = f"{where}.mixed_instances_policy.instances_distribution"
+        if distribution.on_demand_base_capacity < 0:
+            raise SpecError(f"{field}.on_demand_base_capacity", "must not be negative")
+        if not 0 <= distribution.on_demand_percentage_above_base_capacity <= 100:
+            raise SpecError(f"{field}.on_demand_percentage_above_base_capacity", "is a percentage: 0 to 100")
+    if pool.kind == "fleet" and not (policy and policy.overrides):
+        raise SpecError(f"{where}.mixed_instances_policy.overrides", "a fleet needs its instance types listed here")
+
+
+def _check_load_balancer(spec: ClusterSpec) -> None:
+    balancer = spec.control_plane_load_balancer
     field = "capa_cluster.control_plane_load_balancer"
-    if balancer["type"] == "external" and not balancer["name"]:
+    if balancer.type == "external" and not balancer.name:
         raise SpecError(f"{field}.name", "an external load balancer is given by its name")
-    if balancer["type"] == "disabled" and not cluster["control_plane_endpoint"]["host"]:
+    if balancer.type == "disabled" and not spec.control_plane_endpoint.host:
         raise SpecError(
             "capa_cluster.control_plane_endpoint.host",
             "with no load balancer (type disabled), the API endpoint must be given here",
         )
-    if balancer["additional_listeners"] and balancer["type"] != "nlb":
+    if balancer.additional_listeners and balancer.type != "nlb":
         raise SpecError(f"{field}.additional_listeners", "additional listeners need type nlb")
-    if len(balancer["name"]) > 32:
-        raise SpecError(f"{field}.name", "load balancer names are at most 32 characters")
-    if balancer["name"] and not LB_NAME.match(balancer["name"]):
-        raise SpecError(
-            f"{field}.name", f"'{balancer['name']}' must be letters, digits and '-', not starting or ending with '-'"
-        )
-    if balancer["preserve_client_ip"] and balancer["type"] != "nlb":
+    if balancer.name is not None:
+        if len(balancer.name) > 32:
+            raise SpecError(f"{field}.name", "load balancer names are at most 32 characters")
+        if not LB_NAME.match(balancer.name):
+            raise SpecError(
+                f"{field}.name", f"'{balancer.name}' must be letters, digits and '-', not starting or ending with '-'"
+            )
+    if balancer.preserve_client_ip and balancer.type != "nlb":
         raise SpecError(f"{field}.preserve_client_ip", "client IP preservation is a setting of type nlb only")
-    for index, rule in enumerate(balancer["ingress_rules"]):
+    for index, rule in enumerate(balancer.ingress_rules):
         check_rule(rule, f"{field}.ingress_rules[{index}]")
-    port = cluster["control_plane_endpoint"]["port"]
+    port = spec.control_plane_endpoint.port
     if not 1 <= port <= 65535:
         raise SpecError("capa_cluster.control_plane_endpoint.port", f"{port} is not a port number")
 
 
-def _check_network(network: dict[str, Any], region: str, kind: str) -> None:
-    vpc = network["vpc"]
+def _check_network(spec: ClusterSpec, region: str) -> None:
+    network = spec.network
+    vpc = network.vpc
     field = "capa_cluster.network"
-    check_resource_id(vpc["id"], "vpc", f"{field}.vpc.id")
-    vpc_cidrs = []
-    if not vpc["id"]:
-        vpc_cidrs.append(str(check_vpc_cidr(vpc["cidr_block"], f"{field}.vpc.cidr_block")))
+    check_resource_id(vpc.id, "vpc", f"{field}.vpc.id")
+    vpc_cidrs: list[str] = []
+    if not vpc.id:
+        vpc_cidrs.append(str(check_vpc_cidr(vpc.cidr_block, f"{field}.vpc.cidr_block")))
         blocks = [ipaddress.ip_network(vpc_cidrs[0])]
-        for index, cidr in enumerate(vpc["secondary_cidr_blocks"]):
+        for index, cidr in enumerate(vpc.secondary_cidr_blocks):
             block = check_vpc_cidr(cidr, f"{field}.vpc.secondary_cidr_blocks[{index}]")
             clash = next((other for other in blocks if block.overlaps(other)), None)
             if clash is not None:
                 raise SpecError(f"{field}.vpc.secondary_cidr_blocks[{index}]", f"'{cidr}' overlaps '{clash}'")
             blocks.append(block)
             vpc_cidrs.append(cidr)
-    if vpc["availability_zone_usage_limit"] < 1:
+    if vpc.availability_zone_usage_limit < 1:
         raise SpecError(f"{field}.vpc.availability_zone_usage_limit", "must be at least 1")
-    _check_subnets(network["subnets"], vpc_cidrs, bool(vpc["id"]), region, f"{field}.subnets")
-    _check_cni(network["cni_ingress_rules"], f"{field}.cni_ingress_rules")
-    roles = roles_for(kind)
-    for role, group_id in network["security_group_overrides"].items():
+    _check_subnets(spec, vpc_cidrs, region, f"{field}.subnets")
+    _check_cni(network.cni_ingress_rules, f"{field}.cni_ingress_rules")
+    roles = roles_for(spec.kind)
+    for role, group_id in network.security_group_overrides.items():
         if role not in roles:
             raise SpecError(
                 f"{field}.security_group_overrides.{role}", f"is not a security group role ({', '.join(roles)})"
             )
         check_resource_id(group_id, "sg", f"{field}.security_group_overrides.{role}")
-    for key in ("additional_control_plane_ingress_rules", "additional_node_ingress_rules"):
-        for index, rule in enumerate(network[key]):
+    for key, rules in (
+        ("additional_control_plane_ingress_rules", network.additional_control_plane_ingress_rules),
+        ("additional_node_ingress_rules", network.additional_node_ingress_rules),
+    ):
+        for index, rule in enumerate(rules):
             check_rule(rule, f"{field}.{key}[{index}]", roles)
-    for index, cidr in enumerate(network["node_port_ingress_cidr_blocks"]):
+    for index, cidr in enumerate(network.node_port_ingress_cidr_blocks):
         _check_source_cidr(cidr, f"{field}.node_port_ingress_cidr_blocks[{index}]")
 
 
-def _check_subnets(subnets: list[dict[str, Any]], vpc_cidrs: list[str], byo_vpc: bool, region: str, field: str) -> None:
+def _check_subnets(spec: ClusterSpec, vpc_cidrs: list[str], region: str, field: str) -> None:
+    subnets = spec.network.subnets
+    byo_vpc = spec.network.vpc.id is not None
     if byo_vpc and not subnets:
         raise SpecError(field, "a VPC you bring (network.vpc.id) needs its subnets listed by id")
     for index, subnet in enumerate(subnets):
         where = f"{field}[{index}]"
-        if subnet.get("id"):
-            check_resource_id(subnet["id"], "subnet", f"{where}.id")
+        if subnet.id:
+            check_resource_id(subnet.id, "subnet", f"{where}.id")
             continue
         if byo_vpc:
             raise SpecError(where, "subnets of a VPC you bring must be given by id; the collection creates none there")
-        if not subnet.get("availability_zone") or not subnet.get("cidr_block"):
+        if not subnet.availability_zone or not subnet.cidr_block:
             raise SpecError(where, "give either id, or availability_zone and cidr_block")
-        check_availability_zone(subnet["availability_zone"], region, f"{where}.availability_zone")
-    check_subnet_cidrs(subnets, vpc_cidrs, field)
-    if subnets and not byo_vpc and not any(s.get("is_public") for s in subnets if not s.get("id")):
-        if not any(s.get("id") for s in subnets):
-            raise SpecError(field, "a managed VPC needs at least one public subnet (is_public: true)")
+        check_availability_zone(subnet.availability_zone, region, f"{where}.availability_zone")
+    check_subnet_cidrs([{"cidr_block": s.cidr_block} for s in subnets], vpc_cidrs, field)
+    if subnets and not byo_vpc and not any(s.id or s.is_public for s in subnets):
+        raise SpecError(field, "a managed VPC needs at least one public subnet (is_public: true)")
 
 
 def _check_cni(rules: Any, field: str) -> None:
@@ -820,7 +1023,7 @@ def _check_cni(rules: Any, field: str) -> None:
     for index, rule in enumerate(rules):
         if not isinstance(rule, dict):
             raise SpecError(f"{field}[{index}]", "must be a rule with description, protocol, from_port and to_port")
-        unknown = set(rule) - {"description", "protocol", "from_port", "to_port"}
+        unknown = set(rule) - CNI_RULE_KEYS
         if unknown:
             raise SpecError(f"{field}[{index}]", f"unknown key(s) {', '.join(sorted(unknown))}")
         protocol = str(rule.get("protocol", "tcp"))
@@ -829,13 +1032,13 @@ def _check_cni(rules: Any, field: str) -> None:
         check_port_range(rule.get("from_port"), rule.get("to_port"), protocol, f"{field}[{index}]")
 
 
-def check_rule(rule: dict[str, Any], field: str, roles: tuple[str, ...] = UNMANAGED_ROLES) -> None:
-    check_port_range(rule.get("from_port"), rule.get("to_port"), rule.get("protocol") or "tcp", field)
-    for index, cidr in enumerate(rule.get("cidr_blocks") or []):
+def check_rule(rule: IngressRule, field: str, roles: tuple[str, ...] = UNMANAGED_ROLES) -> None:
+    check_port_range(rule.from_port, rule.to_port, rule.protocol or "tcp", field)
+    for index, cidr in enumerate(rule.cidr_blocks):
         _check_source_cidr(cidr, f"{field}.cidr_blocks[{index}]")
-    for index, group_id in enumerate(rule.get("source_security_group_ids") or []):
+    for index, group_id in enumerate(rule.source_security_group_ids):
         check_resource_id(group_id, "sg", f"{field}.source_security_group_ids[{index}]")
-    for index, role in enumerate(rule.get("source_security_group_roles") or []):
+    for index, role in enumerate(rule.source_security_group_roles):
         if role not in roles:
             raise SpecError(
                 f"{field}.source_security_group_roles[{index}]", f"'{role}' is not one of {', '.join(roles)}"
@@ -856,57 +1059,67 @@ def _check_max_unhealthy(value: Any, field: str) -> None:
         raise SpecError(field, f"'{value}' is not a count (like 2) or a percentage up to 100% (like 40%)") from None
 
 
-def _check_machines(cluster: dict[str, Any], region: str) -> None:
-    control_plane = cluster["control_plane"]
-    _check_max_unhealthy(control_plane.get("max_unhealthy"), "capa_cluster.control_plane.max_unhealthy")
-    replicas = control_plane["replicas"]
+def _check_machines(spec: ClusterSpec, region: str) -> None:
+    control_plane = spec.control_plane
+    _check_max_unhealthy(control_plane.max_unhealthy, "capa_cluster.control_plane.max_unhealthy")
+    replicas = control_plane.replicas
     if replicas < 1 or replicas % 2 == 0:
         raise SpecError(
             "capa_cluster.control_plane.replicas", f"{replicas}: etcd needs an odd number of members (1, 3, 5)"
         )
-    if control_plane["rollout"]["max_surge"] not in (0, 1):
+    if control_plane.rollout.max_surge not in (0, 1):
         # KubeadmControlPlane's rule: etcd membership changes one member at a time.
         raise SpecError("capa_cluster.control_plane.rollout.max_surge", "must be 0 or 1")
     _check_machine(control_plane, "capa_cluster.control_plane")
-    names: set[str] = set()
-    for index, deployment in enumerate(cluster["machine_deployments"]):
-        where = f"capa_cluster.machine_deployments[{index}]"
-        check_cluster_name(deployment["name"], f"{where}.name")
-        if deployment["name"] in names:
-            raise SpecError(f"{where}.name", f"'{deployment['name']}' is used twice")
-        names.add(deployment["name"])
-        check_availability_zones(deployment["failure_domains"], region, f"{where}.failure_domains")
+    field = "capa_cluster.machine_deployments"
+    _check_unique_names([d.name for d in spec.machine_deployments], field, check_cluster_name)
+    for index, deployment in enumerate(spec.machine_deployments):
+        where = f"{field}[{index}]"
+        check_availability_zones(deployment.failure_domains, region, f"{where}.failure_domains")
         _check_machine(deployment, where)
-        if deployment["replicas"] < 0:
+        if deployment.replicas < 0:
             raise SpecError(f"{where}.replicas", "must not be negative")
-        _check_max_unhealthy(deployment.get("max_unhealthy"), f"{where}.max_unhealthy")
-        rollout = deployment["rollout"]
-        if rollout["max_surge"] < 0 or rollout["max_unavailable"] < 0:
+        _check_max_unhealthy(deployment.max_unhealthy, f"{where}.max_unhealthy")
+        rollout = deployment.rollout
+        if rollout.max_surge < 0 or rollout.max_unavailable < 0:
             raise SpecError(f"{where}.rollout", "max_surge and max_unavailable must not be negative")
-        if rollout["max_surge"] == 0 and rollout["max_unavailable"] == 0:
+        if rollout.max_surge == 0 and rollout.max_unavailable == 0:
             raise SpecError(
                 f"{where}.rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start"
             )
 
 
-def _check_machine(machine: dict[str, Any], where: str) -> None:
+def _check_machine(machine: Any, where: str) -> None:
     """What every group of machines shares: root volume, instance metadata, spot."""
-    volume = machine["root_volume"]
+    volume = machine.root_volume
     low, high = ROOT_VOLUME_GIB
-    if not low <= volume["size"] <= high:
-        raise SpecError(f"{where}.root_volume.size", f"{volume['size']} GiB: a root volume is {low} to {high} GiB")
-    if volume["type"] not in ROOT_VOLUME_TYPES:
-        raise SpecError(f"{where}.root_volume.type", f"'{volume['type']}' is not one of {', '.join(ROOT_VOLUME_TYPES)}")
-    hops = machine["imds"]["http_put_response_hop_limit"]
+    if not low <= volume.size <= high:
+        raise SpecError(f"{where}.root_volume.size", f"{volume.size} GiB: a root volume is {low} to {high} GiB")
+    if volume.type not in ROOT_VOLUME_TYPES:
+        raise SpecError(f"{where}.root_volume.type", f"'{volume.type}' is not one of {', '.join(ROOT_VOLUME_TYPES)}")
+    hops = machine.imds.http_put_response_hop_limit
     if not 1 <= hops <= 64:
         raise SpecError(f"{where}.imds.http_put_response_hop_limit", f"{hops} is not between 1 and 64")
-    spot = machine["spot_market_options"]
+    spot = machine.spot_market_options
     if spot is None:
         return
-    if spot["max_price"] and not re.match(r"^\d+(\.\d+)?$", spot["max_price"]):
-        raise SpecError(f"{where}.spot_market_options.max_price", f"'{spot['max_price']}' is not a price in USD")
-    if machine.get("tenancy") == "host":
+    if spot.max_price is not None and not PRICE.match(spot.max_price):
+        raise SpecError(f"{where}.spot_market_options.max_price", f"'{spot.max_price}' is not a price in USD")
+    if getattr(machine, "tenancy", None) == "host":
         raise SpecError(f"{where}.spot_market_options", "spot instances cannot run on dedicated hosts (tenancy host)")
 
 
-__all__ = ["CLUSTER_OPTIONS", "argument_spec", "check_cluster", "check_rule", "parse_cidr", "roles_for"]
+__all__ = [
+    "CLUSTER_OPTIONS",
+    "SpecError",
+    "MACHINE_OPTIONS",
+    "argument_spec",
+    "check_cluster",
+    "check_rule",
+    "load",
+    "module_argument_spec",
+    "normalise",
+    "parse_cidr",
+    "plain",
+    "roles_for",
+]

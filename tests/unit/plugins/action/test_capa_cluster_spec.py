@@ -1,5 +1,6 @@
-"""The capa_cluster_spec action plugin validates in the controller exactly as the module does in its own process:
-same normalised spec, same security group roles, same failures naming the same field."""
+"""The capa_cluster_spec action plugin validates and compiles in the controller exactly as the module does in its own
+process: same normalised spec, same steps, same security group roles, same failures naming the same field. Only the
+action sees the play's module_defaults, for the region of a spec that names none."""
 
 from __future__ import annotations
 
@@ -30,12 +31,19 @@ SPECS = [
 ]
 
 
-def run_module(cluster: dict) -> dict:
+ARGS = [
+    {"state": "absent"},
+    {"output_dir": ""},
+    {"output_dir": "/tmp/capa-out", "state": "present"},
+]
+
+
+def run_module(cluster: dict, **args) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("AWS_REGION", "AWS_DEFAULT_REGION")}
     env["PYTHONPATH"] = str(COLLECTIONS)
     answer = subprocess.run(
         [sys.executable, str(MODULE)],
-        input=json.dumps({"ANSIBLE_MODULE_ARGS": {"cluster": cluster}}),
+        input=json.dumps({"ANSIBLE_MODULE_ARGS": {"cluster": cluster, **args}}),
         capture_output=True,
         text=True,
         env=env,
@@ -44,13 +52,16 @@ def run_module(cluster: dict) -> dict:
     return json.loads(answer.stdout)
 
 
-def run_action(cluster: dict, monkeypatch) -> dict:
+def run_action(cluster: dict, monkeypatch, module_defaults=None, **args) -> dict:
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     task = MagicMock()
-    task.args = {"cluster": cluster}
+    task.args = {"cluster": cluster, **args}
     task.async_val = 0
-    action = ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=None, shared_loader_obj=None)
+    task.module_defaults = module_defaults or []
+    templar = MagicMock()
+    templar.template.side_effect = lambda value: value
+    action = ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=templar, shared_loader_obj=None)
     return action.run(task_vars={})
 
 
@@ -69,5 +80,39 @@ def test_action_answers_as_the_module(cluster, monkeypatch):
         assert core(action["msg"]) == core(module["msg"]), (module, action)
     else:
         assert action["cluster"] == module["cluster"]
+        assert action["steps"] == module["steps"]
         assert action["security_group_roles"] == module["security_group_roles"]
         assert action["changed"] is False
+
+
+@pytest.mark.parametrize("args", ARGS, ids=[json.dumps(a, sort_keys=True) for a in ARGS])
+def test_action_compiles_as_the_module_for_a_state_and_output_dir(args, monkeypatch):
+    cluster = {"name": "demo", "region": "us-east-1", "bastion": {"enabled": True}}
+    module = run_module(cluster, **args)
+    action = run_action(cluster, monkeypatch, **args)
+    assert not module.get("failed"), module
+    assert action["steps"] == module["steps"]
+    assert action["steps"]["state"] == args.get("state", "present")
+    expected_dir = {"": None, "/tmp/capa-out": "/tmp/capa-out/demo"}.get(args.get("output_dir", "?"))
+    if "output_dir" in args:
+        assert action["steps"]["output_dir"] == expected_dir
+        assert action["steps"]["control_plane"]["kubeadm"]["output_dir"] == args["output_dir"]
+
+
+def test_the_plays_module_defaults_give_a_spec_without_region_its_region(monkeypatch):
+    """A region in module_defaults of group/clusterapi.aws.capa is the region of every step (before AWS_REGION); the
+    spec's own region still wins; the last layer (task over block over play) that sets one decides."""
+    defaults = [
+        {"group/clusterapi.aws.capa": {"region": "eu-west-1", "profile": "ops"}},
+        {"group/clusterapi.aws.capa": {"aws_region": "eu-central-1"}, "clusterapi.aws.capa_vpc": {"region": "x"}},
+    ]
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    action = run_action({"name": "demo"}, monkeypatch, module_defaults=defaults)
+    assert action["cluster"]["region"] == "eu-central-1"
+    assert action["steps"]["network"]["vpc"]["region"] == "eu-central-1"
+    assert (
+        run_action({"name": "demo", "region": "us-west-2"}, monkeypatch, defaults)["cluster"]["region"] == "us-west-2"
+    )
+    failed = run_action({"name": "demo"}, monkeypatch)
+    assert failed["failed"] and failed["field"] == "capa_cluster.region"
+    assert "module_defaults of group/clusterapi.aws.capa" in failed["msg"]

@@ -1,21 +1,37 @@
-"""The cluster spec: defaults as CAPA's, and every bad input rejected with the field named (no AWS involved)."""
+"""The cluster spec: declared once, defaults as CAPA's and as the README documents them, one spelling of unset, and
+every bad input rejected with the field named (no AWS involved)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import types
+import typing
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import argument_spec, check_cluster
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import cluster_spec as spec_module
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import cluster_types
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import (
+    CLUSTER_OPTIONS,
+    MACHINE_OPTIONS,
+    POOL_EXCLUDED,
+    argument_spec,
+    check_cluster,
+    load,
+    plain,
+)
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_types import ClusterSpec
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[5]
+POOL = {"name": "pool-0", "min_size": 1, "max_size": 3}
 
 
-def normalise(cluster: dict) -> dict:
+def validated(cluster: dict) -> dict:
     result = ArgumentSpecValidator({"cluster": {"type": "dict", "options": argument_spec()}}).validate(
         {"cluster": cluster}
     )
@@ -24,23 +40,126 @@ def normalise(cluster: dict) -> dict:
     return result.validated_parameters["cluster"]
 
 
+def normalise(cluster: dict) -> ClusterSpec:
+    """The typed spec of what a user wrote, unchecked (check_cluster is what the tests call)."""
+    return ClusterSpec.from_params(spec_module.normalise(validated(cluster)))
+
+
 def test_minimal_spec_gets_capas_defaults():
-    cluster = normalise({"name": "demo", "region": "us-east-1"})
-    check_cluster(cluster, None)
-    assert cluster["kind"] == "unmanaged"
-    assert cluster["network"]["vpc"]["cidr_block"] == "10.0.0.0/16"
-    assert cluster["network"]["vpc"]["availability_zone_usage_limit"] == 3
-    assert cluster["network"]["nat_gateways"] == "per_az"
-    assert cluster["network"]["cni_ingress_rules"] == "calico"
-    assert cluster["control_plane_load_balancer"]["type"] == "classic"
-    assert cluster["bastion"]["enabled"] is False
-    assert cluster["control_plane"]["replicas"] == 1
-    assert cluster["control_plane"]["root_volume"]["encrypted"] is True
+    cluster = load(validated({"name": "demo", "region": "us-east-1"}), None)
+    assert cluster.kind == "unmanaged"
+    assert cluster.network.vpc.cidr_block == "10.0.0.0/16"
+    assert cluster.network.vpc.availability_zone_usage_limit == 3
+    assert cluster.network.nat_gateways == "per_az"
+    assert cluster.network.cni_ingress_rules == "calico"
+    assert cluster.control_plane_load_balancer.type == "classic"
+    assert cluster.bastion.enabled is False
+    assert cluster.control_plane.replicas == 1
+    assert cluster.control_plane.root_volume.encrypted is True
+
+
+def test_the_readme_defaults_are_the_declared_ones():
+    """README "The cluster spec" documents these defaults; the declaration must keep them."""
+    cluster = plain(load(validated({"name": "demo", "region": "us-east-1"}), None))
+    machine = {
+        "instance_type": "t3.large",
+        "root_volume": {"size": 80, "type": "gp3", "encrypted": True},
+        "imds": {"http_tokens": "required", "http_put_response_hop_limit": 1},
+        "tenancy": "default",
+        "bootstrap_backend": "secrets-manager",
+        "ami": {"id": None, "base_os": None, "owner": None, "name_format": None},
+        "spot_market_options": None,
+        "ssh_key_name": None,
+    }
+    assert {k: cluster["control_plane"][k] for k in machine} == machine
+    assert cluster["control_plane"]["rollout"] == {"max_surge": 1}
+    assert cluster["bastion"] == {
+        "enabled": False,
+        "allowed_cidr_blocks": ["0.0.0.0/0"],
+        "instance_type": "t3.micro",
+        "ami_id": None,
+        "ssh_key_name": None,
+    }
+    assert cluster["control_plane_endpoint"] == {"host": None, "port": 6443}
+    assert cluster["network"]["vpc"] == {
+        "id": None,
+        "cidr_block": "10.0.0.0/16",
+        "secondary_cidr_blocks": [],
+        "availability_zone_usage_limit": 3,
+        "availability_zone_selection": "Ordered",
+    }
+    assert cluster["network"]["node_port_ingress_cidr_blocks"] == ["0.0.0.0/0"]
+    eks = cluster["eks"]
+    assert (eks["version"], eks["addons"], eks["name"], eks["oidc_thumbprint"]) == ("1.31", None, None, None)
+    assert eks["encryption_config"] == {"provider": None, "resources": ["secrets"]}
+    pool = load(validated({"name": "demo", "region": "us-east-1", "machine_pools": [POOL]}), None).machine_pools[0]
+    assert (pool.kind, pool.desired_capacity, pool.default_cooldown, pool.drain_on_scale_in) == ("asg", None, 300, None)
+    assert not hasattr(pool, "tenancy") and not hasattr(pool, "placement_group_name")
+
+
+def every_option(options=CLUSTER_OPTIONS, path="capa_cluster"):
+    for option in options:
+        yield f"{path}.{option.name}", option
+        if option.options is not None:
+            yield from every_option(option.options, f"{path}.{option.name}")
+
+
+def test_one_spelling_of_unset():
+    """No option means "not set" by an empty string: unset is None, and "" written for such a field is None too."""
+    assert [path for path, option in every_option() if option.default == ""] == []
+    assert all(option.description for _path, option in every_option())
+    cluster = load(
+        validated(
+            {
+                "name": "demo",
+                "region": "us-east-1",
+                "ssh_key_name": "",
+                "network": {"vpc": {"id": ""}},
+                "control_plane": {"ami": {"id": "", "base_os": ""}, "iam_instance_profile": ""},
+                "control_plane_load_balancer": {"name": ""},
+            }
+        ),
+        None,
+    )
+    assert cluster.ssh_key_name is None and cluster.network.vpc.id is None
+    assert cluster.control_plane.ami.id is None and cluster.control_plane.ami.base_os is None
+    assert cluster.control_plane.iam_instance_profile is None and cluster.control_plane_load_balancer.name is None
+
+
+def test_the_typed_spec_has_every_declared_field():
+    """Each section's dataclass has exactly the declared fields, in order (cluster_types.py is generated)."""
+
+    def check(cls, options, path):
+        assert [f.name for f in fields(cls)] == [o.name for o in options], path
+        hints = typing.get_type_hints(cls, vars(cluster_types))
+        for option in options:
+            if option.options is None:
+                continue
+            nested = hints[option.name]
+            if isinstance(nested, types.UnionType):  # X | None
+                [nested] = [a for a in typing.get_args(nested) if a is not type(None)]
+            inner = typing.get_args(nested)[0] if option.type == "list" else nested
+            check(inner, option.options, f"{path}.{option.name}")
+
+    check(ClusterSpec, CLUSTER_OPTIONS, "capa_cluster")
+
+
+def test_the_machine_fields_are_declared_in_one_place():
+    """The control plane, machine deployments and pools take the machine options of MACHINE_OPTIONS (pools without
+    tenancy and placement group), with the cluster's documented defaults."""
+    names = [o.name for o in MACHINE_OPTIONS]
+    sections = {o.name: o for o in CLUSTER_OPTIONS}
+    for section, excluded in (("control_plane", ()), ("machine_deployments", ()), ("machine_pools", POOL_EXCLUDED)):
+        declared = {o.name: o for o in sections[section].options}
+        assert [n for n in names if n in declared] == [n for n in names if n not in excluded], section
+        assert declared["instance_type"].default == "t3.large"
+        assert {o.name: o.default for o in declared["root_volume"].options}["size"] == 80
+    assert {o.name: o for o in MACHINE_OPTIONS}["instance_type"].default is None
 
 
 def test_unknown_keys_are_rejected():
     with pytest.raises(ValueError, match="bogus"):
-        normalise({"name": "demo", "network": {"bogus": 1}})
+        validated({"name": "demo", "network": {"bogus": 1}})
 
 
 BAD = [
@@ -167,7 +286,7 @@ def test_region_comes_from_the_environment_when_not_in_the_spec():
 
 
 def test_generated_docs_and_role_specs_match_the_declaration():
-    """tools/gen_specs.py writes capa_cluster_spec's DOCUMENTATION and the roles' argument specs from _spec.py."""
+    """tools/gen_specs.py writes capa_cluster_spec's DOCUMENTATION, the typed spec and the roles' argument specs."""
     result = subprocess.run(
         [sys.executable, str(REPO / "tools/gen_specs.py"), "--check"], capture_output=True, text=True, check=False
     )
@@ -175,7 +294,6 @@ def test_generated_docs_and_role_specs_match_the_declaration():
 
 
 # Rules added with the bad-input matrix (tests/integration/test_bad_input.py runs them through site.yml).
-POOL = {"name": "pool-0", "min_size": 1, "max_size": 3}
 BAD_MORE = [
     ({"kubernetes_version": "v1.31"}, "capa_cluster.kubernetes_version"),
     (

@@ -1,0 +1,81 @@
+# Copyright: Contributors to clusterapi.aws
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of ``clusterapi.aws.capa_step``: run one module of the collection with compiled parameters.
+
+The roles hand every module the parameters ``capa_cluster_spec`` compiled, as data. Ansible can take a task's
+arguments from a template (``module: "{{ params }}"``), but warns on every such task, and a role that needs the
+group's ``module_defaults`` to reach its modules must not set that group's defaults itself (Ansible replaces a
+group's defaults rather than merging them). So the step runs here, with the precedence a task has:
+
+1. ``module_defaults`` of ``group/clusterapi.aws.capa`` - capa_step is in the group, so Ansible has already put
+   them among this task's arguments (everything besides ``module`` and ``params``);
+2. ``module_defaults`` for the module itself (``clusterapi.aws.capa_vpc: {wait_timeout: 3}``);
+3. ``params``, what the spec says (cluster name, region, identity, tags and the module's own options).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.vars import merge_hash
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
+
+COLLECTION = "clusterapi.aws"
+# The modules a step may run: those of the action group capa that reconcile or read a cluster.
+STEP_MODULES = (
+    "capa_vpc",
+    "capa_subnet",
+    "capa_security_group",
+    "capa_elb",
+    "capa_kubeadm",
+    "capa_instance",
+    "capa_asg",
+    "capa_fleet",
+    "capa_eks_cluster",
+    "capa_eks_nodegroup",
+    "capa_eks_fargate_profile",
+    "capa_external_resources",
+    "capa_cluster_info",
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        group_defaults = dict(self._task.args)
+        module = group_defaults.pop("module", None)
+        params = group_defaults.pop("params", None)
+        problem = self._refuse(module, params)
+        if problem:
+            result.update(failed=True, msg=problem)
+            return result
+        fqcn = f"{COLLECTION}.{module}"
+        args = {**group_defaults, **self._module_defaults(fqcn), **params}
+        return merge_hash(result, self._execute_module(module_name=fqcn, module_args=args, task_vars=task_vars))
+
+    @staticmethod
+    def _refuse(module: Any, params: Any) -> str | None:
+        if module not in STEP_MODULES:
+            return f"module: '{module}' is not one of {', '.join(STEP_MODULES)}"
+        if not isinstance(params, dict):
+            return f"params: must be a dict of {module}'s options, not {type(params).__name__}"
+        left = unresolved(params)
+        if left:
+            return (
+                f"params: references to earlier outputs are not resolved ({', '.join(left)}); "
+                "pass the params through the clusterapi.aws.capa_resolve filter"
+            )
+        return None
+
+    def _module_defaults(self, fqcn: str) -> dict[str, Any]:
+        """module_defaults given for the module itself, the last layer (task over block over play) winning."""
+        found: dict[str, Any] = {}
+        for layer in self._task.module_defaults or []:
+            if layer.get(fqcn):
+                found.update(self._templar.template(layer[fqcn]))
+        return found
