@@ -208,6 +208,13 @@ def test_selectors_pagination_patches_apply_watch_and_discovery(aws, kubesim):
     assert [t.key for t in core.read_node(node).spec.taints] == ["only"]
     core.patch_node(node, {"spec": {"unschedulable": None}})
     assert core.read_node(node).spec.unschedulable is None
+    cordons = [
+        e
+        for e in kubesim.journal(cluster=CLUSTER, source="apiserver", moto=False)
+        if e.get("method") == "PATCH" and e.get("resource") == "nodes"
+    ]
+    assert cordons[0]["name"] == node and cordons[0]["fields"]["spec.unschedulable"] is True
+    assert cordons[0]["user"] == "kubesim-admin" and cordons[0]["status"] == 200
     stale = core.read_namespaced_pod("p0", "shop")
     core.patch_namespaced_pod("p0", "shop", {"metadata": {"annotations": {"a": "1"}}})
     stale.metadata.annotations = {"b": "2"}
@@ -509,6 +516,21 @@ def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_m
         return next(c for c in node.status.conditions if c.type == "Ready").status == "Unknown"
 
     kubesim.wait(unknown, 10, "Ready=Unknown")
+
+    # A second member down (control API power switch): 1 of 3 voters, writes fail - the API server answers 500 as
+    # kube-apiserver does when etcd cannot commit; back on, the failed window closes.
+    second = sorted(by_instance.values(), key=lambda i: i["machine"])[1]
+    sim.etcd_member(second["node"], power="off")
+    kubesim.wait(lambda: sim.etcd()["quorum"]["has_quorum"] is False, 10, "the quorum monitor to see the loss")
+    with pytest.raises(ApiException) as timed_out:
+        core.create_namespace({"metadata": {"name": "after-the-loss"}})
+    assert timed_out.value.status == 500 and status_of(timed_out.value)["message"] == "etcdserver: request timed out"
+    assert core.list_namespace().items  # reads are served from the API server's cache
+    sim.etcd_member(second["node"], power="on")
+    kubesim.wait(lambda: sim.etcd()["quorum"]["has_quorum"], 30, "writes to work again")
+    window = sim.etcd()["quorum"]["failed_windows"][0]
+    assert window["end"] > window["start"] and window["failures"] >= 1
+    core.create_namespace({"metadata": {"name": "after-the-recovery"}})
     events = [
         e["event"]
         for e in kubesim.journal(cluster=name, source="node", moto=False)
@@ -619,3 +641,8 @@ def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, r
     assert terminations[1]["time"] <= window["start"]
     removed = [e for e in timeline if e["event"] == "member-removed"]
     assert removed == []  # nobody removed a member: the bug this simulator must expose
+    # Every old control plane is gone and no new one could join (check-etcd/member add fail): nothing serves.
+    states = {i["machine"]: i["state"] for i in sim.instances()}
+    assert "joined" not in [states[m["name"]] for m in rollout["machines"]], states
+    with pytest.raises(Exception, match="Connection aborted|Remote end closed|Max retries"):
+        client.CoreV1Api(sim.api_client()).list_namespace(_request_timeout=5)
