@@ -129,7 +129,8 @@ class ControllerManager:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():  # a cluster that never ran kubeadm init never started its controllers
+            self._thread.join(timeout=5)
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
