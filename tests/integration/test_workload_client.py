@@ -154,7 +154,8 @@ def access_for(ctx, sim, pki, mode: str = "auto") -> nl.KubernetesAccess:
 
 
 def web_with_budget(sim, node: str, replicas: int = 2, min_available: int = 2) -> None:
-    """A Deployment scheduled onto ``node`` (so its replacements cannot go back to it once cordoned) behind a PodDisruptionBudget that refuses any eviction of a ready pod."""
+    """A Deployment scheduled onto ``node`` (its replacements cannot go back once the Node is cordoned) behind a
+    PodDisruptionBudget that refuses any eviction of a ready pod."""
     sim.create(
         {
             "apiVersion": "apps/v1",
