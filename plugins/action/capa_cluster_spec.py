@@ -6,8 +6,9 @@ controller.
 
 Validating and compiling the spec makes no AWS request and reads nothing from the target, so there is no reason to
 ship the module to a new Python process (AnsiballZ, interpreter start, imports) for it: this plugin runs the same
-argument spec and the same code (``cluster/compile.py``) in-process. The module file stays the documented interface
-and runs the same code when invoked on its own.
+argument spec and the same code (``cluster/compile.py``) in-process, its errors naming the spec as users write it
+(``capa_cluster -> network``, ``capa_cluster.nodes``). The module file stays the documented interface and runs the
+same code when invoked on its own.
 
 One thing only the controller knows: the play's ``module_defaults``. A region set there for
 ``group/clusterapi.aws.capa`` is the region of a spec that names none (before AWS_REGION), as it is for the
@@ -32,6 +33,23 @@ GROUP = "group/clusterapi.aws.capa"
 REGION_OPTIONS = ("region", "aws_region", "ec2_region")
 
 
+# Errors name the spec as users write it (the capa_cluster host variable), not the module option.
+USER_NAME = "capa_cluster"
+
+
+def user_argument_spec() -> dict[str, Any]:
+    spec = module_argument_spec()
+    spec[USER_NAME] = spec.pop("cluster")
+    return spec
+
+
+def as_user_wrote(args: Any) -> dict[str, Any]:
+    args = dict(args)
+    if "cluster" in args:
+        args[USER_NAME] = args.pop("cluster")
+    return args
+
+
 def environment_region() -> str | None:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
 
@@ -54,14 +72,14 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         result["changed"] = False
-        validated = ArgumentSpecValidator(module_argument_spec()).validate(self._task.args)
+        validated = ArgumentSpecValidator(user_argument_spec()).validate(as_user_wrote(self._task.args))
         if validated.error_messages:
             result.update(failed=True, msg="capa_cluster is invalid: " + "; ".join(describe(validated.errors)))
             return result
         params = validated.validated_parameters
         try:
             compiled = compile_cluster(
-                params["cluster"], self.play_region() or environment_region(), params["state"], params["output_dir"]
+                params[USER_NAME], self.play_region() or environment_region(), params["state"], params["output_dir"]
             )
         except SpecError as e:
             result.update(failed=True, msg=f"capa_cluster is invalid: {e}", field=e.field)

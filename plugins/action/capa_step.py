@@ -39,6 +39,7 @@ STEP_MODULES = (
     "capa_eks_fargate_profile",
     "capa_external_resources",
     "capa_cluster_info",
+    "capa_addons",
 )
 
 

@@ -40,6 +40,7 @@ options:
       - capa_eks_fargate_profile
       - capa_external_resources
       - capa_cluster_info
+      - capa_addons
   params:
     description:
       - The module's parameters. References to earlier outputs left in them fail the task, naming them.
@@ -91,6 +92,7 @@ STEP_MODULES = [
     "capa_eks_fargate_profile",
     "capa_external_resources",
     "capa_cluster_info",
+    "capa_addons",
 ]
 
 

@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 SITE = Path(__file__).parent / "playbooks/network.yml"
 DELETE = Path(__file__).parent / "playbooks/network-delete.yml"
 ROLE_TAG = "sigs.k8s.io/cluster-api-provider-aws/role"
+LITE = {"vpc": {"availability_zone_usage_limit": 1}, "nat_gateways": "none"}
 
 
 def owner(cluster):
@@ -117,9 +118,17 @@ def test_default_network_is_capas_topology_noop_then_deleted(aws, run_playbook, 
             assert tags(item)[owner("net-it")] == "owned", kind
             assert ROLE_TAG in tags(item) and "Name" in tags(item), kind
 
+    # The network as the role reconciled it; CAPA's conditions are capa_cluster_info's (the cluster role's status).
     status = json.loads((tmp_path / "out/net-it/status.json").read_text())
-    assert status["conditions"]["VpcReady"] is True and status["conditions"]["SubnetsReady"] is True
-    assert status["network"]["vpc"]["id"] == vpc["VpcId"]
+    assert (status["cluster"], status["kind"], status["region"], status["state"]) == (
+        "net-it",
+        "unmanaged",
+        "us-east-1",
+        "present",
+    )
+    assert status["network"]["vpc"]["id"] == vpc["VpcId"] and "conditions" not in status
+    assert sorted(s["id"] for s in status["network"]["subnets"]) == sorted(s["SubnetId"] for s in subnets)
+    assert set(status["network"]["security_groups"]) == {"apiserver-lb", "lb", "controlplane", "node"}
 
     aws.reset_requests()
     second = run_playbook(SITE, inventory=inv)
@@ -142,8 +151,20 @@ def test_default_network_is_capas_topology_noop_then_deleted(aws, run_playbook, 
     assert leftovers == {}
     aws.reset_requests()
     again = run_playbook(DELETE, inventory=inv)
-    assert again.stats["net-it"]["changed"] <= 1  # only status.json is rewritten, nothing in AWS
+    assert again.stats["net-it"]["changed"] == 0  # status.json rewritten with the same content is no change
     assert aws.mutating_requests() == []
+    assert json.loads((tmp_path / "out/net-it/status.json").read_text())["state"] == "deleted"
+
+
+def test_no_output_directory_writes_no_file(aws, run_playbook, tmp_path):
+    """capa_output_dir "" : the network role writes no status.json (nor anything else) anywhere."""
+    inv = inventory(tmp_path, [{"name": "nofile-it", "region": "us-east-1", "network": LITE}], "")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    run_playbook(SITE, inventory=inv, cwd=work)
+    run_playbook(DELETE, inventory=inv, cwd=work)
+    assert sorted(p.name for p in work.rglob("*")) == []
+    assert not any(p.name == "status.json" for p in tmp_path.rglob("*"))
 
 
 def test_check_mode_against_an_empty_account_runs_every_task_and_changes_nothing(aws, run_playbook, tmp_path):
