@@ -135,3 +135,14 @@ def delete_when_free(
                 raise ReconcileError(f"cannot delete {what}: {message}{detail}") from e
         time.sleep(min(delay, max(ctx.remaining(), 0.1)))
         delay = min(delay * 1.7, 15.0)
+
+
+def launch_template(ctx: Context, name: str) -> dict[str, Any] | None:
+    """The launch template named ``name``, or None (a filter, not ``LaunchTemplateNames``: then a missing name is
+    an empty answer, not an error)."""
+    found = (
+        ctx.client("ec2")
+        .paginate("describe_launch_templates", Filters=[{"Name": "launch-template-name", "Values": [name]}])
+        .get("LaunchTemplates", [])
+    )
+    return found[0] if found else None

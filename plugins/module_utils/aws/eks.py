@@ -7,3 +7,14 @@ Describe-style functions return ``None`` (or an empty list) when AWS says the re
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from ..kernel.context import Context
+from .errors import missing_as_none
+
+
+def describe_cluster(ctx: Context, name: str) -> dict[str, Any] | None:
+    """The EKS cluster ``name`` as DescribeCluster answers it (its ``cluster``), or None when there is none."""
+    answer = missing_as_none(ctx.client("eks").describe_cluster, name=name)
+    return answer["cluster"] if answer is not None else None

@@ -7,3 +7,19 @@ Describe-style functions return ``None`` (or an empty list) when AWS says the re
 """
 
 from __future__ import annotations
+
+from ..kernel.context import Context
+from .errors import missing_as_none
+
+
+def delete_secret(ctx: Context, name: str, reason: str) -> None:
+    """Remove a secret for good (no recovery window); one already gone is fine (it stays a planned call)."""
+    missing_as_none(
+        ctx.ops.call,
+        ctx.client("secretsmanager"),
+        "delete_secret",
+        resource=name,
+        reason=reason,
+        SecretId=name,
+        ForceDeleteWithoutRecovery=True,
+    )
