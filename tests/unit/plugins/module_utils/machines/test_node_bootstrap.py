@@ -1,17 +1,21 @@
-"""What pool nodes boot from: the EKS nodeadm document, the image choice and the bootstrap checks (pure), and the
-EKS-optimised image lookup through AWS's public SSM parameter (botocore Stubber: the request shapes are checked
-against the real ssm/ec2 service models)."""
+"""What machines boot from (node_bootstrap.py): the EKS nodeadm document and the watcher's kubeconfig (pure), and
+the one document path of groups, pools and fleets - none, raw, kubeadm from the cluster PKI (read once), eks from
+one DescribeCluster - plus the termination watcher merged in. botocore Stubber: the PKI secret and the EKS
+cluster's answers are chosen per case, and each request is checked against the real service models."""
 
 from __future__ import annotations
 
 import boto3
 import pytest
 import yaml
-from botocore.stub import Stubber
+from botocore.stub import ANY, Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_bootstrap as nb
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import termination as _termination
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.machine_spec import MachineSpec
 
 CLUSTER = {
     "name": "demo-eks",
@@ -59,124 +63,139 @@ def test_nodeadm_cloud_config_writes_the_config_and_runs_nodeadm():
 
 def test_watcher_merges_into_the_eks_document_with_the_eks_kubelet_credentials():
     document = nb.nodeadm_cloud_config(CLUSTER, labels={})
-    merged = _termination.with_watcher(document, kubeconfig=nb.watcher_kubeconfig(nb.EKS))
+    merged = _termination.with_watcher(document, kubeconfig=nb.watcher_kubeconfig("eks"))
     paths = [f["path"] for f in cloud_config(merged)["write_files"]]
     assert nb.NODEADM_CONFIG in paths and _termination.UNIT_PATH in paths
     unit = next(f["content"] for f in cloud_config(merged)["write_files"] if f["path"] == _termination.UNIT_PATH)
     assert "Environment=CAPA_WATCHER_KUBECONFIG=/var/lib/kubelet/kubeconfig" in unit
-    assert nb.watcher_kubeconfig(nb.KUBEADM) == _termination.DEFAULT_KUBECONFIG
+    assert nb.watcher_kubeconfig("kubeadm") == _termination.DEFAULT_KUBECONFIG
 
 
-@pytest.mark.parametrize(
-    ("version", "minor"), [("1.31", "1.31"), ("v1.31", "1.31"), ("v1.32.4", "1.32"), ("1.30.0", "1.30")]
-)
-def test_eks_minor(version, minor):
-    assert nb.eks_minor(version) == minor
-    assert nb.eks_image_parameter(version, "arm64") == (
-        f"/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/arm64/standard/recommended/image_id"
-    )
-
-
-@pytest.mark.parametrize("version", ["", "latest", "1", "v1.31.2.1", "1.31-eks"])
-def test_eks_minor_rejects(version):
-    with pytest.raises(SpecError) as failure:
-        nb.eks_minor(version)
-    assert failure.value.field == "kubernetes_version"
-
-
-@pytest.mark.parametrize(
-    ("kind", "ami", "expected"),
-    [
-        ("eks", {}, True),
-        ("eks", {"id": "ami-0123456789abcdef0"}, False),
-        ("eks", {"base_os": "ubuntu-24.04"}, False),
-        ("eks", {"owner": "123456789012"}, False),
-        ("kubeadm", {}, False),
-        ("raw", {}, False),
-    ],
-)
-def test_uses_eks_image(kind, ami, expected):
-    assert nb.uses_eks_image(kind, ami) is expected
-
-
-@pytest.mark.parametrize(
-    ("bootstrap", "version", "field"),
-    [
-        ({"type": "kubeadm"}, "v1.31.2", "bootstrap.endpoint_host"),
-        ({"type": "kubeadm", "endpoint_host": "api"}, None, "kubernetes_version"),
-        ({"type": "eks"}, None, "kubernetes_version"),
-        ({"type": "eks"}, "latest", "kubernetes_version"),
-        ({"type": "raw"}, "v1.31.2", "bootstrap.data"),
-        ({"type": "ignition"}, "v1.31.2", "bootstrap.type"),
-    ],
-)
-def test_check_bootstrap_names_the_field(bootstrap, version, field):
-    with pytest.raises(SpecError) as failure:
-        nb.check_bootstrap(bootstrap, version)
-    assert failure.value.field == field
-
-
-@pytest.mark.parametrize(
-    ("kind", "ami", "version", "field"),
-    [
-        ("kubeadm", {}, None, "kubernetes_version"),
-        ("kubeadm", {}, "1.31", "kubernetes_version"),  # CAPA's lookup needs a full version
-        ("eks", {}, "v1.31.2.9", "kubernetes_version"),
-        ("eks", {"base_os": "ubuntu-24.04"}, "1.31", "kubernetes_version"),  # CAPA's lookup, not EKS's
-    ],
-)
-def test_check_image_inputs_names_the_field(kind, ami, version, field):
-    with pytest.raises(SpecError) as failure:
-        nb.check_image_inputs(kind, ami, version)
-    assert failure.value.field == field
-
-
-@pytest.mark.parametrize(
-    ("kind", "ami", "version"),
-    [("eks", {}, "1.31"), ("eks", {}, "v1.31.2"), ("kubeadm", {}, "v1.31.2"), ("kubeadm", {"id": "ami-1"}, None)],
-)
-def test_check_image_inputs_accepts(kind, ami, version):
-    nb.check_image_inputs(kind, ami, version)
-
-
+# the one document path (botocore Stubber: the PKI secret and DescribeCluster answers are chosen per case) ------
 class StubContext:
-    """The slice of Context the lookup uses: clients and check mode."""
+    """The slice of Context NodeBootstrap uses: clients, the cluster, check mode and warnings."""
 
-    check_mode = False
+    cluster = "demo"
 
-    def __init__(self) -> None:
-        self.clients = {name: boto3.client(name, region_name="us-east-1") for name in ("ssm", "ec2")}
+    def __init__(self, check_mode: bool = False) -> None:
+        self.check_mode = check_mode
+        self.raw = {name: boto3.client(name, region_name="us-east-1") for name in ("secretsmanager", "eks")}
+        self.clients = {name: RetryingClient(client, retries=0) for name, client in self.raw.items()}
+        self.warnings: list[str] = []
 
-    def client(self, name: str):
+    def client(self, name: str, region: str | None = None):
         return self.clients[name]
 
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
 
-def test_eks_optimized_image_reads_the_public_parameter_of_the_architecture():
+
+def machine(**params) -> MachineSpec:
+    return MachineSpec.from_params({"instance_type": "t3.large", "kubernetes_version": "v1.31.2", **params})
+
+
+KUBEADM = {"type": "kubeadm", "endpoint_host": "demo-apiserver.example.com"}
+
+
+@pytest.fixture(scope="module")
+def pki_secret() -> str:
+    return pki.generate_pki().to_secret_string()
+
+
+def test_no_and_raw_bootstrap_need_no_request():
     ctx = StubContext()
-    name = "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/arm64/standard/recommended/image_id"
-    with Stubber(ctx.clients["ec2"]) as ec2, Stubber(ctx.clients["ssm"]) as ssm:
-        ec2.add_response(
-            "describe_instance_types",
-            {"InstanceTypes": [{"InstanceType": "m7g.large", "ProcessorInfo": {"SupportedArchitectures": ["arm64"]}}]},
-            {"InstanceTypes": ["m7g.large"]},
-        )
-        ssm.add_response("get_parameters", {"Parameters": [{"Name": name, "Value": "ami-0abc"}]}, {"Names": [name]})
-        ec2.add_response(
-            "describe_images",
-            {"Images": [{"ImageId": "ami-0abc", "Name": "amazon-eks-node-al2023-arm64-standard-1.31-v1"}]},
-            {"ImageIds": ["ami-0abc"]},
-        )
-        image = nb.eks_optimized_image(ctx, "m7g.large", "v1.31.2")
-    assert image.id == "ami-0abc"
+    assert nb.NodeBootstrap(ctx, machine(bootstrap={"type": "none"})).document("demo-md-0-abcde") is None
+    raw = nb.NodeBootstrap(ctx, machine(bootstrap={"type": "raw", "data": "#!/bin/sh\necho hi\n"}))
+    assert raw.document("demo-md-0-abcde") == b"#!/bin/sh\necho hi\n"
 
 
-def test_eks_optimized_image_missing_is_a_clear_error():
+def test_kubeadm_documents_read_the_pki_once_and_render_the_role(pki_secret):
     ctx = StubContext()
-    with Stubber(ctx.clients["ec2"]) as ec2, Stubber(ctx.clients["ssm"]) as ssm:
-        ec2.add_response(
-            "describe_instance_types",
-            {"InstanceTypes": [{"InstanceType": "t3.large", "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]}}]},
+    with Stubber(ctx.raw["secretsmanager"]) as sm:
+        sm.add_response(
+            "get_secret_value", {"SecretString": pki_secret, "Name": "clusterapi.aws/demo/pki"}, {"SecretId": ANY}
         )
-        ssm.add_response("get_parameters", {"Parameters": [], "InvalidParameters": ["x"]})
-        with pytest.raises(ReconcileError, match=r"no EKS-optimised image for Kubernetes 1\.99.*set ami\.id"):
-            nb.eks_optimized_image(ctx, "t3.large", "1.99")
+        boot = nb.NodeBootstrap(ctx, machine(role="control-plane", bootstrap=KUBEADM))
+        first = boot.document("demo-control-plane-aaaaa", kubeadm_role=pki.ROLE_INIT)
+        joining = boot.document("demo-control-plane-bbbbb", kubeadm_role=pki.ROLE_JOIN_CONTROL_PLANE)
+        worker = boot.document("demo-md-0-ccccc")
+        sm.assert_no_pending_responses()
+    assert b"kubeadm init" in first and b"kubeadm join" in joining and b"kubeadm join" in worker
+    assert b"demo-apiserver.example.com:6443" in worker
+    assert joining != worker  # a control plane joins with the cluster's CA keys, a worker without
+
+
+def test_kubeadm_without_a_pki_is_planned_in_check_mode_and_an_error_otherwise():
+    for check_mode in (True, False):
+        ctx = StubContext(check_mode=check_mode)
+        with Stubber(ctx.raw["secretsmanager"]) as sm:
+            sm.add_client_error("get_secret_value", "ResourceNotFoundException")
+            boot = nb.NodeBootstrap(ctx, machine(bootstrap=KUBEADM))
+            if check_mode:
+                assert boot.document("demo-md-0-abcde") == nb.PLANNED
+            else:
+                with pytest.raises(ReconcileError, match="has no PKI.*run capa_kubeadm first"):
+                    boot.document("demo-md-0-abcde")
+
+
+def test_eks_document_is_the_nodeadm_config_of_the_described_cluster():
+    ctx = StubContext()
+    with Stubber(ctx.raw["eks"]) as eks:
+        eks.add_response("describe_cluster", {"cluster": CLUSTER}, {"name": "demo-eks"})
+        boot = nb.NodeBootstrap(ctx, machine(bootstrap={"type": "eks", "eks_cluster_name": "demo-eks"}))
+        document = boot.document("eks-mp-0")
+    assert document == nb.nodeadm_cloud_config(CLUSTER, labels={nb.POOL_LABEL: "eks-mp-0"})
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (None, "EKS cluster demo does not exist; reconcile it first"),
+        ({"name": "demo", "status": "CREATING"}, "EKS cluster demo is CREATING \\(no endpoint yet\\)"),
+    ],
+)
+def test_eks_document_of_a_cluster_not_ready(answer, message):
+    for check_mode in (True, False):
+        ctx = StubContext(check_mode=check_mode)
+        with Stubber(ctx.raw["eks"]) as eks:
+            if answer is None:
+                eks.add_client_error("describe_cluster", "ResourceNotFoundException")
+            else:
+                eks.add_response("describe_cluster", {"cluster": answer}, {"name": "demo"})
+            boot = nb.NodeBootstrap(ctx, machine(bootstrap={"type": "eks"}))  # default: the cluster_name
+            if check_mode:  # the EKS cluster is created earlier in the same (planned) run
+                assert boot.document("eks-mp-0") == nb.PLANNED
+            else:
+                with pytest.raises(ReconcileError, match=f"^bootstrap.eks_cluster_name: {message}"):
+                    boot.document("eks-mp-0")
+
+
+def test_the_watcher_goes_into_a_cloud_config_with_the_pools_hook():
+    ctx = StubContext()
+    boot = nb.NodeBootstrap(ctx, machine(bootstrap={"type": "eks"}))
+    merged = boot.add_watcher(nb.nodeadm_cloud_config(CLUSTER, labels={}), lifecycle_hook="mp-0-drain")
+    unit = next(f["content"] for f in cloud_config(merged)["write_files"] if f["path"] == _termination.UNIT_PATH)
+    assert "CAPA_WATCHER_LIFECYCLE_HOOK=mp-0-drain" in unit and "/var/lib/kubelet/kubeconfig" in unit
+    assert ctx.warnings == []
+
+
+@pytest.mark.parametrize(
+    "document, warning",
+    [
+        (b"#!/bin/sh\necho hi\n", "bootstrap data is not #cloud-config: no termination watcher added"),
+        (b"#cloud-config\n- a list\n", "bootstrap data is not a valid cloud-config mapping: no termination watcher"),
+        (b"#cloud-config\nkey: [unclosed\n", "bootstrap data is not a valid cloud-config mapping: no termination"),
+    ],
+)
+def test_a_document_that_cannot_take_the_watcher_is_used_as_it_is_with_a_warning(document, warning):
+    ctx = StubContext()
+    assert nb.NodeBootstrap(ctx, machine()).add_watcher(document) == document
+    assert len(ctx.warnings) == 1 and ctx.warnings[0].startswith(warning)
+    assert "echo hi" not in ctx.warnings[0] and "unclosed" not in ctx.warnings[0]  # never the document
+
+
+def test_nothing_to_watch_without_a_document():
+    ctx = StubContext()
+    boot = nb.NodeBootstrap(ctx, machine())
+    assert boot.add_watcher(None) is None and boot.add_watcher(nb.PLANNED) == nb.PLANNED
+    assert ctx.warnings == []
