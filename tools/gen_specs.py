@@ -2,9 +2,9 @@
 
 From the cluster spec (plugins/module_utils/cluster/cluster_spec.py): the options block of
 ``plugins/modules/capa_cluster_spec.py``'s DOCUMENTATION and every role's ``meta/argument_specs.yml``. From the
-machine options (plugins/module_utils/machines/machine_spec.py): the doc fragment ``plugins/doc_fragments/machine.py``
-(``clusterapi.aws.machine`` and its ``.instance``, ``.asg``, ``.fleet`` sections). ``--check`` exits 1 when a file
-differs from what it would write (unit-tested).
+machine options (plugins/module_utils/machines/machine_spec.py): the doc fragment
+``plugins/doc_fragments/machine.py`` (``clusterapi.aws.machine`` and its ``.pool_bootstrap``, ``.instance``,
+``.asg``, ``.fleet`` sections). ``--check`` exits 1 when a file differs from what it would write (unit-tested).
 """
 
 from __future__ import annotations
@@ -241,6 +241,8 @@ class ModuleDocFragment:
 MACHINE_SECTIONS = {
     "DOCUMENTATION": "What every module that launches machines (capa_instance, capa_asg, capa_fleet) takes to "
     "describe them.",
+    "POOL_BOOTSTRAP": "The bootstrap option of the pool modules, capa_asg and capa_fleet "
+    "(clusterapi.aws.machine.pool_bootstrap).",
     "INSTANCE": "capa_instance's own machine options (clusterapi.aws.machine.instance).",
     "ASG": "capa_asg's own machine options (clusterapi.aws.machine.asg).",
     "FLEET": "capa_fleet's own machine options (clusterapi.aws.machine.fleet).",

@@ -111,6 +111,66 @@ options:
         default: 1
 """
 
+    # The bootstrap option of the pool modules, capa_asg and capa_fleet (clusterapi.aws.machine.pool_bootstrap).
+    POOL_BOOTSTRAP = r"""
+options:
+  bootstrap:
+    description:
+      - The pool machines' bootstrap data. Whatever the type, the document waits in
+        Secrets Manager or SSM (one set of entries per launch template version); the
+        launch template only carries a boot hook that fetches it.
+    type: dict
+    default: {}
+    suboptions:
+      type:
+        description:
+          - C(kubeadm) - a kubeadm worker join rendered from the cluster PKI that
+            M(clusterapi.aws.capa_kubeadm) stored.
+          - C(eks) - a self-managed node of the EKS cluster I(bootstrap.eks_cluster_name)
+            - a C(#cloud-config) that writes a nodeadm C(NodeConfig) (API endpoint,
+            CA, service CIDR, read with one C(DescribeCluster)) and runs C(nodeadm
+            init). Unless I(ami) names an image or lookup fields, the image is the
+            EKS-optimised Amazon Linux 2023 AMI of I(kubernetes_version) (C(1.31)
+            or C(v1.31.2)) from AWS's public SSM parameter. The instance profile's
+            role must be allowed into the cluster (an access entry of type C(EC2_LINUX),
+            or an aws-auth mapping).
+          - C(raw) - the document in I(bootstrap.data) (the termination watcher is
+            merged into a C(#cloud-config); other documents are used as they are).
+          - C(none) - no user data.
+        type: str
+        default: kubeadm
+        choices:
+          - kubeadm
+          - eks
+          - raw
+          - none
+      endpoint_host:
+        description:
+          - Host name of the Kubernetes API endpoint; kubeadm.
+        type: str
+      endpoint_port:
+        description:
+          - Port of the Kubernetes API endpoint; kubeadm.
+        type: int
+        default: 6443
+      eks_cluster_name:
+        description:
+          - The EKS cluster the nodes join; eks. Default - I(cluster_name).
+        type: str
+      data:
+        description:
+          - The bootstrap document for C(raw). Never logged or returned.
+        type: str
+      backend:
+        description:
+          - Where each launch template version's document waits for the machines.
+        type: str
+        default: secrets-manager
+        choices:
+          - secrets-manager
+          - ssm-parameter-store
+"""
+
     # capa_instance's own machine options (clusterapi.aws.machine.instance).
     INSTANCE = r"""
 options:
@@ -205,61 +265,6 @@ options:
         description:
           - Maximum price in USD per hour; empty means the on-demand price.
         type: str
-  bootstrap:
-    description:
-      - The pool machines' bootstrap data. Whatever the type, the document waits in
-        Secrets Manager or SSM (one set of entries per launch template version); the
-        launch template only carries a boot hook that fetches it.
-    type: dict
-    default: {}
-    suboptions:
-      type:
-        description:
-          - C(kubeadm) - a kubeadm worker join rendered from the cluster PKI that
-            M(clusterapi.aws.capa_kubeadm) stored.
-          - C(eks) - a self-managed node of the EKS cluster I(bootstrap.eks_cluster_name)
-            - a C(#cloud-config) that writes a nodeadm C(NodeConfig) (API endpoint,
-            CA, service CIDR, read with one C(DescribeCluster)) and runs C(nodeadm
-            init). Unless I(ami) names an image or lookup fields, the image is the
-            EKS-optimised Amazon Linux 2023 AMI of I(kubernetes_version) (C(1.31)
-            or C(v1.31.2)) from AWS's public SSM parameter. The instance profile's
-            role must be allowed into the cluster (an access entry of type C(EC2_LINUX),
-            or an aws-auth mapping).
-          - C(raw) - the document in I(bootstrap.data) (the termination watcher is
-            merged into a C(#cloud-config); other documents are used as they are).
-          - C(none) - no user data.
-        type: str
-        default: kubeadm
-        choices:
-          - kubeadm
-          - eks
-          - raw
-          - none
-      endpoint_host:
-        description:
-          - Host name of the Kubernetes API endpoint; kubeadm.
-        type: str
-      endpoint_port:
-        description:
-          - Port of the Kubernetes API endpoint; kubeadm.
-        type: int
-        default: 6443
-      eks_cluster_name:
-        description:
-          - The EKS cluster the nodes join; eks. Default - I(cluster_name).
-        type: str
-      data:
-        description:
-          - The bootstrap document for C(raw). Never logged or returned.
-        type: str
-      backend:
-        description:
-          - Where each launch template version's document waits for the machines.
-        type: str
-        default: secrets-manager
-        choices:
-          - secrets-manager
-          - ssm-parameter-store
 """
 
     # capa_fleet's own machine options (clusterapi.aws.machine.fleet).
@@ -270,59 +275,4 @@ options:
       - The launch template's own instance type (also picks the AMI architecture).
         Default the first of I(instance_types).
     type: str
-  bootstrap:
-    description:
-      - The pool machines' bootstrap data. Whatever the type, the document waits in
-        Secrets Manager or SSM (one set of entries per launch template version); the
-        launch template only carries a boot hook that fetches it.
-    type: dict
-    default: {}
-    suboptions:
-      type:
-        description:
-          - C(kubeadm) - a kubeadm worker join rendered from the cluster PKI that
-            M(clusterapi.aws.capa_kubeadm) stored.
-          - C(eks) - a self-managed node of the EKS cluster I(bootstrap.eks_cluster_name)
-            - a C(#cloud-config) that writes a nodeadm C(NodeConfig) (API endpoint,
-            CA, service CIDR, read with one C(DescribeCluster)) and runs C(nodeadm
-            init). Unless I(ami) names an image or lookup fields, the image is the
-            EKS-optimised Amazon Linux 2023 AMI of I(kubernetes_version) (C(1.31)
-            or C(v1.31.2)) from AWS's public SSM parameter. The instance profile's
-            role must be allowed into the cluster (an access entry of type C(EC2_LINUX),
-            or an aws-auth mapping).
-          - C(raw) - the document in I(bootstrap.data) (the termination watcher is
-            merged into a C(#cloud-config); other documents are used as they are).
-          - C(none) - no user data.
-        type: str
-        default: kubeadm
-        choices:
-          - kubeadm
-          - eks
-          - raw
-          - none
-      endpoint_host:
-        description:
-          - Host name of the Kubernetes API endpoint; kubeadm.
-        type: str
-      endpoint_port:
-        description:
-          - Port of the Kubernetes API endpoint; kubeadm.
-        type: int
-        default: 6443
-      eks_cluster_name:
-        description:
-          - The EKS cluster the nodes join; eks. Default - I(cluster_name).
-        type: str
-      data:
-        description:
-          - The bootstrap document for C(raw). Never logged or returned.
-        type: str
-      backend:
-        description:
-          - Where each launch template version's document waits for the machines.
-        type: str
-        default: secrets-manager
-        choices:
-          - secrets-manager
-          - ssm-parameter-store
 """

@@ -196,6 +196,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
+  - clusterapi.aws.machine.pool_bootstrap
   - clusterapi.aws.machine.asg
 """
 

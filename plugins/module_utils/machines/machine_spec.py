@@ -8,9 +8,10 @@ tenancy and a placement group, and a bootstrap document. :data:`MACHINE_OPTIONS`
 (:class:`..kernel.options.Option`: name, type, default, choices, description); each module takes them through its
 own variant (:data:`INSTANCE_OPTIONS`, :data:`ASG_OPTIONS`, :data:`FLEET_OPTIONS`: the same options, some with a
 module's own description or default, plus :data:`MODULE_OPTIONS`), and ``tools/gen_specs.py`` writes the doc
-fragment ``clusterapi.aws.machine`` from the same declaration. :class:`MachineSpec` is the typed value built once
-from a module's parameters (:meth:`MachineSpec.from_params`, every default read from the declaration), checked by
-:meth:`MachineSpec.validate` before any AWS call, and rendered into the three requests that make machines: a
+fragment ``clusterapi.aws.machine`` (its sections: :data:`DOC_FRAGMENTS`) from the same declaration.
+:class:`MachineSpec` is the typed value built once from a module's parameters (:meth:`MachineSpec.from_params`,
+every default read from the declaration), checked by :meth:`MachineSpec.validate` before any AWS call, and
+rendered into the three requests that make machines: a
 ``RunInstances`` request (:meth:`MachineSpec.run_instances_request`), launch template data
 (:meth:`MachineSpec.launch_template_data`) and EC2 Fleet overrides (:meth:`MachineSpec.fleet_overrides`).
 ``GroupSpec``, ``PoolSpec`` and ``FleetSpec`` embed a ``MachineSpec`` and keep only what is theirs (replicas and
@@ -30,6 +31,7 @@ so the cluster spec (which runs in the controller) stays small.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import re
 from dataclasses import dataclass, replace
@@ -340,7 +342,8 @@ COMMON_OPTIONS: tuple[Option, ...] = (
     *by_names(MACHINE_OPTIONS, "ami", "root_volume", "ssh_key_name", "iam_instance_profile", "security_group_ids"),
     IMDS,
 )
-# Each module's own (the doc fragments clusterapi.aws.machine.instance, .asg, .fleet).
+# Each module's own (the doc fragments clusterapi.aws.machine.instance, .asg, .fleet; the pools' bootstrap is
+# clusterapi.aws.machine.pool_bootstrap).
 INSTANCE_OWN_OPTIONS: tuple[Option, ...] = (
     INSTANCE_TYPE.but(description="EC2 instance type. Required except for the bastion (default C(t3.micro))."),
     SPOT_MARKET_OPTIONS,
@@ -356,21 +359,20 @@ ASG_OWN_OPTIONS: tuple[Option, ...] = (
         description="Launch every instance as a one-time spot instance that terminates on interruption (launch "
         "template market options). Not with I(mixed_instances_policy), whose distribution decides spot there."
     ),
-    POOL_BOOTSTRAP,
 )
 FLEET_OWN_OPTIONS: tuple[Option, ...] = (
     INSTANCE_TYPE.but(
         description="The launch template's own instance type (also picks the AMI architecture). Default the first "
         "of I(instance_types)."
     ),
-    POOL_BOOTSTRAP,
 )
 INSTANCE_OPTIONS = COMMON_OPTIONS + INSTANCE_OWN_OPTIONS
-ASG_OPTIONS = COMMON_OPTIONS + ASG_OWN_OPTIONS
-FLEET_OPTIONS = COMMON_OPTIONS + FLEET_OWN_OPTIONS
+ASG_OPTIONS = COMMON_OPTIONS + ASG_OWN_OPTIONS + (POOL_BOOTSTRAP,)
+FLEET_OPTIONS = COMMON_OPTIONS + FLEET_OWN_OPTIONS + (POOL_BOOTSTRAP,)
 # The doc fragment's sections (tools/gen_specs.py writes plugins/doc_fragments/machine.py from them).
 DOC_FRAGMENTS: dict[str, tuple[Option, ...]] = {
     "DOCUMENTATION": COMMON_OPTIONS,
+    "POOL_BOOTSTRAP": (POOL_BOOTSTRAP,),
     "INSTANCE": INSTANCE_OWN_OPTIONS,
     "ASG": ASG_OWN_OPTIONS,
     "FLEET": FLEET_OWN_OPTIONS,
@@ -399,20 +401,12 @@ def filled(option: Option, value: Any) -> Any:
     """``value`` with every unset field (None or ``""``) taken from the declaration, as Ansible fills defaults in."""
     value = _given(value)
     if option.options is None or option.type != "dict":
-        return _copy(option.default) if value is None else value
+        return copy.deepcopy(option.default) if value is None else value
     if value is None:
         if option.default is None:
             return None
         value = option.default
     return {sub.name: filled(sub, value.get(sub.name)) for sub in option.options}
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _at(where: str, field: str) -> str:

@@ -138,8 +138,9 @@ def test_each_module_takes_the_shared_options_and_its_own():
         "imds",
     ]
     assert names["INSTANCE"] == ["instance_type", "spot_market_options", "tenancy", "placement_group_name", "bootstrap"]
-    assert names["ASG"] == ["instance_type", "spot_market_options", "bootstrap"]
-    assert names["FLEET"] == ["instance_type", "bootstrap"]
+    assert names["POOL_BOOTSTRAP"] == ["bootstrap"]
+    assert names["ASG"] == ["instance_type", "spot_market_options"]
+    assert names["FLEET"] == ["instance_type"]
     instance_bootstrap = ms.find(ms.INSTANCE_OPTIONS, "bootstrap")
     pool_bootstrap = ms.find(ms.ASG_OPTIONS, "bootstrap")
     assert ms.find(instance_bootstrap.options, "type").choices == ("kubeadm", "raw", "none")
