@@ -136,7 +136,8 @@ class SimCluster:
         return self.summary()["instances"]
 
     def instance(self, instance_id: str) -> dict[str, Any]:
-        return next(i for i in self.instances() if i["instance_id"] == instance_id)
+        """The simulator's view of one instance (``{}`` until the EC2 watcher has seen it)."""
+        return next((i for i in self.instances() if i["instance_id"] == instance_id), {})
 
     def credentials(
         self, user: str = "kubesim-admin", groups: tuple[str, ...] = ("system:masters",), ca: str = "cluster"

@@ -646,3 +646,120 @@ def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, r
     assert "joined" not in [states[m["name"]] for m in rollout["machines"]], states
     with pytest.raises(Exception, match="Connection aborted|Remote end closed|Max retries"):
         client.CoreV1Api(sim.api_client()).list_namespace(_request_timeout=5)
+
+
+# EKS -----------------------------------------------------------------------------------------------------------
+def test_eks_api_server_iam_tokens_aws_auth_and_nodes(aws, kubesim, tmp_path):
+    import base64
+
+    import yaml
+    from botocore.credentials import Credentials
+
+    iam, eks, ec2 = aws.client("iam"), aws.client("eks"), aws.client("ec2")
+    trust = json.dumps(
+        {"Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+    )
+    cluster_role = iam.create_role(RoleName="eks-cluster", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    subnet_id = h.subnet(aws)
+    sim = kubesim.register("ekssim", kind="eks")
+    described = eks.create_cluster(
+        name="ekssim", roleArn=cluster_role, version="1.31", resourcesVpcConfig={"subnetIds": [subnet_id]}
+    )["cluster"]
+    sim.wait_initialized()
+    # moto fix 8: the cluster's CA is a real certificate, and the API server's certificate chains to it.
+    host = described["endpoint"].removeprefix("https://")
+    ca_file = tmp_path / "eks-ca.crt"
+    ca_file.write_bytes(base64.b64decode(described["certificateAuthority"]["data"]))
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    with socket.create_connection(("127.0.0.1", sim.port)) as raw, ctx.wrap_socket(raw, server_hostname=host):
+        pass
+
+    def api(token: str) -> client.CoreV1Api:
+        config = client.Configuration()
+        config.host, config.ssl_ca_cert = sim.url, str(ca_file)
+        config.tls_server_name = host
+        config.api_key = {"authorization": f"Bearer {token}"}
+        return client.CoreV1Api(client.ApiClient(config))
+
+    # The cluster creator (moto's default identity here) is admin; an unmapped IAM user is 401 until aws-auth maps it.
+    creator = api(h.eks_token(Credentials("testing", "testing"), "us-east-1", "ekssim"))
+    assert {n.metadata.name for n in creator.list_namespace().items} >= {"default", "kube-system"}
+    iam.create_user(UserName="dev")
+    key = iam.create_access_key(UserName="dev")["AccessKey"]
+    dev_token = h.eks_token(Credentials(key["AccessKeyId"], key["SecretAccessKey"]), "us-east-1", "ekssim")
+    with pytest.raises(ApiException) as unmapped:
+        api(dev_token).list_node()
+    assert unmapped.value.status == 401
+    not_a_token = "k8s-aws-v1." + base64.urlsafe_b64encode(b"https://example.com/?Action=GetCallerIdentity").decode()
+    with pytest.raises(ApiException) as refused:
+        api(not_a_token).list_node()
+    assert refused.value.status == 401
+
+    # Self-managed nodes: the instance profile's role must be mapped in aws-auth.
+    node_role = iam.create_role(RoleName="eks-nodes", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    iam.create_instance_profile(InstanceProfileName="eks-nodes")
+    iam.add_role_to_instance_profile(InstanceProfileName="eks-nodes", RoleName="eks-nodes")
+    user_data = h.nodeadm_cloud_config(described, labels={"pool": "a"})
+    answer = ec2.run_instances(
+        ImageId="ami-12c6146b",
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="t3.large",
+        SubnetId=subnet_id,
+        UserData=user_data,
+        IamInstanceProfile={"Name": "eks-nodes"},
+        TagSpecifications=[
+            {
+                "ResourceType": "instance",
+                "Tags": [
+                    {"Key": "kubernetes.io/cluster/ekssim", "Value": "owned"},
+                    {"Key": "Name", "Value": "ekssim-pool-0"},
+                ],
+            }
+        ],
+    )
+    instance = answer["Instances"][0]["InstanceId"]
+    kubesim.wait(lambda: sim.instance(instance).get("state") == "rejected", 30, "the unmapped node to be refused")
+    assert node_role in sim.instance(instance)["reason"] and "aws-auth" in sim.instance(instance)["reason"]
+    assert creator.list_node().items == []
+    mapping = [
+        {
+            "rolearn": node_role,
+            "username": "system:node:{{EC2PrivateDNSName}}",
+            "groups": ["system:bootstrappers", "system:nodes"],
+        }
+    ]
+    users = [{"userarn": "arn:aws:iam::123456789012:user/dev", "username": "dev", "groups": ["devs"]}]
+    creator.create_namespaced_config_map(
+        "kube-system",
+        {
+            "metadata": {"name": "aws-auth"},
+            "data": {"mapRoles": yaml.safe_dump(mapping), "mapUsers": yaml.safe_dump(users)},
+        },
+    )
+    kubesim.wait(lambda: sim.instance(instance).get("state") == "joined", 30, "the mapped node to join")
+    node = creator.read_node(sim.instance(instance)["node"])
+    assert node.metadata.labels["pool"] == "a"
+    kubesim.wait(lambda: creator.read_node(node.metadata.name).spec.provider_id, 10, "EKS's CCM")
+    assert creator.read_node(node.metadata.name).spec.provider_id.endswith(f"/{instance}")
+    with pytest.raises(ApiException) as forbidden:  # mapped now: authenticated as "dev", but RBAC grants nothing
+        api(dev_token).list_node()
+    assert forbidden.value.status == 403 and 'User "dev"' in status_of(forbidden.value)["message"]
+
+    # A managed node group: EKS registers its desired size.
+    eks.create_nodegroup(
+        clusterName="ekssim",
+        nodegroupName="ng-0",
+        nodeRole=node_role,
+        subnets=[subnet_id],
+        scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 2},
+    )
+    selector = "eks.amazonaws.com/nodegroup=ng-0"
+
+    def group_nodes() -> list[Any] | None:
+        nodes = creator.list_node(label_selector=selector).items
+        return nodes if len(nodes) == 2 and all(n.spec.provider_id for n in nodes) else None
+
+    group = kubesim.wait(group_nodes, 30, "2 initialised node group nodes")
+    assert all(n.metadata.labels["eks.amazonaws.com/capacityType"] == "ON_DEMAND" for n in group)
+    assert len(group) == 2

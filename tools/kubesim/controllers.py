@@ -614,7 +614,8 @@ class ControllerManager:
     # --------------------------------------------------------------------------------------------------------
     def cloud_controller(self) -> None:
         """The AWS cloud controller manager, from the moment a Deployment/DaemonSet of it exists in kube-system."""
-        present = any(
+        # EKS runs the cloud controller in its own control plane.
+        present = self.cluster.kind == "eks" or any(
             "cloud-controller-manager" in o["metadata"]["name"]
             for res in (self.ds, self.deploys)
             for o in self.store.items(res, "kube-system")
