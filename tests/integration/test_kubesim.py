@@ -593,6 +593,36 @@ def test_joins_with_a_wrong_token_or_ca_hash_are_rejected(aws, kubesim):
     assert sim.etcd()["members"] and len(sim.etcd()["members"]) == 1  # the rejected control plane added no member
 
 
+def test_knobs_never_boot_register_late_and_an_added_member_that_never_starts(aws, kubesim):
+    """Knobs by machine name prefix. A voting member that is added but never started (reference scenarios A1/D:
+    kubeadm before learner mode) takes a 1-member cluster to 2 voters with 1 started: writes fail at once."""
+    sim, pki, subnet, _ = boot_one(aws, kubesim)
+    endpoint = f"127.0.0.1:{sim.port}"
+    kubesim.knob(name_prefix="ksim-dead", never_boot=True)
+    kubesim.knob(name_prefix="ksim-late", register_delay=250)  # 5 s at the default time scale
+    kubesim.knob(name_prefix="ksim-cp-1", etcd_never_starts=True, etcd_learner=False)
+    dead = h.launch(aws, CLUSTER, "ksim-dead-0", h.cloud_config("join-worker", pki, CLUSTER, endpoint), subnet, "node")
+    late = h.launch(aws, CLUSTER, "ksim-late-0", h.cloud_config("join-worker", pki, CLUSTER, endpoint), subnet, "node")
+    kubesim.wait(lambda: sim.instance(late).get("state") == "joined", 30, "the late node to register")
+    node_events = kubesim.journal(cluster=CLUSTER, source="node", moto=False)
+    registered = next(e for e in node_events if e["event"] == "registered" and e["instance"] == late)
+    bootstrapped = next(e for e in node_events if e["event"] == "tls-bootstrap" and e["instance"] == late)
+    assert registered["time"] - bootstrapped["time"] >= 250 * 0.02
+
+    started = time.time()
+    joiner = h.launch(aws, CLUSTER, "ksim-cp-1", h.cloud_config("join-control-plane", pki, CLUSTER, endpoint), subnet)
+    kubesim.wait(lambda: sim.etcd()["quorum"]["failed_windows"], 30, "writes to fail")
+    members = {m["peer_url"]: m for m in sim.etcd()["members"]}
+    assert len(members) == 2
+    unstarted = [m for m in members.values() if not m["started"]]
+    assert len(unstarted) == 1 and unstarted[0]["is_learner"] is False and unstarted[0]["name"] == ""
+    assert sim.instance(joiner)["etcd"]["running"] is False
+    assert sim.etcd()["quorum"]["failed_windows"][0]["start"] >= started
+    assert sim.instance(dead)["state"] == "never-booted"
+    node_names = {i["node"] for i in sim.instances() if i["instance_id"] == dead}
+    assert not node_names & {n.metadata.name for n in client.CoreV1Api(sim.api_client()).list_node().items}
+
+
 def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, run_module, tmp_path):
     """Reference scenario E with the collection as it is today: capa_instance replaces the control plane machine by
     machine and terminates old instances without removing their etcd members -> the quorum monitor sees writes
