@@ -733,7 +733,7 @@ def _fix_eks_certificate_authority() -> list[str]:
         region = signature.bind(self, *args, **kwargs).arguments.get("region_name", "us-east-1")
         cert, key = _new_eks_ca()
         self.certificate_authority = {"data": base64.b64encode(cert.encode()).decode()}
-        label = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(3))
+        label = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _i in range(3))
         self.endpoint = f"https://{secrets.token_hex(16).upper()}.{label}.{region}.eks.amazonaws.com"
         with _EKS_LOCK:
             EKS_CLUSTERS[self.arn] = {

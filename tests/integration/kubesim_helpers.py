@@ -65,7 +65,9 @@ def new_ca(common_name: str) -> tuple[str, str]:
 def new_token() -> str:
     alphabet = string.ascii_lowercase + string.digits
     return (
-        "".join(secrets.choice(alphabet) for _ in range(6)) + "." + "".join(secrets.choice(alphabet) for _ in range(16))
+        "".join(secrets.choice(alphabet) for _i in range(6))
+        + "."
+        + "".join(secrets.choice(alphabet) for _i in range(16))
     )
 
 

@@ -67,7 +67,7 @@ class NodeRuntime:
 
     def pod_ip(self) -> str:
         self._pod_seq += 1
-        base = self.pod_cidr.split("/")[0].rsplit(".", 1)[0] if self.pod_cidr else "192.168.0"
+        base = self.pod_cidr.split("/", maxsplit=1)[0].rsplit(".", 1)[0] if self.pod_cidr else "192.168.0"
         return f"{base}.{(self._pod_seq % 250) + 2}"
 
     def summary(self) -> dict[str, Any]:

@@ -556,7 +556,7 @@ class ControllerManager:
             # Terminating pods do not count: the ReplicaSet replaces an evicted pod at once.
             active = [p for p in mine if not p["metadata"].get("deletionTimestamp")]
             replicas = spec.get("replicas", 1)
-            for _ in range(replicas - len(active)):
+            for _missing in range(replicas - len(active)):
                 self._create_pod(rs, "ReplicaSet", spec.get("template") or {}, meta["name"] + "-")
             if len(active) > replicas:
                 surplus = sorted(active, key=lambda p: (pod_ready(p), p["metadata"]["creationTimestamp"]))

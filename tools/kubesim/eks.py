@@ -518,7 +518,7 @@ class EksSupport:
         assert info is not None
         region = info["region"]
         ip = f"10.{random.randint(0, 255)}.{random.randint(0, 255)}.{random.randint(2, 254)}"
-        instance_id = "i-" + "".join(random.choice("0123456789abcdef") for _ in range(17))
+        instance_id = "i-" + "".join(random.choice("0123456789abcdef") for _i in range(17))
         az = f"{region}{'abc'[len(nodes) % 3]}"
         runtime = NodeRuntime(
             instance_id=instance_id,

@@ -194,8 +194,8 @@ class Kubeadm:
             taints = list(taints)
         for item in (args.get("register-with-taints") or "").split(","):
             if item:
-                kv, _, effect = item.partition(":")
-                key, _, value = kv.partition("=")
+                kv, _colon, effect = item.partition(":")
+                key, _equals, value = kv.partition("=")
                 taints = (taints or []) + [{"key": key, "value": value, "effect": effect}]
         return labels, taints, args.get("cloud-provider") == "external"
 
@@ -323,9 +323,9 @@ class Kubeadm:
 
             alphabet = string.ascii_lowercase + string.digits
             token = (
-                "".join(pysecrets.choice(alphabet) for _ in range(6))
+                "".join(pysecrets.choice(alphabet) for _i in range(6))
                 + "."
-                + "".join(pysecrets.choice(alphabet) for _ in range(16))
+                + "".join(pysecrets.choice(alphabet) for _i in range(16))
             )
             tokens = [{"token": token, "ttl": "24h0m0s"}]
         for spec in tokens:
