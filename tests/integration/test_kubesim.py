@@ -332,7 +332,7 @@ def test_eviction_honours_pod_disruption_budgets_and_replicasets_replace_evicted
     kubesim.wait(lambda: len(ready_pods()) == 2, 30, "2 ready web pods")
     kubesim.wait(
         lambda: policy.read_namespaced_pod_disruption_budget("web", "default").status.current_healthy == 2,
-        10,
+        30,
         "the PDB controller to count 2 healthy pods",
     )
     budget = policy.read_namespaced_pod_disruption_budget("web", "default").status
@@ -360,13 +360,45 @@ def test_eviction_honours_pod_disruption_budgets_and_replicasets_replace_evicted
     assert evicted.metadata.deletion_timestamp is not None  # graceful: terminating for 30 s x time scale
     kubesim.wait(
         lambda: victim not in [p.metadata.name for p in core.list_namespaced_pod("default").items],
-        10,
+        30,
         "the evicted pod to terminate",
     )
     kubesim.wait(lambda: len(ready_pods()) == 3, 30, "the ReplicaSet to replace the evicted pod")
     with pytest.raises(ApiException) as gone:
         core.create_namespaced_pod_eviction(victim, "default", eviction)
     assert gone.value.status == 404
+
+    # A pod with an EBS-backed claim: its VolumeAttachment and the Node's volumesAttached come and go with it.
+    core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "volumeName": "pv-data",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "db"},
+            "spec": {
+                "tolerations": tolerate,
+                "containers": [{"name": "db", "image": "postgres"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+            },
+        },
+    )
+    storage = client.StorageV1Api(api)
+    attachment = kubesim.wait(lambda: storage.list_volume_attachment().items, 30, "a VolumeAttachment")[0]
+    db_node = core.read_namespaced_pod("db", "default").spec.node_name
+    assert attachment.spec.node_name == db_node and attachment.spec.source.persistent_volume_name == "pv-data"
+    kubesim.wait(lambda: core.read_node(db_node).status.volumes_attached, 30, "volumesAttached on the Node")
+    core.delete_namespaced_pod("db", "default")
+    kubesim.wait(lambda: not storage.list_volume_attachment().items, 30, "the volume to detach")
+    assert not core.read_node(db_node).status.volumes_attached
 
     # Mirror and DaemonSet pods are evictable by the API (skipping them is the drainer's job).
     node = sim.instances()[0]["node"]
@@ -394,7 +426,7 @@ def test_portforward_to_etcd_through_the_api_server(aws, kubesim, tmp_path):
     core = client.CoreV1Api(sim.api_client())
     kubesim.wait(
         lambda: core.read_namespaced_pod(f"etcd-{node}", "kube-system").status.phase == "Running",
-        10,
+        30,
         "the etcd static pod to run",
     )
     # KCP's way to etcd: a client certificate minted from the etcd CA, tunnelled through pods/portforward.
@@ -431,7 +463,7 @@ def test_portforward_to_etcd_through_the_api_server(aws, kubesim, tmp_path):
 
     # The instance powered off: its kubelet and API server are gone with it (one control plane: nothing serves).
     aws.client("ec2").stop_instances(InstanceIds=[instance])
-    kubesim.wait(lambda: not sim.instances()[0]["kubelet_alive"], 10, "the node to power off")
+    kubesim.wait(lambda: not sim.instances()[0]["kubelet_alive"], 30, "the node to power off")
     with pytest.raises(ApiException) as down:
         portforward(core.connect_get_namespaced_pod_portforward, f"etcd-{node}", "kube-system", ports="2379")
     assert down.value.status == 0  # no HTTP answer at all
@@ -470,7 +502,7 @@ def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_m
         },
     )
     assert not result.get("failed"), result
-    kubesim.wait(lambda: len(sim.instances()) == 3, 10, "3 instances seen")
+    kubesim.wait(lambda: len(sim.instances()) == 3, 30, "3 instances seen")
 
     def voters() -> Any:
         view = sim.etcd()
@@ -494,7 +526,7 @@ def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_m
     sim.create(*h.calico_and_ccm())
     ready_nodes = sim.wait_nodes(3, ready=True, timeout=30)
     by_instance = {i["node"]: i for i in sim.instances()}
-    kubesim.wait(lambda: all(n.spec.provider_id for n in core.list_node().items), 10, "providerIDs")
+    kubesim.wait(lambda: all(n.spec.provider_id for n in core.list_node().items), 30, "providerIDs")
     for node in core.list_node().items:
         info = by_instance[node.metadata.name]
         assert node.spec.provider_id == f"aws:///us-east-1a/{info['instance_id']}"
@@ -506,7 +538,7 @@ def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_m
     pid = victim["etcd"]["pid"]
     kubesim.config(ccm_deletes_terminated_nodes=False)
     aws.client("ec2").terminate_instances(InstanceIds=[victim["instance_id"]])
-    kubesim.wait(lambda: not sim.instance(victim["instance_id"])["etcd"]["running"], 10, "the member to be killed")
+    kubesim.wait(lambda: not sim.instance(victim["instance_id"])["etcd"]["running"], 30, "the member to be killed")
     with pytest.raises(ProcessLookupError):
         import os
 
@@ -518,13 +550,13 @@ def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_m
         node = core.read_node(victim["node"])
         return next(c for c in node.status.conditions if c.type == "Ready").status == "Unknown"
 
-    kubesim.wait(unknown, 10, "Ready=Unknown")
+    kubesim.wait(unknown, 30, "Ready=Unknown")
 
     # A second member down (control API power switch): 1 of 3 voters, writes fail - the API server answers 500 as
     # kube-apiserver does when etcd cannot commit; back on, the failed window closes.
     second = sorted(by_instance.values(), key=lambda i: i["machine"])[1]
     sim.etcd_member(second["node"], power="off")
-    kubesim.wait(lambda: sim.etcd()["quorum"]["has_quorum"] is False, 10, "the quorum monitor to see the loss")
+    kubesim.wait(lambda: sim.etcd()["quorum"]["has_quorum"] is False, 30, "the quorum monitor to see the loss")
     with pytest.raises(ApiException) as timed_out:
         core.create_namespace({"metadata": {"name": "after-the-loss"}})
     assert timed_out.value.status == 500 and status_of(timed_out.value)["message"] == "etcdserver: request timed out"
@@ -663,7 +695,7 @@ def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, r
     started = time.time()
     rollout = run_module("clusterapi.aws.capa_instance", {**group, "instance_type": "t3.xlarge"})
     assert not rollout.get("failed"), rollout
-    kubesim.wait(lambda: sim.etcd()["quorum"]["failed_windows"], 20, "a failed quorum window")
+    kubesim.wait(lambda: sim.etcd()["quorum"]["failed_windows"], 30, "a failed quorum window")
     quorum = sim.etcd()["quorum"]
     assert quorum["has_quorum"] is False
     window = quorum["failed_windows"][0]
@@ -773,7 +805,7 @@ def test_eks_api_server_iam_tokens_aws_auth_and_nodes(aws, kubesim, tmp_path):
     kubesim.wait(lambda: sim.instance(instance).get("state") == "joined", 30, "the mapped node to join")
     node = creator.read_node(sim.instance(instance)["node"])
     assert node.metadata.labels["pool"] == "a"
-    kubesim.wait(lambda: creator.read_node(node.metadata.name).spec.provider_id, 10, "EKS's CCM")
+    kubesim.wait(lambda: creator.read_node(node.metadata.name).spec.provider_id, 30, "EKS's CCM")
     assert creator.read_node(node.metadata.name).spec.provider_id.endswith(f"/{instance}")
     with pytest.raises(ApiException) as forbidden:  # mapped now: authenticated as "dev", but RBAC grants nothing
         api(dev_token).list_node()

@@ -36,6 +36,7 @@ DEFAULT_DELAYS = {
     "discovery_timeout": 300.0,  # kubeadm discovery.timeout (5 min)
     "nodeadm": 30.0,  # nodeadm init until the kubelet registers (EKS AL2023 nodes: 20-40 s)
     "nodegroup_node": 90.0,  # EKS managed node group: CreateNodegroup -> Node registered (~1.5-3 min)
+    "volume_detach": 15.0,  # last pod using an EBS volume left the node -> VolumeAttachment gone (10-20 s)
 }
 DEFAULT_CONFIG: dict[str, Any] = {
     "time_scale": 0.02,
