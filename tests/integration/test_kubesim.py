@@ -128,6 +128,7 @@ def test_api_server_tls_authentication_and_rbac(aws, kubesim, tmp_path):
 
 def test_selectors_pagination_patches_apply_watch_and_discovery(aws, kubesim):
     sim = boot_one(aws, kubesim)[0]
+    node = sim.instances()[0]["node"]
     api = sim.api_client()
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": "shop"}})
@@ -147,7 +148,7 @@ def test_selectors_pagination_patches_apply_watch_and_discovery(aws, kubesim):
             "shop",
             {
                 "metadata": {"name": f"p{i}", "labels": labels},
-                "spec": {"nodeName": "elsewhere" if i == 6 else None, "containers": [{"name": "c", "image": "nginx"}]},
+                "spec": {"nodeName": node if i == 6 else None, "containers": [{"name": "c", "image": "nginx"}]},
             },
         )
 
@@ -161,7 +162,8 @@ def test_selectors_pagination_patches_apply_watch_and_discovery(aws, kubesim):
     assert names(label_selector="!env") == ["p3", "p6"]
     assert names(label_selector="env,tier=db") == ["p2", "p5"]
     assert names(field_selector="metadata.name=p3") == ["p3"]
-    assert names(field_selector="spec.nodeName=elsewhere") == ["p6"]
+    # p6 is bound to the node; without a CNI the kubelet cannot start it, and the others stay unscheduled.
+    assert names(field_selector=f"spec.nodeName={node}") == ["p6"]
     assert names(field_selector="status.phase=Pending,metadata.name!=p0") == ["p1", "p2", "p3", "p4", "p5", "p6"]
     with pytest.raises(ApiException) as bad:
         core.list_namespaced_pod("shop", field_selector="spec.image=x")
@@ -197,7 +199,6 @@ def test_selectors_pagination_patches_apply_watch_and_discovery(aws, kubesim):
     }
 
     # Patches: strategic merge (cordon, taints replaced as a whole, labels merged), JSON merge, optimistic locking.
-    node = sim.instances()[0]["node"]
     before = core.read_node(node)
     core.patch_node(node, {"spec": {"unschedulable": True}, "metadata": {"labels": {"extra": "1"}}})
     patched = core.read_node(node)
