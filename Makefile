@@ -26,7 +26,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench
+.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench \
+	dist galaxy-importer changelog changelog-lint
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -39,7 +40,10 @@ help:
 	@echo "make sanity       ansible-test sanity on a copy of the collection"
 	@echo "make integration  pytest -n 2 tests/integration (one moto server per worker), then the secrets scan of their output"
 	@echo "make molecule     molecule scenarios in extensions/molecule against a moto server"
-	@echo "make test         venv collection lint unit sanity integration molecule (stops at the first failure)"
+	@echo "make dist         ansible-galaxy collection build -> $(DIST)/clusterapi-aws-<version>.tar.gz"
+	@echo "make galaxy-importer  Galaxy's import checks (galaxy-importer, no container) on that tarball; fails on any error"
+	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
+	@echo "make test         venv collection lint unit sanity changelog-lint galaxy-importer integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
 # --- environment -----------------------------------------------------------------------------
@@ -61,6 +65,36 @@ collection:
 		rm -rf $(COLLECTION_LINK); ln -s ../../../.. $(COLLECTION_LINK); fi
 	@echo "collection: $(COLLECTION_LINK) -> $$(cd $(COLLECTION_LINK) && pwd -P)"
 
+# --- tool venvs --------------------------------------------------------------------------------
+# Tools that bring their own ansible-core / ansible-lint (or that the suite must not mix with its own versions) get
+# a venv each, .build/tools/<tool>, from the pinned tools/requirements/<tool>.txt.  The main venv is left alone.
+TOOLS := $(BUILD)/tools
+$(TOOLS)/%/.stamp: tools/requirements/%.txt
+	rm -rf $(TOOLS)/$*
+	$(PYTHON3) -m venv $(TOOLS)/$*
+	$(TOOLS)/$*/bin/python -m pip install --quiet -r $<
+	@touch $@
+
+# --- the artifact -------------------------------------------------------------------------------
+DIST := $(BUILD)/dist
+VERSION = $(shell sed -n 's/^version: *//p' galaxy.yml)
+TARBALL = $(DIST)/clusterapi-aws-$(VERSION).tar.gz
+
+dist: venv
+	rm -rf $(DIST)
+	ANSIBLE_COLLECTIONS_PATH= ansible-galaxy collection build --output-path $(DIST) .
+
+galaxy-importer: venv $(TOOLS)/galaxy-importer/.stamp dist
+	bash tools/galaxy_importer.sh $(TARBALL) $(TOOLS)/galaxy-importer $(VENV)
+
+# antsibull-changelog reads the plugins through ansible-doc (the main venv's) for the "New Modules" section.
+changelog: venv collection $(TOOLS)/antsibull-changelog/.stamp
+	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog generate
+
+changelog-lint: $(TOOLS)/antsibull-changelog/.stamp
+	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint
+	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+
 # --- moto --------------------------------------------------------------------------------------
 moto-start: venv
 	@$(PY) tools/moto_ctl.py start --state $(BUILD)/moto >/dev/null
@@ -81,13 +115,15 @@ bench: venv collection
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # --- tests -------------------------------------------------------------------------------------
-# All three linters run; the target fails if any of them failed.
+# All three linters run; the target fails if any of them failed.  ansible-lint covers everything the tarball ships
+# that it can read (galaxy.yml's build_ignore leaves the rest out).
+LINT_PATHS := roles playbooks examples extensions meta changelogs galaxy.yml
 lint: venv collection
 	@status=0; \
 	echo "+ ruff check plugins tests tools"; ruff check plugins tests tools || status=1; \
 	echo "+ ruff format --check plugins tests tools"; ruff format --check plugins tests tools || status=1; \
-	echo "+ ansible-lint --profile production roles playbooks"; \
-	ansible-lint --nocolor --profile production roles playbooks || status=1; \
+	echo "+ ansible-lint --profile production $(LINT_PATHS)"; \
+	ansible-lint --nocolor --profile production $(LINT_PATHS) || status=1; \
 	exit $$status
 
 unit: venv collection
@@ -122,10 +158,12 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 test: venv collection
-	@echo "make test: lint, unit, sanity, integration, molecule"
+	@echo "make test: lint, unit, sanity, changelog-lint, galaxy-importer, integration, molecule"
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory sanity
+	$(MAKE) --no-print-directory changelog-lint
+	$(MAKE) --no-print-directory galaxy-importer
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory molecule
 
