@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench \
-	dist galaxy-importer changelog changelog-lint
+	dist galaxy-importer changelog changelog-lint ee
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -42,8 +42,9 @@ help:
 	@echo "make molecule     molecule scenarios in extensions/molecule against a moto server"
 	@echo "make dist         ansible-galaxy collection build -> $(DIST)/clusterapi-aws-<version>.tar.gz"
 	@echo "make galaxy-importer  Galaxy's import checks (galaxy-importer, no container) on that tarball; fails on any error"
+	@echo "make ee           ansible-builder create: the execution environment's build context (.build/ee/context), checked"
 	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
-	@echo "make test         venv collection lint unit sanity changelog-lint galaxy-importer integration molecule (stops at the first failure)"
+	@echo "make test         venv collection lint unit sanity changelog-lint galaxy-importer ee integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
 # --- environment -----------------------------------------------------------------------------
@@ -86,6 +87,16 @@ dist: venv
 
 galaxy-importer: venv $(TOOLS)/galaxy-importer/.stamp dist
 	bash tools/galaxy_importer.sh $(TARBALL) $(TOOLS)/galaxy-importer $(VENV)
+
+# The execution environment: ansible-builder create writes the build context of extensions/ee (no container engine),
+# with the tarball of make dist; tests/ee checks what it wrote.  `ansible-builder build` (needs podman or docker)
+# turns it into an image.
+EE := $(BUILD)/ee
+ee: venv dist $(TOOLS)/ansible-builder/.stamp
+	rm -rf $(EE) && mkdir -p $(EE)
+	cp $(TARBALL) $(EE)/clusterapi-aws.tar.gz
+	$(TOOLS)/ansible-builder/bin/ansible-builder create -f extensions/ee/execution-environment.yml -c $(EE)/context
+	pytest -q -p no:cacheprovider tests/ee
 
 # antsibull-changelog reads the plugins through ansible-doc (the main venv's) for the "New Modules" section.
 changelog: venv collection $(TOOLS)/antsibull-changelog/.stamp
@@ -158,12 +169,13 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 test: venv collection
-	@echo "make test: lint, unit, sanity, changelog-lint, galaxy-importer, integration, molecule"
+	@echo "make test: lint, unit, sanity, changelog-lint, galaxy-importer, ee, integration, molecule"
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory changelog-lint
 	$(MAKE) --no-print-directory galaxy-importer
+	$(MAKE) --no-print-directory ee
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory molecule
 

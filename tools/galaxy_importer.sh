@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make galaxy-importer: run galaxy-importer (Galaxy's and Automation Hub's import checks) on the tarball
 # `ansible-galaxy collection build` made, locally: no container engine, ansible-test off, ansible-doc and
-# ansible-lint (production profile, as the importer runs it) on.  Fails on any ERROR line; prints the warnings.
+# ansible-lint (production profile, as the importer runs it) on.  Fails on any ERROR line and on any warning that
+# tools/galaxy-importer-warnings.txt does not list (each one listed there is explained in the README).
 #
 # Usage: tools/galaxy_importer.sh TARBALL TOOL_VENV MAIN_VENV
 set -euo pipefail
@@ -10,12 +11,15 @@ TARBALL=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") TOOL=$(cd "$2" && pwd) M
 OUT="$ROOT/.build/galaxy-importer"
 rm -rf "$OUT" && mkdir -p "$OUT"
 
-# ansible-doc resolves the amazon.aws doc fragments the modules extend: give the importer's ansible-core the
-# amazon.aws the collection is tested with (the main venv's, from the `ansible` package), found by its
-# sys.path scan as the importer sets ANSIBLE_COLLECTIONS_PATH to its own temporary directory.
+# ansible-doc resolves the amazon.aws doc fragments the modules extend, and ansible-lint the awx.awx modules of
+# extensions/awx/controller/apply.yml: give the importer's ansible-core the ones the collection is tested with (the
+# main venv's, from the `ansible` package), found by its sys.path scan as the importer sets ANSIBLE_COLLECTIONS_PATH
+# to its own temporary directory.
 site() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
-mkdir -p "$(site "$TOOL")/ansible_collections/amazon"
-ln -sfn "$(site "$MAIN")/ansible_collections/amazon/aws" "$(site "$TOOL")/ansible_collections/amazon/aws"
+for dep in amazon/aws awx/awx; do
+    mkdir -p "$(site "$TOOL")/ansible_collections/${dep%/*}"
+    ln -sfn "$(site "$MAIN")/ansible_collections/$dep" "$(site "$TOOL")/ansible_collections/$dep"
+done
 
 cat >"$OUT/galaxy-importer.cfg" <<'CFG'
 [galaxy-importer]
@@ -44,4 +48,10 @@ errors=$(grep -c '^ERROR:' "$OUT/findings.txt" || true)
 warnings=$(grep -c '^WARNING:' "$OUT/findings.txt" || true)
 cat "$OUT/findings.txt"
 echo "galaxy-importer: $(basename "$TARBALL"): rc $rc, $errors error(s), $warnings warning(s) (log: ${OUT#"$ROOT"/}/import.log)"
+unexpected=$(grep -vxF -f "$ROOT/tools/galaxy-importer-warnings.txt" "$OUT/findings.txt" | grep '^WARNING:' || true)
+if [[ -n $unexpected ]]; then
+    echo "galaxy-importer: warnings not in tools/galaxy-importer-warnings.txt:" >&2
+    echo "$unexpected" >&2
+    exit 1
+fi
 if (( rc != 0 || errors > 0 )); then exit 1; fi

@@ -60,6 +60,15 @@ def test_requirements_list_every_third_party_import_with_a_floor_only():
     assert set(reqs) == {DISTRIBUTIONS[n].lower() for n in imports}, "requirements.txt lists a package nothing imports"
 
 
+def test_execution_environment_metadata_points_at_files_that_exist():
+    meta = yaml.safe_load((REPO / "meta" / "execution-environment.yml").read_text())
+    assert meta["version"] == 1
+    for key in ("python", "system"):
+        target = REPO / meta["dependencies"][key]
+        assert target.is_file(), f"meta/execution-environment.yml: {key} -> {target} missing"
+    assert _requirements(REPO / meta["dependencies"]["python"]) == _requirements(REPO / "requirements.txt")
+
+
 def test_floors_are_stated_once_and_agree():
     runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
     floor = re.fullmatch(r">=(\d+\.\d+)(\.0)?", runtime["requires_ansible"])
