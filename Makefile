@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench \
-	dist galaxy-importer changelog changelog-lint ee awx-job iam-lint
+	dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -45,8 +45,9 @@ help:
 	@echo "make ee           ansible-builder create: the execution environment's build context (.build/ee/context), checked"
 	@echo "make awx-job      site.yml as AWX runs it: ansible-runner, private data dirs, job events checked (tests/awx)"
 	@echo "make iam-lint     every IAM document the collection generates, against AWS's service authorization reference"
+	@echo "make docs         the collection's HTML docs (antsibull-docs + Sphinx -W) into $(DOCS)/html, references checked"
 	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
-	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee awx-job integration molecule (stops at the first failure)"
+	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee docs awx-job integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
 # --- environment -----------------------------------------------------------------------------
@@ -110,6 +111,25 @@ awx-job: venv collection dist $(TOOLS)/ansible-runner/.stamp
 iam-lint: venv collection $(TOOLS)/iam-lint/.stamp
 	$(PY) tools/iam_documents.py $(BUILD)/iam/documents.json
 	$(TOOLS)/iam-lint/bin/python tools/iam_lint.py $(BUILD)/iam/documents.json
+
+# The collection's HTML documentation (antsibull-docs + Sphinx) from the tarball as users install it, into
+# .build/docs/html.  Sphinx runs with -W -n: a broken reference inside the collection's docs fails it (references
+# to the Ansible docsite resolve to its URLs offline, tools/docs/conf.py); lint-collection-docs checks the plugin
+# docs' markup and references (M(), O(), RV() ...), links.yml and extra docs.
+DOCS := $(BUILD)/docs
+docs: venv dist $(TOOLS)/antsibull-docs/.stamp
+	rm -rf $(DOCS) && mkdir -p -m 755 $(DOCS)/rst && mkdir -p $(DOCS)/collections/ansible_collections/amazon
+	ANSIBLE_COLLECTIONS_PATH= ansible-galaxy collection install --no-deps --force -p $(DOCS)/collections $(TARBALL) >/dev/null
+	ln -s "$$($(PY) -c 'import ansible_collections.amazon.aws as m; print(m.__path__[0])')" \
+		$(DOCS)/collections/ansible_collections/amazon/aws
+	export ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/$(DOCS)/collections ANSIBLE_CONFIG= PATH=$(CURDIR)/$(TOOLS)/antsibull-docs/bin:$$PATH; \
+	cd $(DOCS)/collections/ansible_collections/clusterapi/aws && \
+		time antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs dependent --skip-rstcheck . && \
+	cd $(CURDIR) && \
+		antsibull-docs collection --use-current --fail-on-error --dest-dir $(DOCS)/rst clusterapi.aws && \
+		cp tools/docs/index.rst $(DOCS)/rst/index.rst && \
+		sphinx-build -q -W --keep-going -n -j 2 -b html -c tools/docs $(DOCS)/rst $(DOCS)/html
+	@echo "docs: $(DOCS)/html/index.html"
 
 # antsibull-changelog reads the plugins through ansible-doc (the main venv's) for the "New Modules" section.
 changelog: venv collection $(TOOLS)/antsibull-changelog/.stamp
@@ -182,7 +202,7 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 test: venv collection
-	@echo "make test: lint, unit, sanity, changelog-lint, iam-lint, galaxy-importer, ee, awx-job, integration, molecule"
+	@echo "make test: lint, unit, sanity, changelog-lint, iam-lint, galaxy-importer, ee, docs, awx-job, integration, molecule"
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory sanity
@@ -190,6 +210,7 @@ test: venv collection
 	$(MAKE) --no-print-directory iam-lint
 	$(MAKE) --no-print-directory galaxy-importer
 	$(MAKE) --no-print-directory ee
+	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory awx-job
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory molecule
