@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench \
-	dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs
+	dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -47,6 +47,8 @@ help:
 	@echo "make iam-lint     every IAM document the collection generates, against AWS's service authorization reference"
 	@echo "make docs         the collection's HTML docs (antsibull-docs + Sphinx -W) into $(DOCS)/html, references checked"
 	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
+	@echo "make floors       tests/unit + make demo's playbook on the declared floors (tests/constraints/floor.txt, Python 3.11)"
+	@echo "make newest       the same on the newest versions (tests/constraints/newest.txt, Python 3.13)"
 	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee docs awx-job integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
@@ -138,6 +140,16 @@ changelog: venv collection $(TOOLS)/antsibull-changelog/.stamp
 changelog-lint: $(TOOLS)/antsibull-changelog/.stamp
 	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint
 	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+
+# --- declared floors (not part of make test) -----------------------------------------------------------------
+# tests/constraints/floor.txt (Python 3.11) and newest.txt (Python 3.13): tests/unit and make demo's playbook run.
+PYTHON_FLOOR ?= $(firstword $(shell command -v python3.11) $(wildcard /root/.pyenv/versions/3.11*/bin/python3.11))
+PYTHON_NEWEST ?= $(firstword $(shell command -v python3.13) $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13))
+floors: collection
+	bash tools/floors.sh floor $(or $(PYTHON_FLOOR),python3.11)
+
+newest: collection
+	bash tools/floors.sh newest $(or $(PYTHON_NEWEST),python3.13)
 
 # --- moto --------------------------------------------------------------------------------------
 moto-start: venv
