@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write every IAM document the collection generates to a JSON file (make iam-lint's first half).
 
 Calls the public builders of plugins/module_utils (the IAM bootstrap's desired state for each combination of its
@@ -6,7 +5,7 @@ options, the trust policies of the roles it and capa_eks_cluster create) instead
 linted is what the modules send.  Runs in the main venv (the collection's imports); tools/iam_lint.py lints the file
 in its own venv.
 
-Usage: tools/iam_documents.py OUTPUT.json
+Usage: python tools/iam_documents.py OUTPUT.json
 """
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Lint the collection's IAM documents against AWS's service authorization reference (make iam-lint).
 
 parliament's checks (unknown service prefixes and actions, resources that do not match an action's resource types,
@@ -8,7 +7,7 @@ statement tools/iam_resource_star.yml documents, for exactly the actions it list
 one it marks effectively_star).
 
 Runs in its own venv (.build/tools/iam-lint); the documents come from tools/iam_documents.py (the main venv).
-Usage: tools/iam_lint.py DOCUMENTS.json
+Usage: python tools/iam_lint.py DOCUMENTS.json
 """
 
 from __future__ import annotations
