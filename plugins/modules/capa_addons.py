@@ -81,6 +81,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.kubernetes_api
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""
