@@ -19,10 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / ".build" / "collections"))
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.iam import iam as bootstrap  # noqa: E402
-from ansible_collections.clusterapi.aws.plugins.module_utils.iam import (
-    policies,  # noqa: E402
-    roles,  # noqa: E402
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.iam import policies, roles  # noqa: E402
 
 BACKENDS = ([policies.SECRETS_MANAGER], [policies.SSM_PARAMETER_STORE], list(policies.SECRET_BACKENDS))
 
