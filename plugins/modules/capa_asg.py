@@ -198,6 +198,7 @@ extends_documentation_fragment:
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
   - clusterapi.aws.machine.asg
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""

@@ -81,6 +81,7 @@ extends_documentation_fragment:
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
   - clusterapi.aws.machine.fleet
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""

@@ -132,6 +132,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
   - clusterapi.aws.machine.instance
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""
