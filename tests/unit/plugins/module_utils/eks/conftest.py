@@ -8,7 +8,22 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.eks import members
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import control_plane, members
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+
+
+@pytest.fixture
+def aws_stub(monkeypatch):
+    """(session, eks stubber, iam stubber) of one AwsSession, as capa_eks_cluster's runs use it."""
+    monkeypatch.setattr(control_plane, "POLL_DELAY", 0)
+    session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
+    eks = Stubber(session.client("eks").raw)
+    iam = Stubber(session.client("iam").raw)
+    eks.activate()
+    iam.activate()
+    yield session, eks, iam
+    eks.deactivate()
+    iam.deactivate()
 
 
 @pytest.fixture
