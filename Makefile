@@ -26,13 +26,14 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop demo unit integration sanity lint molecule test clean system-deps bench
+.PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule test clean system-deps bench
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
 	@echo "make collection   link $(COLLECTION_LINK) to this working tree"
 	@echo "make moto-start   start a moto server in the background ($(BUILD)/moto.url, $(BUILD)/moto.pid)"
 	@echo "make moto-stop    stop it"
+	@echo "make kubesim-start start the workload-cluster simulator next to it ($(BUILD)/kubesim.url); kubesim-stop"
 	@echo "make demo         run playbooks/site.yml on examples/inventory.yml twice against moto; the 2nd must change nothing"
 	@echo "make lint         ruff check + ruff format --check, ansible-lint --profile production"
 	@echo "make unit         pytest tests/unit"
@@ -70,6 +71,14 @@ moto-stop:
 	@if [[ -x $(PY) ]]; then $(PY) tools/moto_ctl.py stop --state $(BUILD)/moto; \
 	elif [[ -f $(BUILD)/moto.pid ]]; then kill "$$(cat $(BUILD)/moto.pid)" || true; rm -f $(BUILD)/moto.pid $(BUILD)/moto.url; fi
 
+# --- workload-cluster simulator (tools/kubesim/README.md) ---------------------------------------------------
+kubesim-start: venv system-deps
+	@$(PY) tools/kubesim_ctl.py start --state $(BUILD)/kubesim --moto "$$(cat $(BUILD)/moto.url)" >/dev/null
+	@echo "kubesim: $$(cat $(BUILD)/kubesim.url) (pid $$(cat $(BUILD)/kubesim.pid)); state: $$(cat $(BUILD)/kubesim.url)/state"
+
+kubesim-stop:
+	@if [[ -x $(PY) ]]; then $(PY) tools/kubesim_ctl.py stop --state $(BUILD)/kubesim; fi
+
 # --- demo --------------------------------------------------------------------------------------
 demo: venv collection
 	VENV=$(VENV) bash tools/demo.sh
@@ -94,7 +103,13 @@ unit: venv collection
 	pytest -q tests/unit $(PYTEST_ARGS)
 
 # The kubeadm tests check generated cloud-init with `cloud-init schema` and certificates with `openssl verify`.
-system-deps:
+# The workload-cluster simulator (tools/kubesim) runs real etcd 3.4 from Debian, unpacked into $(ETCD_DIR) (never
+# `apt-get install`ed: its package starts a daemon), and the nodes' boot hooks run the real AWS CLI from their own
+# venv $(NODE_VENV), so its botocore pin cannot disturb the controller's.
+ETCD_DIR := $(BUILD)/etcd
+ETCD := $(ETCD_DIR)/usr/bin/etcd
+NODE_VENV := $(BUILD)/node-venv
+system-deps: $(ETCD) $(NODE_VENV)/bin/aws
 	@missing=(); command -v cloud-init >/dev/null || missing+=(cloud-init); command -v openssl >/dev/null || missing+=(openssl); \
 	if (( $${#missing[@]} )); then \
 		if [[ $$(id -u) -ne 0 ]]; then echo "install Debian's $${missing[*]} (apt-get install $${missing[*]})" >&2; exit 1; fi; \
@@ -102,6 +117,21 @@ system-deps:
 		export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; \
 		apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
 	fi
+
+$(ETCD):
+	@rm -rf $(BUILD)/etcd-debs && mkdir -p $(BUILD)/etcd-debs
+	@echo "system-deps: fetching Debian's etcd-server and etcd-client into $(ETCD_DIR)"
+	@cd $(BUILD)/etcd-debs && if ! apt-get download etcd-server etcd-client >/dev/null 2>&1; then \
+		if [[ $$(id -u) -ne 0 ]]; then echo "apt-get download etcd-server etcd-client failed (run apt-get update as root)" >&2; exit 1; fi; \
+		apt-get update -qq && apt-get download etcd-server etcd-client >/dev/null; fi
+	@for deb in $(BUILD)/etcd-debs/*.deb; do dpkg -x "$$deb" $(ETCD_DIR); done
+	@$(ETCD) --version | sed -n 1p
+
+$(NODE_VENV)/bin/aws:
+	@echo "system-deps: creating $(NODE_VENV) with the AWS CLI (the simulated nodes' boot hooks use it)"
+	@$(PYTHON3) -m venv $(NODE_VENV)
+	@$(NODE_VENV)/bin/python -m pip install --quiet awscli
+	@$(NODE_VENV)/bin/aws --version
 
 # Then, once every worker is done, search all the playbook output they kept (.build/test-output) for secrets.
 integration: venv collection system-deps
@@ -129,6 +159,6 @@ test: venv collection
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory molecule
 
-clean: moto-stop
+clean: kubesim-stop moto-stop
 	rm -rf $(BUILD) .capa .pytest_cache .ruff_cache tests/output
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

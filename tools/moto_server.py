@@ -29,9 +29,15 @@ Every request that reaches moto is recorded as ``{"service": ..., "operation": .
 * REST protocols (EKS, S3, ...): method + path matched against botocore's service model
   (``requestUri`` templates); when no operation matches, ``"METHOD /path"``.
 
+Each record also carries ``"time"``: the wall-clock arrival time (``time.time()``, seconds since the
+epoch), so a test can order moto's requests against other journals kept on the same clock (the
+workload-cluster simulator's, tools/kubesim).
+
 ``GET /_capa/requests`` returns the records (JSON list, in arrival order);
 ``POST /_capa/requests/reset`` clears them.  Neither ``/_capa/`` nor ``/moto-api/`` requests
-are recorded.
+are recorded, and neither are requests carrying the header ``X-Capa-Observer`` (the harness's own
+observers, e.g. the simulator polling ``DescribeInstances`` every 0.2 s to see instances boot: no
+real AWS account sees those calls, and they would swamp the counts tests assert).
 
 moto fixes (monkeypatches applied at start-up; each makes moto answer as AWS does, none makes
 it more lenient than AWS)
@@ -96,6 +102,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -281,9 +288,9 @@ class RequestCounter:
     def __init__(self, app: Any) -> None:
         self.app = app
         self._lock = threading.Lock()
-        self._records: list[dict[str, str]] = []
+        self._records: list[dict[str, Any]] = []
 
-    def records(self) -> list[dict[str, str]]:
+    def records(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._records)
 
@@ -307,11 +314,13 @@ class RequestCounter:
                 self.reset()
                 return self._json(start_response, "200 OK", {"reset": True})
             return self._json(start_response, "404 Not Found", {"error": f"unknown endpoint {method} {path}"})
-        if not path.startswith("/moto-api") and path != "/favicon.ico":
+        if not path.startswith("/moto-api") and path != "/favicon.ico" and not environ.get("HTTP_X_CAPA_OBSERVER"):
+            arrived = time.time()
             try:
-                record = classify(environ)
+                record: dict[str, Any] = classify(environ)
             except Exception as exc:  # never let the counter break a request
                 record = {"service": "", "operation": f"{method} {path} (unclassified: {exc})"}
+            record["time"] = arrived
             with self._lock:
                 self._records.append(record)
         return self.app(environ, start_response)

@@ -44,3 +44,7 @@ def build_network(aws: Any, run_module: Callable[..., dict[str, Any]]) -> Callab
         return module_network(run_module, cluster, zones, kind)
 
     return build
+
+
+# The workload-cluster simulator (tools/kubesim): `kubesim_server` (session) and `kubesim` (per test).
+from kubesim_fixtures import kubesim, kubesim_server  # noqa: E402, F401

@@ -269,3 +269,19 @@ def test_capa_and_canonical_images_are_published(aws):
 def test_aws_managed_iam_policies_exist(aws):
     policy = aws.client("iam").get_policy(PolicyArn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy")["Policy"]
     assert policy["PolicyName"] == "AmazonEKSClusterPolicy"
+
+
+def test_records_carry_wall_clock_time_and_observers_are_not_counted(aws, moto_server):
+    import time
+
+    before = time.time()
+    aws.client("ec2").describe_vpcs()
+    observer = aws.client("ec2")
+    observer.meta.events.register(
+        "before-sign.*.*", lambda request, **_: request.headers.__setitem__("X-Capa-Observer", "test")
+    )
+    observer.describe_instances()
+    after = time.time()
+    records = moto_server.requests()
+    assert _ops(records) == ["ec2:DescribeVpcs"]
+    assert before <= records[0]["time"] <= after

@@ -19,3 +19,13 @@ class SpecError(Exception):
 
 class ReconcileError(Exception):
     """A reconcile that cannot go on (an AWS state the spec cannot be reconciled with)."""
+
+
+class RemoteError(Exception):
+    """Something other than AWS (the Kubernetes API, etcd) refused a request. ``code`` says how, in its own words
+    (``TooManyRequests``, ``NotFound``, ``etcdserver: unhealthy cluster``); ``status`` is the HTTP status if any."""
+
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Protocol, Union, runtime_checkable
 
-from .errors import ReconcileError
+from .errors import ReconcileError, RemoteError
 from .idempotency import send
 from .local_files import write_private
 from .session import RetryingClient
@@ -59,6 +59,28 @@ class PlannedCall:
         return {"call": self.call, "resource": self.resource, "reason": self.reason}
 
 
+@runtime_checkable
+class Endpoint(Protocol):
+    """A client of something other than AWS whose writes go through the same gate (the Kubernetes API, etcd).
+
+    ``planned_name`` is how a call shows in the plan and in ``api_calls`` (``k8s:PatchNode``, ``etcd:MemberRemove``);
+    ``invoke`` makes it and raises :class:`~.errors.RemoteError` when the other side refuses.
+    """
+
+    def planned_name(self, method: str) -> str: ...
+
+    def invoke(self, method: str, params: dict[str, Any]) -> Any: ...
+
+
+Client = Union[RetryingClient, Endpoint]
+
+
+def _refusal_code(error: Exception) -> str:
+    if isinstance(error, RemoteError):
+        return error.code
+    return getattr(error, "response", {}).get("Error", {}).get("Code", "")
+
+
 # The pseudo-service of local actions in the plan (``file:WriteFile``): the controller's own files are changes too.
 FILE = "file"
 
@@ -80,7 +102,7 @@ class Operations:
 
     def call(
         self,
-        client: RetryingClient,
+        client: Client,
         method: str,
         resource: str,
         reason: str,
@@ -102,7 +124,7 @@ class Operations:
 
     def call_unless_refused(
         self,
-        client: RetryingClient,
+        client: Client,
         method: str,
         resource: str,
         reason: str,
@@ -117,7 +139,7 @@ class Operations:
 
     def _make(
         self,
-        client: RetryingClient,
+        client: Client,
         method: str,
         resource: str,
         reason: str,
@@ -127,18 +149,24 @@ class Operations:
         retry_delay: float,
         params: dict[str, Any],
     ) -> dict[str, Any] | None:
-        entry = PlannedCall(f"{client.meta.service_model.service_name}:{client.api_name(method)}", resource, reason)
+        if isinstance(client, RetryingClient):
+            name = f"{client.meta.service_model.service_name}:{client.api_name(method)}"
+        else:
+            name = client.planned_name(method)
+        entry = PlannedCall(name, resource, reason)
         self.plan.append(entry)
         if self.check_mode:
             value = predicted() if callable(predicted) else predicted
             return dict(value or {})
         while True:
             try:
+                if not isinstance(client, RetryingClient):
+                    return client.invoke(method, params)
                 # A lost answer is resolved by token, by the create's own tags or by an "already done" answer,
                 # never by a blind resend that could make a second resource (see kernel.idempotency).
                 return send(client, method, params, self.lost_responses.append, self.claimed)
-            except botocore.exceptions.ClientError as e:
-                if e.response.get("Error", {}).get("Code", "") in refused:
+            except (botocore.exceptions.ClientError, RemoteError) as e:
+                if _refusal_code(e) in refused:
                     self.plan.remove(entry)
                     return None
                 if retry_if is None or not retry_if(e) or self.remaining() <= retry_delay:

@@ -39,7 +39,9 @@ EC2_KINDS: tuple[Ec2Kind, ...] = (
         "InternetGateway",
     ),
     Ec2Kind("route_table", "route-table", "describe_route_tables", "RouteTables", "RouteTableId", "RouteTable"),
-    Ec2Kind("nat_gateway", "natgateway", "describe_nat_gateways", "NatGateways", "NatGatewayId", "NatGateway", "Filter"),
+    Ec2Kind(
+        "nat_gateway", "natgateway", "describe_nat_gateways", "NatGateways", "NatGatewayId", "NatGateway", "Filter"
+    ),
     Ec2Kind("elastic_ip", "elastic-ip", "describe_addresses", "Addresses", "AllocationId", None),
     Ec2Kind("security_group", "security-group", "describe_security_groups", "SecurityGroups", "GroupId", None),
     Ec2Kind("instance", "instance", "describe_instances", "Reservations", "InstanceId", "Instances"),
