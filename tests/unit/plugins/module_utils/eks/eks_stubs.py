@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """capa_eks_cluster's test material: its parameters, DescribeCluster / DescribeAddon / update answers, one run.
 
-A plain module (not a conftest) so the test files of the package import it by name.
+A plain module (not a conftest), imported by the test files of this package.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 """capa_eks_nodegroup's and capa_eks_fargate_profile's test material: options, specs, DescribeNodegroup answers
 and a run context over a Stubber'd EKS client.
 
-A plain module (not a conftest) so the test files of the package import it by name.
+A plain module (not a conftest), imported by the test files of this package.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from botocore.stub import ANY
-from eks_stubs import ADMIN_POLICY, ADMIN_ROLE, CLUSTER, NODE_ROLE, OWNER, described, params, run, update
+
+from .eks_stubs import ADMIN_POLICY, ADMIN_ROLE, CLUSTER, NODE_ROLE, OWNER, described, params, run, update
 
 
 def test_access_entries_and_auth_mode_update(aws_stub, tmp_path):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import pytest
 from botocore.stub import ANY
-from eks_stubs import ARN, CLUSTER, OWNER, ROLE_ARN, addon, described, params, run, update
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster import EksClusterTier
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+
+from .eks_stubs import ARN, CLUSTER, OWNER, ROLE_ARN, addon, described, params, run, update
 
 
 def test_addons_created_updated_deleted_and_waited_for(aws_stub, tmp_path):

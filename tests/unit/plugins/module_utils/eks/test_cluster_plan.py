@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from eks_stubs import ADMIN_POLICY, ADMIN_ROLE, ALL_OFF, KEY, NODE_ROLE, OTHER_KEY, ROLE_ARN, described, params
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import cluster_plan as plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster_spec import EksClusterSpec
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.kubeconfig import dump_yaml
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+
+from .eks_stubs import ADMIN_POLICY, ADMIN_ROLE, ALL_OFF, KEY, NODE_ROLE, OTHER_KEY, ROLE_ARN, described, params
 
 
 # pure decisions ------------------------------------------------------------------------------------------------

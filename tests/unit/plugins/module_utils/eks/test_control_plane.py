@@ -11,10 +11,11 @@ Stubber: every request is checked (operation, parameters, order) against AWS's s
 from __future__ import annotations
 
 import pytest
-from eks_stubs import CLUSTER, KEY, OTHER_KEY, described, params, run, update
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import control_plane
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+
+from .eks_stubs import CLUSTER, KEY, OTHER_KEY, described, params, run, update
 
 
 def test_upgrade_129_to_131_is_two_version_updates_each_waited_for(aws_stub, tmp_path):

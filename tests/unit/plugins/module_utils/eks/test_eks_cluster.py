@@ -9,9 +9,9 @@ Its AWS side runs against botocore's Stubber (every request checked against AWS'
 
 from __future__ import annotations
 
-from eks_stubs import CLUSTER, NODE_ROLE, OWNER, PROVIDER_ARN, aws_calls, described, params, run
-
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster_spec import EksClusterSpec
+
+from .eks_stubs import CLUSTER, NODE_ROLE, OWNER, PROVIDER_ARN, aws_calls, described, params, run
 
 
 def test_foreign_cluster_is_used_as_it_is(aws_stub, tmp_path):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eks_stubs import CLUSTER, NODE_ROLE, ROLE_ARN, params
-
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster_spec import EksClusterSpec, OutputPaths
+
+from .eks_stubs import CLUSTER, NODE_ROLE, ROLE_ARN, params
 
 
 def test_defaults_the_module_resolves(tmp_path):

@@ -6,11 +6,11 @@ Every request is checked against AWS's service model, in order."""
 
 from __future__ import annotations
 
-from member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, SUBNETS, context, fparams
-
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_fargate_profile as fargate_tier
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import members
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
+
+from .member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, SUBNETS, context, fparams
 
 
 def test_fargate_tags_are_added_in_place_and_creation_waited_for(eks):

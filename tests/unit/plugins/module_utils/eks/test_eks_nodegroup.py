@@ -8,11 +8,12 @@ service model, in order."""
 from __future__ import annotations
 
 import pytest
-from member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, context, definition, observed_from, owned_tags, params, spec
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_nodegroup as nodegroup_tier
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+
+from .member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, context, definition, observed_from, owned_tags, params, spec
 
 
 def test_version_upgrade_steps_one_minor_at_a_time_and_waits(eks):

@@ -12,12 +12,13 @@ import stat
 import urllib.parse
 
 import yaml
-from eks_stubs import CLUSTER, described, params
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import kubeconfig
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster_spec import EksClusterSpec
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+
+from .eks_stubs import CLUSTER, described, params
 
 
 def test_token_is_a_presigned_sts_url_for_the_cluster():

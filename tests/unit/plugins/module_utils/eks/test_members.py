@@ -6,10 +6,11 @@ makes clusters ACTIVE at once), their subnets, tags, and how a group's members a
 from __future__ import annotations
 
 import pytest
-from member_stubs import ACTIVE_CLUSTER, CLUSTER, context
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import members
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+
+from .member_stubs import ACTIVE_CLUSTER, CLUSTER, context
 
 
 def test_a_cluster_still_creating_is_waited_for(eks):

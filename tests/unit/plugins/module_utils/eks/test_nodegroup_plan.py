@@ -6,10 +6,11 @@ label/taint/scaling deltas, version steps, names, validation, template hashes (n
 from __future__ import annotations
 
 import pytest
-from member_stubs import PRIVATE, ROLE, SUBNETS, definition, fparams, observed_from, spec
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+
+from .member_stubs import PRIVATE, ROLE, SUBNETS, definition, fparams, observed_from, spec
 
 # which field changes how --------------------------------------------------------------------------------------------
 IMMUTABLE_CHANGES = [

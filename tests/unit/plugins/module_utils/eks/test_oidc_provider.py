@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pytest
 from botocore.stub import ANY
-from eks_stubs import CLUSTER, ISSUER, OWNER, PROVIDER_ARN, described, params, run
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.oidc_provider import fetch_root_ca_thumbprint
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+
+from .eks_stubs import CLUSTER, ISSUER, OWNER, PROVIDER_ARN, described, params, run
 
 
 def test_owned_oidc_provider_gets_client_id_thumbprint_and_tags(aws_stub, tmp_path):
