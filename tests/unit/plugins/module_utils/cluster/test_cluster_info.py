@@ -454,3 +454,25 @@ def test_defaults_are_capas():
     assert view.machine_groups() == {"control-plane": 1}
     assert view.security_group_roles() == ("apiserver-lb", "lb", "controlplane", "node")
     assert (view.nat_gateways, view.lb_type, view.az_limit) == ("per_az", "classic", 3)
+
+
+# pools the spec does not explain ------------------------------------------------------------
+def test_auto_scaling_groups_and_launch_templates_of_pools_not_in_the_spec_are_orphans():
+    raw = {
+        "auto_scaling_group": [
+            {"AutoScalingGroupName": "pool-a", "Tags": owned("node"), "DesiredCapacity": 2},
+            {"AutoScalingGroupName": "pool-gone", "Tags": owned("node"), "DesiredCapacity": 1},
+        ],
+        "launch_template": [
+            {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "pool-a", "Tags": owned("node")},
+            {"LaunchTemplateId": "lt-2", "LaunchTemplateName": "pool-gone", "Tags": owned("node")},
+        ],
+    }
+    spec = {"name": C, "machine_pools": [{"name": "pool-a"}]}
+    result = summarise(raw, read_spec(spec, C), None)
+    orphans = {(o["kind"], o["id"]): o["reason"] for o in result["orphans"]}
+    assert orphans == {
+        ("auto_scaling_group", "pool-gone"): "machine pool 'pool-gone' is not in the spec",
+        ("launch_template", "lt-2"): "machine pool 'pool-gone' is not in the spec",
+    }
+    assert [r["name"] for r in result["resources"]["auto_scaling_group"]] == ["pool-a", "pool-gone"]
