@@ -125,7 +125,7 @@ $(ETCD):
 		if [[ $$(id -u) -ne 0 ]]; then echo "apt-get download etcd-server etcd-client failed (run apt-get update as root)" >&2; exit 1; fi; \
 		apt-get update -qq && apt-get download etcd-server etcd-client >/dev/null; fi
 	@for deb in $(BUILD)/etcd-debs/*.deb; do dpkg -x "$$deb" $(ETCD_DIR); done
-	@$(ETCD) --version | head -1
+	@$(ETCD) --version | sed -n 1p
 
 $(NODE_VENV)/bin/aws:
 	@echo "system-deps: creating $(NODE_VENV) with the AWS CLI (the simulated nodes' boot hooks use it)"

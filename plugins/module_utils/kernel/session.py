@@ -87,6 +87,11 @@ class ApiCallRecorder:
         if model is not None:
             self.counts[f"{model.service_model.service_name}:{model.name}"] += 1
 
+    def count(self, name: str) -> None:
+        """Count a request that is not an AWS call (``k8s:ListNodes``, ``etcd:ListMembers``): every request a run
+        makes, to any endpoint, shows in ``api_calls``."""
+        self.counts[name] += 1
+
     def as_dict(self) -> dict[str, int]:
         return dict(sorted(self.counts.items()))
 

@@ -2,10 +2,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The import rule of plugins/module_utils (docs/architecture.md), checked on the source.
 
-kernel <- aws (service wrappers) <- concern packages <- cluster. A concern package imports the kernel, the service
-wrappers and itself, plus the declared edges only; the facade (``capa.py``) imports only the kernel; a module imports
-the facade and its own tier file (``capa_<x>`` -> ``<package>/<x>.py``), nothing else. Only ``capa.py`` sits
-directly in ``plugins/module_utils``.
+kernel <- aws and workload (service wrappers) <- concern packages <- cluster. A concern package imports the kernel,
+the service wrappers and itself, plus the declared edges only; the facade (``capa.py``) imports only the kernel; a
+module imports the facade and its own tier file (``capa_<x>`` -> ``<package>/<x>.py``), nothing else. Only
+``capa.py`` sits directly in ``plugins/module_utils``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ sys.path.insert(0, str(REPO / "tools"))
 import bundle_sizes  # noqa: E402  (the same import walk that measures what each module bundles)
 
 UTILS = REPO / "plugins" / "module_utils"
-KERNEL, WRAPPERS, TOP = "kernel", "aws", "cluster"
+KERNEL, TOP = "kernel", "cluster"
+# The service wrappers: AWS's services, and the workload cluster's API server and etcd.
+WRAPPERS = ("aws", "workload")
 CONCERNS = ("network", "machines", "kubeadm", "eks", "iam")
 # Edges between concern packages, each for a reason docs/architecture.md gives.
 DECLARED = {("machines", "kubeadm"), ("eks", "iam")}
@@ -32,12 +34,12 @@ def allowed(source: str, target: str) -> bool:
         return True
     if source == KERNEL:
         return False
-    if source == WRAPPERS:
+    if source in WRAPPERS:
         return False
     if source in CONCERNS:
-        return target == WRAPPERS or (source, target) in DECLARED
+        return target in WRAPPERS or (source, target) in DECLARED
     if source == TOP:
-        return target in (WRAPPERS, *CONCERNS)
+        return target in (*WRAPPERS, *CONCERNS)
     if source == "capa":
         return False
     raise AssertionError(f"unknown package {source}")
@@ -66,7 +68,7 @@ def test_only_the_facade_sits_at_the_top():
     top = sorted(p.name for p in UTILS.iterdir() if p.is_file() and p.suffix == ".py")
     assert top == ["capa.py"]
     packages = sorted(p.name for p in UTILS.iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert packages == sorted([KERNEL, WRAPPERS, TOP, *CONCERNS])
+    assert packages == sorted([KERNEL, *WRAPPERS, TOP, *CONCERNS])
 
 
 MODULES = sorted((REPO / "plugins" / "modules").glob("capa_*.py"))
@@ -88,7 +90,7 @@ def test_a_module_imports_the_facade_and_its_own_tier(module: Path):
 def test_a_module_bundles_only_its_concern_and_the_kernel():
     """What AnsiballZ ships with each module (tools/bundle_sizes.py): its own package, the kernel, the wrappers."""
     for name, row in bundle_sizes.measure().items():
-        concerns = set(row["concerns"]) - {KERNEL, WRAPPERS, "capa"}
+        concerns = set(row["concerns"]) - {KERNEL, *WRAPPERS, "capa"}
         tier = {m.stem: bundle_sizes.imports_of(m) - {"capa"} for m in MODULES}[name]
         own = package_of(next(iter(tier)))
         reach = {own} | {target for source, target in DECLARED if source == own}

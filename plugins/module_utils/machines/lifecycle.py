@@ -1,0 +1,313 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: Cluster API's machine lifecycle, decided from what the workload cluster says (pure: no requests).
+
+What Cluster API's Machine, MachineSet and KubeadmControlPlane controllers decide, as plain functions over one
+observation of the workload cluster (:class:`Workload`, read once per run):
+
+* when a machine counts as **available** (:func:`readiness`): its Node exists (matched by ``spec.providerID``
+  ``aws:///<zone>/<instance id>``, else by the node name kubeadm gives the kubelet - the instance's private DNS
+  name); a worker's Node is ``Ready`` (for ``min_ready_seconds``); a control-plane machine's static pods
+  (``kube-apiserver``, ``kube-controller-manager``, ``kube-scheduler``, ``etcd``) are ready and its etcd member
+  is a started, promoted voter without alarms;
+* whether a control-plane change may start (:func:`preflight`): no machine being deleted, every machine with a
+  Node, every component and member healthy, no learner or never-started member;
+* whether etcd keeps quorum through it (:func:`quorum_allows`), KCP's projection: the target voters, counting the
+  member to be added as unhealthy and the member to be removed as gone, must keep a majority of healthy voters;
+* where etcd leadership goes when the leader's machine leaves (:func:`leader_candidates`), which members no
+  machine explains (:func:`stray_members`), and which pods a drain evicts (:func:`pods_to_evict`).
+
+Without the Kubernetes API the fallback is explicit: :func:`readiness` then reports the AWS-only signal
+``InstanceRunning`` (``Readiness.signal``), and the control-plane decisions refuse.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..workload.etcd import EtcdStatus, Member
+
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+# Machine (here: instance tag or Node) annotations Cluster API honours on deletion.
+EXCLUDE_DRAINING = "machine.cluster.x-k8s.io/exclude-node-draining"
+EXCLUDE_VOLUME_WAIT = "machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach"
+# A pod label that takes it out of the drain (Cluster API's drain label).
+DRAIN_LABEL = "cluster.x-k8s.io/drain"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SIGNAL_NODE = "NodeReady"
+SIGNAL_AWS_ONLY = "InstanceRunning"
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    """CAPA's providerID of an instance (pkg/cloud/scope/providerid.go), set on the Node by the cloud provider."""
+    return f"aws:///{zone}/{instance_id}"
+
+
+# what the workload cluster says ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    provider_id: str
+    ready: str  # "True", "False" or "Unknown" (the Ready condition's status)
+    ready_since: datetime.datetime | None  # lastTransitionTime of Ready
+    unschedulable: bool
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    volumes_attached: tuple[str, ...] = ()
+
+    @classmethod
+    def from_api(cls, node: Mapping[str, Any]) -> NodeView:
+        metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+        return cls(
+            name=metadata.get("name", ""),
+            provider_id=spec.get("providerID") or "",
+            ready=ready.get("status") or "Unknown",
+            ready_since=_time(ready.get("lastTransitionTime")),
+            unschedulable=bool(spec.get("unschedulable")),
+            annotations=dict(metadata.get("annotations") or {}),
+            volumes_attached=tuple(v.get("name", "") for v in status.get("volumesAttached") or []),
+        )
+
+
+def _time(value: Any) -> datetime.datetime | None:
+    if not value:
+        return None
+    return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One observation of the workload cluster: Nodes, control-plane static pods, etcd. ``reachable`` False: the
+    API did not answer (``reason`` says why); then nothing else is known."""
+
+    reachable: bool
+    reason: str = ""
+    nodes: tuple[NodeView, ...] = ()
+    # node name -> component -> ready, for the static pods of the control-plane namespace
+    static_pods: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
+    etcd: EtcdStatus | None = None
+    etcd_error: str = ""
+
+    @classmethod
+    def unreachable(cls, reason: str) -> Workload:
+        return cls(reachable=False, reason=reason)
+
+    def node_for(self, zone: str, instance_id: str, node_name: str) -> NodeView | None:
+        """The machine's Node: by providerID once the cloud provider set it, else by the name kubeadm registered."""
+        wanted = provider_id(zone, instance_id)
+        by_provider = next((n for n in self.nodes if n.provider_id == wanted), None)
+        if by_provider is not None:
+            return by_provider
+        return next((n for n in self.nodes if n.name == node_name and not n.provider_id), None)
+
+
+def static_pods_of(pods: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, bool]]:
+    """node -> component -> ready, from the pods of the control-plane namespace (mirror pods of kubeadm)."""
+    found: dict[str, dict[str, bool]] = {}
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        component = (metadata.get("labels") or {}).get("component")
+        node = (pod.get("spec") or {}).get("nodeName")
+        if component not in COMPONENTS or not node:
+            continue
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        found.setdefault(node, {})[component] = ready and not metadata.get("deletionTimestamp")
+    return found
+
+
+# readiness (CAPI's Machine Ready/Available) ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Readiness:
+    available: bool
+    reason: str  # why not available ('' when available)
+    signal: str = SIGNAL_NODE  # NodeReady, or InstanceRunning when the Kubernetes API is not used
+    node: str | None = None
+    node_ready: str | None = None  # the Node's Ready status
+    member: str | None = None  # voter | learner | unstarted | alarm:<names> | missing (control plane)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "reason": self.reason or None,
+            "signal": self.signal,
+            "node": self.node,
+            "node_ready": self.node_ready,
+            "etcd_member": self.member,
+        }
+
+
+def member_state(etcd: EtcdStatus | None, node: str) -> str:
+    if etcd is None:
+        return "unknown"
+    member = etcd.by_name(node)
+    if member is None:
+        return "missing"
+    alarms = etcd.alarms.get(member.id)
+    if alarms:
+        return "alarm:" + ",".join(alarms)
+    return "learner" if member.is_learner else "voter"
+
+
+def readiness(
+    workload: Workload | None,
+    *,
+    instance_state: str,
+    zone: str,
+    instance_id: str,
+    node_name: str,
+    control_plane: bool,
+    min_ready_seconds: int = 0,
+    now: datetime.datetime | None = None,
+) -> Readiness:
+    """Whether one machine counts as available, and why not."""
+    if instance_state != "running":
+        return Readiness(False, f"instance {instance_state}", SIGNAL_AWS_ONLY if workload is None else SIGNAL_NODE)
+    if workload is None or not workload.reachable:
+        # No Kubernetes API: only EC2 says anything. Named, so results and warnings say what was judged.
+        return Readiness(True, "", SIGNAL_AWS_ONLY)
+    node = workload.node_for(zone, instance_id, node_name)
+    if node is None:
+        return Readiness(False, f"no Node {node_name} (or providerID {provider_id(zone, instance_id)}) yet")
+    if control_plane:
+        return _control_plane_readiness(workload, node)
+    if node.ready != "True":
+        return Readiness(False, f"Node {node.name} is not Ready ({node.ready})", node=node.name, node_ready=node.ready)
+    if min_ready_seconds and node.ready_since is not None:
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        ready_for = (now - node.ready_since).total_seconds()
+        if ready_for < min_ready_seconds:
+            reason = f"Node {node.name} Ready for {int(ready_for)}s of min_ready_seconds {min_ready_seconds}"
+            return Readiness(False, reason, node=node.name, node_ready=node.ready)
+    return Readiness(True, "", node=node.name, node_ready=node.ready)
+
+
+def _control_plane_readiness(workload: Workload, node: NodeView) -> Readiness:
+    member = member_state(workload.etcd, node.name)
+    base = {"node": node.name, "node_ready": node.ready, "member": member}
+    pods = workload.static_pods.get(node.name, {})
+    unready = [c for c in COMPONENTS if not pods.get(c)]
+    if unready:
+        return Readiness(False, f"static pods not ready on {node.name}: {', '.join(unready)}", **base)
+    if member != "voter":
+        reason = {
+            "missing": f"no etcd member {node.name}",
+            "learner": f"etcd member {node.name} is a learner, not yet promoted",
+            "unknown": f"etcd not readable: {workload.etcd_error}",
+        }.get(member, f"etcd member {node.name} has an alarm ({member[6:]})")
+        return Readiness(False, reason, **base)
+    return Readiness(True, "", **base)
+
+
+# control-plane safety (KCP's preflight and quorum projection) ----------------------------------------------------
+@dataclass(frozen=True)
+class ControlPlaneMachine:
+    """What the safety rules need of one control-plane machine."""
+
+    name: str
+    node: str | None  # its Node's name, None without one
+    leaving: bool  # its instance is shutting down / terminating
+    readiness: Readiness
+
+
+def preflight(
+    machines: Sequence[ControlPlaneMachine], etcd: EtcdStatus | None, excluding: str | None = None
+) -> str | None:
+    """Why a control-plane scale-up, scale-down or replacement step may not start now (None: it may).
+
+    ``excluding`` is the machine about to be removed: it need not be healthy (a scale-down of a sick one).
+    """
+    leaving = [m.name for m in machines if m.leaving]
+    if leaving:
+        return f"control-plane machine {', '.join(leaving)} is being deleted: one change at a time"
+    if etcd is None:
+        return "the etcd member list could not be read"
+    for machine in machines:
+        if machine.name == excluding:
+            continue
+        if machine.node is None:
+            return f"control-plane machine {machine.name} has no Node yet"
+        if not machine.readiness.available:
+            return f"control-plane machine {machine.name} is not healthy: {machine.readiness.reason}"
+    for member in etcd.members:
+        if not member.started:
+            return f"etcd member {member.id} was added but never started (it blocks every join until removed)"
+        if member.is_learner:
+            return f"etcd member {member.name} is a learner (a join is still in progress)"
+    return None
+
+
+def quorum_allows(
+    etcd: EtcdStatus, machine_health: Mapping[str, bool], *, add: bool = False, remove: str | None = None
+) -> tuple[bool, str]:
+    """KCP's projection (targetEtcdClusterHealthy): may etcd add a member / lose ``remove`` and keep quorum?
+
+    ``machine_health`` maps the member name (node name) of every control-plane machine to whether that machine is
+    healthy; a member no machine explains counts as healthy unless etcd reports an alarm for it. A member to be
+    added counts as a voter and as unhealthy until it has joined, except in a cluster of at most one member. Any
+    learner, or a member that never started, blocks the step.
+    """
+    if any(m.is_learner or not m.started for m in etcd.members):
+        return False, "etcd has a learner or a member that never started"
+    voters = [m for m in etcd.members if m.name != remove]
+    unhealthy = sum(1 for m in voters if etcd.alarms.get(m.id) or not machine_health.get(m.name, True))
+    size = len(voters)
+    if add:
+        size += 1
+        if len(etcd.members) > 1:
+            unhealthy += 1
+    quorum = size // 2 + 1
+    detail = f"{size - unhealthy} healthy of {size} voters after the change, quorum {quorum}"
+    return size - unhealthy >= quorum, detail
+
+
+def leader_candidates(machines: Sequence[ControlPlaneMachine], leaving: str) -> list[str]:
+    """Where leadership may go from ``leaving``'s member: Nodes of machines not going, healthy ones first, newest
+    last in the input order (KCP sorts etcd-healthy first, then up to date, then newest)."""
+    able = [m for m in machines if m.name != leaving and m.node is not None and not m.leaving]
+    return [m.node for m in sorted(able, key=lambda m: not m.readiness.available) if m.node]
+
+
+def stray_members(etcd: EtcdStatus, machines: Sequence[ControlPlaneMachine]) -> list[Member]:
+    """etcd members that no control-plane machine explains (a killed run's leftovers), never-started ones first.
+
+    Only judged once every machine has a Node: a member may belong to a machine still joining (KCP skips then too).
+    """
+    if any(m.node is None for m in machines if not m.leaving):
+        return []
+    nodes = {m.node for m in machines}
+    stray = [m for m in etcd.members if not m.started or m.name not in nodes]
+    return sorted(stray, key=lambda m: (m.started, m.name))
+
+
+# drain (CAPI's filters, aligned with kubectl drain) ----------------------------------------------------------------
+@dataclass(frozen=True)
+class PodRef:
+    namespace: str
+    name: str
+    reason: str = ""  # why it is skipped ('' when it is evicted)
+
+
+def pods_to_evict(pods: Iterable[Mapping[str, Any]]) -> tuple[list[PodRef], list[PodRef]]:
+    """(to evict, skipped) among the pods of one Node. DaemonSet pods and mirror (static) pods stay, as does a pod
+    labelled ``cluster.x-k8s.io/drain: skip``; pods already deleting are left to finish; everything else is
+    evicted through the Eviction API (PodDisruptionBudgets apply)."""
+    evict: list[PodRef] = []
+    skipped: list[PodRef] = []
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        ref = (metadata.get("namespace", "default"), metadata.get("name", ""))
+        owners = metadata.get("ownerReferences") or []
+        if (metadata.get("annotations") or {}).get(MIRROR_ANNOTATION) is not None:
+            skipped.append(PodRef(*ref, reason="mirror pod"))
+        elif any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners):
+            skipped.append(PodRef(*ref, reason="DaemonSet pod"))
+        elif (metadata.get("labels") or {}).get(DRAIN_LABEL) == "skip":
+            skipped.append(PodRef(*ref, reason=f"label {DRAIN_LABEL}=skip"))
+        elif metadata.get("deletionTimestamp"):
+            skipped.append(PodRef(*ref, reason="already terminating"))
+        else:
+            evict.append(PodRef(*ref))
+    return evict, skipped

@@ -1,0 +1,321 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private (workload-cluster client): the cluster's etcd, reached the way Cluster API's KubeadmControlPlane does.
+
+No network path to the control-plane machines is needed: the controller opens a port-forward through the API server
+to port 2379 of the static pod ``kube-system/etcd-<node>`` (``pods/portforward``, WebSocket, subprotocol
+``v4.channel.k8s.io``), and speaks TLS inside that tunnel with a client certificate it mints for the run from the
+etcd CA (CN ``cluster-api.x-k8s.io``), verifying the member's certificate against the etcd CA (the member is
+reached by pod, not by a name its certificate carries, so the name is not checked - as KCP does). Inside TLS it
+uses etcd's v3 JSON gateway (``POST /v3/cluster/member/list`` ...), plain HTTP/1.1: no etcd client library.
+
+:class:`Etcd` is an :class:`~..kernel.operations.Endpoint`: leadership moves and member removals go through
+``Operations.call`` (``etcd:MoveLeader``, ``etcd:MemberRemove``) - planned in check mode, counted in ``api_calls``.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+try:
+    import websocket  # websocket-client, a dependency of the kubernetes client
+
+    HAS_WEBSOCKET = True
+except ImportError:
+    HAS_WEBSOCKET = False
+
+from ..kernel.errors import RemoteError
+from .credentials import Identity, tls_context
+from .kube import UNREACHABLE, KubeApi
+
+ETCD_PORT = 2379
+NAMESPACE = "kube-system"
+CHANNEL_PROTOCOL = "v4.channel.k8s.io"
+PLANNED = {"move_leader": "etcd:MoveLeader", "member_remove": "etcd:MemberRemove"}
+
+
+def pod_of(node: str) -> str:
+    """kubeadm names the static etcd pod of a control-plane node ``etcd-<node name>``."""
+    return f"etcd-{node}"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One etcd member as etcd reports it. ``name`` is the node name (kubeadm's ``--name``); empty = never started."""
+
+    id: str  # decimal uint64, as the JSON gateway spells ids
+    name: str
+    peer_urls: tuple[str, ...]
+    is_learner: bool
+
+    @property
+    def started(self) -> bool:
+        # A member that was added but never ran has published no name (etcd's "unstarted").
+        return bool(self.name)
+
+
+@dataclass(frozen=True)
+class EtcdStatus:
+    """The cluster as one member sees it: members, the leader's id, alarms (member id -> alarm names)."""
+
+    via: str  # the node whose member answered
+    members: tuple[Member, ...]
+    leader_id: str
+    alarms: dict[str, tuple[str, ...]]
+
+    def by_name(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.name == name), None)
+
+    @property
+    def leader(self) -> Member | None:
+        return next((m for m in self.members if m.id == self.leader_id), None)
+
+
+class Tunnel:
+    """A port-forward to one pod port, as a byte stream (the data channel of the port)."""
+
+    def __init__(self, api: KubeApi, pod: str, port: int = ETCD_PORT, namespace: str = NAMESPACE) -> None:
+        api.count("k8s:GetPortForward")
+        url = urllib.parse.urlparse(api.target.url)
+        path = f"/api/v1/namespaces/{namespace}/pods/{pod}/portforward?ports={port}"
+        headers = [f"Authorization: Bearer {api.token}"] if api.token else []
+        options: dict[str, Any] = {
+            "header": headers,
+            "subprotocols": [CHANNEL_PROTOCOL],
+            "sslopt": {"context": api.ssl_context, "server_hostname": api.target.verify_name},
+            "timeout": api.timeout,
+        }
+        if api.target.proxy:
+            proxy = urllib.parse.urlparse(api.target.proxy)
+            options.update(http_proxy_host=proxy.hostname, http_proxy_port=proxy.port, proxy_type="http")
+        try:
+            self.socket = websocket.create_connection(f"wss://{url.netloc}{path}", **options)
+        except websocket.WebSocketBadStatusException as e:
+            raise RemoteError(
+                "PortForwardRefused",
+                f"port-forward to {namespace}/{pod}:{port} refused: HTTP {e.status_code}",
+                e.status_code,
+            ) from None
+        except (websocket.WebSocketException, OSError) as e:
+            raise RemoteError(UNREACHABLE, f"cannot open a port-forward to {namespace}/{pod}:{port}: {e}") from None
+        self.port = port
+        self.pod = pod
+        self._initialised = {0: False, 1: False}
+        self._buffer = b""
+
+    def send(self, data: bytes) -> None:
+        self.socket.send_binary(b"\x00" + data)
+
+    def recv(self) -> bytes:
+        """The next bytes of the data channel; b'' when the other side closed the port."""
+        while True:
+            try:
+                opcode, data = self.socket.recv_data()
+            except (websocket.WebSocketConnectionClosedException, OSError):
+                return b""
+            except websocket.WebSocketTimeoutException:
+                raise RemoteError("Timeout", f"no answer through the port-forward to {self.pod}") from None
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                return b""
+            if opcode != websocket.ABNF.OPCODE_BINARY or not data:
+                continue
+            channel, payload = data[0], data[1:]
+            if channel not in self._initialised:
+                continue
+            if not self._initialised[channel]:
+                # Each channel's first frame names the port it belongs to (two bytes, little-endian).
+                self._initialised[channel] = True
+                continue
+            if channel == 1:
+                raise RemoteError("PortForwardError", f"port-forward to {self.pod}: {payload.decode(errors='replace')}")
+            if payload:
+                return payload
+
+    def close(self) -> None:
+        try:
+            self.socket.close()
+        except (websocket.WebSocketException, OSError):
+            pass
+
+
+class EtcdSession:
+    """TLS, then HTTP/1.1 requests to the JSON gateway, inside one tunnel (an ``SSLObject`` over memory buffers)."""
+
+    def __init__(self, tunnel: Tunnel, context: ssl.SSLContext) -> None:
+        self.tunnel = tunnel
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self._incoming, self._outgoing, server_side=False)
+        self._handshake()
+
+    def _pump(self) -> None:
+        pending = self._outgoing.read()
+        if pending:
+            self.tunnel.send(pending)
+
+    def _feed(self) -> None:
+        data = self.tunnel.recv()
+        if not data:
+            raise RemoteError(UNREACHABLE, f"etcd on {self.tunnel.pod} closed the connection")
+        self._incoming.write(data)
+
+    def _handshake(self) -> None:
+        while True:
+            try:
+                self.tls.do_handshake()
+                self._pump()
+                return
+            except ssl.SSLWantReadError:
+                self._pump()
+                self._feed()
+            except ssl.SSLError as e:
+                raise RemoteError("TLS", f"TLS with etcd on {self.tunnel.pod} failed: {e.reason or e}") from None
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        payload = json.dumps(body).encode()
+        request = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{ETCD_PORT}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        ).encode() + payload
+        self.tls.write(request)
+        self._pump()
+        status, headers, content = self._response()
+        answer = json.loads(content or b"{}")
+        if status != 200 or "error" in answer:
+            message = answer.get("error") or answer.get("message") or f"HTTP {status}"
+            raise RemoteError(message, f"etcd ({self.tunnel.pod}) {path}: {message}", status)
+        return answer
+
+    def _read(self) -> bytes:
+        while True:
+            try:
+                return self.tls.read(65536)
+            except ssl.SSLWantReadError:
+                self._feed()
+
+    def _response(self) -> tuple[int, dict[str, str], bytes]:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += self._read()
+        head, _sep, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            return status, headers, self._chunked(rest)
+        length = int(headers.get("content-length", "0"))
+        while len(rest) < length:
+            rest += self._read()
+        return status, headers, rest[:length]
+
+    def _chunked(self, data: bytes) -> bytes:
+        body = b""
+        while True:
+            while b"\r\n" not in data:
+                data += self._read()
+            size_line, _sep, data = data.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            while len(data) < size + 2:
+                data += self._read()
+            if size == 0:
+                return body
+            body, data = body + data[:size], data[size + 2 :]
+
+    def close(self) -> None:
+        self.tunnel.close()
+
+
+class Etcd:
+    """The cluster's etcd members, for one module run. Reads through the first member that answers."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        ca_certificate: str,
+        identity: Identity,
+        count: Callable[[str], None] = lambda _name: None,
+    ) -> None:
+        self.api = api
+        self.count = count
+        # The chain is verified against the etcd CA; the name is not (see the module docstring).
+        self.context = tls_context(ca_certificate, identity, check_hostname=False)
+        self._sessions: dict[str, EtcdSession] = {}
+
+    def session(self, node: str) -> EtcdSession:
+        if node not in self._sessions:
+            self._sessions[node] = EtcdSession(Tunnel(self.api, pod_of(node)), self.context)
+        return self._sessions[node]
+
+    def _post(self, node: str, path: str, body: dict[str, Any], name: str) -> dict[str, Any]:
+        self.count(name)
+        try:
+            return self.session(node).post(path, body)
+        except RemoteError:
+            self.drop(node)
+            raise
+
+    def drop(self, node: str) -> None:
+        session = self._sessions.pop(node, None)
+        if session is not None:
+            session.close()
+
+    def status(self, nodes: list[str]) -> EtcdStatus:
+        """Members, leader and alarms through the first of ``nodes`` whose member answers its status."""
+        errors = []
+        for node in nodes:
+            try:
+                status = self._post(node, "/v3/maintenance/status", {}, "etcd:GetStatus")
+                members = self._post(node, "/v3/cluster/member/list", {}, "etcd:ListMembers")
+                alarms = self._post(node, "/v3/maintenance/alarm", {"action": "GET"}, "etcd:ListAlarms")
+            except RemoteError as e:
+                errors.append(f"{node}: {e}")
+                continue
+            return EtcdStatus(
+                via=node,
+                members=tuple(_member(m) for m in members.get("members") or []),
+                leader_id=str((status.get("leader") or "")),
+                alarms=_alarms(alarms),
+            )
+        raise RemoteError(UNREACHABLE, "no etcd member answered: " + "; ".join(errors or ["no control-plane node"]))
+
+    def member_status(self, node: str) -> dict[str, Any]:
+        """The status of ``node``'s own member (answers only while that member runs and is reachable)."""
+        return self._post(node, "/v3/maintenance/status", {}, "etcd:GetStatus")
+
+    # writes: only through Operations.call ------------------------------------------------------------------
+    def planned_name(self, method: str) -> str:
+        return PLANNED[method]
+
+    def invoke(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "move_leader":
+            # etcd only accepts MoveLeader from the leader itself.
+            return self._post(
+                params["via"], "/v3/maintenance/transfer-leadership", {"targetID": params["target_id"]}, PLANNED[method]
+            )
+        if method == "member_remove":
+            return self._post(params["via"], "/v3/cluster/member/remove", {"ID": params["member_id"]}, PLANNED[method])
+        raise ValueError(f"unknown etcd write {method}")
+
+    def close(self) -> None:
+        for node in list(self._sessions):
+            self.drop(node)
+
+
+def _member(raw: dict[str, Any]) -> Member:
+    return Member(
+        id=str(raw.get("ID", "")),
+        name=raw.get("name", ""),
+        peer_urls=tuple(raw.get("peerURLs") or ()),
+        is_learner=bool(raw.get("isLearner")),
+    )
+
+
+def _alarms(raw: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, list[str]] = {}
+    for alarm in raw.get("alarms") or []:
+        found.setdefault(str(alarm.get("memberID", "")), []).append(str(alarm.get("alarm", "")))
+    return {member: tuple(names) for member, names in found.items()}

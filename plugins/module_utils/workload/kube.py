@@ -1,0 +1,261 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private (workload-cluster client): the cluster's Kubernetes API, through the official ``kubernetes`` client.
+
+The controller reaches the API server the way a user's kubectl would: at the control-plane endpoint (the load
+balancer), or - for private clusters - at an address the user gives (a tunnel, an SSM port forward, a bastion
+``ssh -L``) while the server's certificate is still checked against the cluster CA for the endpoint's name
+(``tls_server_name``), optionally through an HTTP CONNECT proxy. Credentials are minted per run
+(:mod:`.credentials`) and live in the process's TLS context only.
+
+Reads are plain JSON (``_preload_content=False``: the collection needs a few fields, not the client's models).
+Writes are not made here directly: :class:`KubeApi` is an :class:`~..kernel.operations.Endpoint`, so every cordon,
+eviction, Node deletion and manifest apply goes through ``Operations.call`` - planned in check mode, listed in
+``plan``, counted in ``api_calls`` (``k8s:PatchNode`` ...), like an AWS write.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+try:
+    import kubernetes.client
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    HAS_KUBERNETES = True
+except ImportError:  # reported by the tier before any request: "the controller needs the kubernetes package"
+    HAS_KUBERNETES = False
+
+from ..kernel.errors import RemoteError
+from .credentials import Identity, tls_context
+
+PAGE_SIZE = 500
+FIELD_MANAGER = "clusterapi.aws"
+# What each write shows as in the plan and in api_calls.
+PLANNED = {
+    "cordon": "k8s:PatchNode",
+    "annotate_node": "k8s:PatchNode",
+    "evict": "k8s:CreateEviction",
+    "delete_node": "k8s:DeleteNode",
+    "apply": "k8s:Apply",
+}
+UNREACHABLE = "Unreachable"
+
+
+@dataclass(frozen=True)
+class ApiTarget:
+    """Where the API server is and how to trust it."""
+
+    url: str  # https://host:port
+    ca_certificate: str
+    tls_server_name: str | None = None  # the name the certificate must carry, when url's host is an address
+    proxy: str | None = None  # an HTTP CONNECT proxy (http://host:port)
+
+    @property
+    def host(self) -> str:
+        return urllib.parse.urlparse(self.url).hostname or ""
+
+    @property
+    def verify_name(self) -> str:
+        return self.tls_server_name or self.host
+
+
+class KubeApi:
+    """One workload cluster's API server, for one module run."""
+
+    def __init__(
+        self,
+        target: ApiTarget,
+        identity: Identity | None = None,
+        token: str | None = None,
+        count: Callable[[str], None] = lambda _name: None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.target = target
+        self.identity = identity
+        self.token = token
+        self.count = count
+        self.timeout = timeout
+        self.ssl_context = tls_context(target.ca_certificate, identity)
+        self._resources: dict[str, dict[str, Any]] = {}
+        configuration = kubernetes.client.Configuration()
+        configuration.host = target.url
+        if token:
+            configuration.api_key = {"authorization": token}
+            configuration.api_key_prefix = {"authorization": "Bearer"}
+        self.client = kubernetes.client.ApiClient(configuration)
+        # The client builds its pool from certificate *files*; ours trusts the cluster CA and presents the run's
+        # identity from memory, and checks the certificate for the endpoint's name when reached at an address.
+        pool_args: dict[str, Any] = {
+            "num_pools": 2,
+            "maxsize": 4,
+            "ssl_context": self.ssl_context,
+            "timeout": urllib3.Timeout(connect=timeout, read=timeout * 3),
+            "retries": False,
+        }
+        if target.tls_server_name:
+            pool_args.update(server_hostname=target.tls_server_name, assert_hostname=target.tls_server_name)
+        if target.proxy:
+            self.client.rest_client.pool_manager = urllib3.ProxyManager(target.proxy, **pool_args)
+        else:
+            self.client.rest_client.pool_manager = urllib3.PoolManager(**pool_args)
+
+    # reading -------------------------------------------------------------------------------------------------
+    def probe(self) -> str | None:
+        """None when the API server answers (``GET /version``), else why not, in words a user can act on."""
+        try:
+            self._get("/version", "k8s:GetVersion")
+        except RemoteError as e:
+            if e.code == UNREACHABLE:
+                return e.args[0]
+            return f"{self.target.url} answered {e.status} {e.code}: {e.args[0]}"
+        return None
+
+    def list(self, path: str, name: str, **query: str) -> list[dict[str, Any]]:
+        """Every item of a list, following ``continue`` (one counted request per page)."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            page = self._get(path, name, limit=str(PAGE_SIZE), **({"continue": token} if token else {}), **query)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return items
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.list("/api/v1/nodes", "k8s:ListNodes")
+
+    def pods(self, namespace: str | None = None, **selectors: str) -> list[dict[str, Any]]:
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        return self.list(path, "k8s:ListPods", **_selectors(selectors))
+
+    def get(self, path: str, name: str) -> dict[str, Any] | None:
+        """One object, or None when it does not exist."""
+        try:
+            return self._get(path, name)
+        except RemoteError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    # writing: only through Operations.call ------------------------------------------------------------------
+    def planned_name(self, method: str) -> str:
+        return PLANNED[method]
+
+    def invoke(self, method: str, params: dict[str, Any]) -> Any:
+        name = PLANNED[method]
+        if method == "cordon":
+            return self._request(
+                "PATCH", f"/api/v1/nodes/{params['node']}", name, _MERGE, {"spec": {"unschedulable": True}}
+            )
+        if method == "annotate_node":
+            body = {"metadata": {"annotations": params["annotations"]}}
+            return self._request("PATCH", f"/api/v1/nodes/{params['node']}", name, _MERGE, body)
+        if method == "evict":
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": params["name"], "namespace": params["namespace"]},
+            }
+            if params.get("grace_period_seconds") is not None:
+                body["deleteOptions"] = {"gracePeriodSeconds": params["grace_period_seconds"]}
+            path = f"/api/v1/namespaces/{params['namespace']}/pods/{params['name']}/eviction"
+            return self._request("POST", path, name, "application/json", body)
+        if method == "delete_node":
+            return self._request("DELETE", f"/api/v1/nodes/{params['node']}", name, "application/json", None)
+        if method == "apply":
+            manifest = params["manifest"]
+            query = {"fieldManager": FIELD_MANAGER, "force": "true"}
+            path = self.object_path(manifest)
+            return self._request("PATCH", path, name, "application/apply-patch+yaml", manifest, query)
+        raise ValueError(f"unknown Kubernetes write {method}")
+
+    # paths of arbitrary kinds (server-side apply), from discovery -------------------------------------------
+    def object_path(self, manifest: dict[str, Any]) -> str:
+        """``/apis/<group>/<version>/[namespaces/<ns>/]<plural>/<name>`` of a manifest's object."""
+        api_version, kind = manifest["apiVersion"], manifest["kind"]
+        metadata = manifest.get("metadata") or {}
+        resource = self.resource_of(api_version, kind)
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        namespace = ""
+        if resource["namespaced"]:
+            namespace = f"/namespaces/{metadata.get('namespace') or 'default'}"
+        return f"{base}{namespace}/{resource['name']}/{metadata['name']}"
+
+    def resource_of(self, api_version: str, kind: str) -> dict[str, Any]:
+        """The discovery entry of ``kind`` (one request per group/version and run, then cached)."""
+        if api_version not in self._resources:
+            base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+            found = self.get(base, "k8s:GetAPIResources") or {}
+            self._resources[api_version] = {
+                r["kind"]: r for r in found.get("resources") or [] if "/" not in r.get("name", "")
+            }
+        resources = self._resources[api_version]
+        if kind not in resources:
+            # A CRD applied moments ago may not be served yet: forget the group so the next call asks again.
+            self._resources.pop(api_version, None)
+            raise RemoteError("NotServed", f"the API server does not serve {kind} in {api_version} (yet)", 404)
+        return resources[kind]
+
+    # the wire --------------------------------------------------------------------------------------------------
+    def _get(self, path: str, name: str, **query: str) -> dict[str, Any]:
+        return self._request("GET", path, name, None, None, query)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        name: str,
+        content_type: str | None,
+        body: Any,
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        self.count(name)
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        try:
+            response = self.client.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self.timeout * 3,
+            )[0]
+        except ApiException as e:
+            raise _remote_error(e) from None
+        except (urllib3.exceptions.HTTPError, ssl.SSLError, OSError) as e:
+            raise RemoteError(UNREACHABLE, f"cannot reach the Kubernetes API at {self.target.url}: {_why(e)}") from None
+        data = response.data
+        return json.loads(data) if data else {}
+
+
+_MERGE = "application/merge-patch+json"
+
+
+def _selectors(selectors: dict[str, str]) -> dict[str, str]:
+    names = {"field_selector": "fieldSelector", "label_selector": "labelSelector"}
+    return {names[k]: v for k, v in selectors.items() if v}
+
+
+def _remote_error(error: Any) -> RemoteError:
+    try:
+        status = json.loads(error.body or "{}")
+    except (TypeError, ValueError):
+        status = {}
+    code = status.get("reason") or error.reason or str(error.status)
+    message = status.get("message") or error.reason or f"HTTP {error.status}"
+    return RemoteError(code, message, error.status)
+
+
+def _why(error: BaseException) -> str:
+    reason = getattr(error, "reason", None)
+    return str(reason or error)
