@@ -17,6 +17,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_inf
     summarise,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.resources import BY_NAME
 
 C = "demo"
 OWNER = f"sigs.k8s.io/cluster-api-provider-aws/cluster/{C}"
@@ -165,6 +166,13 @@ def test_healthy_network_is_ready_and_explained():
 
 def test_every_kind_has_a_table_entry():
     assert set(network()) == {kind.name for kind in KINDS}
+
+
+def test_ec2_kinds_are_described_and_identified_the_tables_way():
+    ec2 = [kind for kind in KINDS if kind.name in BY_NAME]
+    assert {kind.name for kind in ec2} >= {"vpc", "subnet", "nat_gateway", "instance", "launch_template"}
+    for kind in ec2:
+        assert kind.ident({BY_NAME[kind.name].id_key: "the-id"}) == "the-id"
 
 
 def test_empty_account_says_why():

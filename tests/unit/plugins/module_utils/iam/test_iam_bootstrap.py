@@ -73,7 +73,8 @@ def called_actions() -> dict[str, set[str]]:
     """Every AWS operation the code calls, per file, as IAM actions.
 
     A name counts when it is a method of a client the file uses and appears as a string (``ops.call(client,
-    "x")``, ``.paginate("x")``, ``describe(ctx, "x")``) or as an attribute call (``client.x(``).
+    "x")``, ``.paginate("x")``, ``describe(ctx, "x")``) or as an attribute called or handed on (``client.x(``,
+    ``missing_as_none(client.x, ...)``).
     """
     maps = _method_maps()
     found: dict[str, set[str]] = {}
@@ -85,7 +86,7 @@ def called_actions() -> dict[str, set[str]]:
         services = set(re.findall(r'client\("([a-z0-9]+)"[,)]', text))
         if EC2_HELPERS.search(text):
             services.add("ec2")
-        names = set(re.findall(r'"([a-z][a-z0-9_]+)"', text)) | set(re.findall(r"\.([a-z][a-z0-9_]+)\(", text))
+        names = set(re.findall(r'"([a-z][a-z0-9_]+)"', text)) | set(re.findall(r"\.([a-z][a-z0-9_]+)[(,]", text))
         if TABLE_READERS.search(text):
             names |= {BY_NAME[name].describe for name in names if name in BY_NAME}
         actions = set()
