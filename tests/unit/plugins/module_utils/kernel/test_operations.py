@@ -131,6 +131,9 @@ def test_a_file_with_the_same_content_is_no_change(tmp_path: Path):
     assert [(p.call, p.reason) for p in ops.plan] == [("file:WriteFile", "kubeconfig missing")]
     assert ops.write_file(path, "b", "kubeconfig") is True
     assert ops.plan[-1].reason == "kubeconfig differs"
+    assert ops.write_file(path, "c", "kubeconfig", reason="client certificate expires soon") is True
+    assert ops.plan[-1].reason == "client certificate expires soon"
+    assert ops.write_file(path, "c", "kubeconfig", reason="client certificate expires soon") is False
 
 
 def test_check_mode_plans_file_writes_and_deletes_without_touching_the_disk(tmp_path: Path):
