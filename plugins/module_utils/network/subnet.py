@@ -719,6 +719,7 @@ class _Build:
         method, reason = (
             ("create_route", "missing") if current is None else ("replace_route", f"points at {current[1]}")
         )
+        route_to: dict[str, Any] = {target[0]: target[1]}
         self.ctx.ops.call(
             self.ec2,
             method,
@@ -726,7 +727,7 @@ class _Build:
             reason=f"{DEFAULT_ROUTE} -> {target[1]} {reason}",
             RouteTableId=table.id,
             DestinationCidrBlock=DEFAULT_ROUTE,
-            **{target[0]: target[1]},
+            **route_to,
         )
         return replace(table, default_route=target)
 

@@ -80,7 +80,8 @@ class ObservedVpc:
 
     @property
     def secondary_cidrs(self) -> list[str]:
-        return [c for c in (self.cidrs or (self.cidr_block,)) if c != self.cidr_block]
+        cidrs = self.cidrs or ((self.cidr_block,) if self.cidr_block else ())
+        return [c for c in cidrs if c != self.cidr_block]
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def pick_gateway(vpc_id: str, owned: Sequence[Gateway]) -> Gateway | None:
     """Of the cluster's gateways: the one attached to the VPC, else one attached nowhere."""
     here = [g for g in owned if vpc_id in g.attached_to]
     free = [g for g in owned if not g.attached_to]
-    return (here or free or [None])[0]
+    return next(iter(here or free), None)
 
 
 # plan (pure) -----------------------------------------------------------------------------------------------------
@@ -259,14 +260,8 @@ def _apply_vpc(ctx: Context, spec: VpcSpec, vpc: ObservedVpc | None, steps: VpcP
     else:
         repair_tags(ctx, "ec2", vpc.id, name, vpc.tags, tags)
     for attribute in steps.enable_dns:
-        ctx.ops.call(
-            ec2,
-            "modify_vpc_attribute",
-            resource=name,
-            reason=f"{attribute} is off",
-            VpcId=vpc.id,
-            **{_capitalised(attribute): {"Value": True}},
-        )
+        turn_on: dict[str, Any] = {_capitalised(attribute): {"Value": True}}
+        ctx.ops.call(ec2, "modify_vpc_attribute", resource=name, reason=f"{attribute} is off", VpcId=vpc.id, **turn_on)
     for cidr in steps.associate_cidrs:
         ctx.ops.call(
             ec2,
