@@ -358,7 +358,10 @@ def test_the_kubeconfig_lookup_builds_one_from_the_secret_with_a_short_lived_cer
     assert ca_data == pki.cluster_ca_cert
     client = x509.load_pem_x509_certificate(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]))
     client.verify_directly_issued_by(x509.load_pem_x509_certificate(pki.cluster_ca_cert.encode()))
-    lifetime = client.not_valid_after_utc - client.not_valid_before_utc
+    # cryptography >= 42 has the timezone-aware properties; the floor (41) only the naive UTC ones.
+    after = getattr(client, "not_valid_after_utc", None) or client.not_valid_after
+    before = getattr(client, "not_valid_before_utc", None) or client.not_valid_before
+    lifetime = after - before
     assert lifetime <= datetime.timedelta(minutes=10 + 5)  # ten minutes, not-before backdated by the clock skew
 
 

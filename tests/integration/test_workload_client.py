@@ -11,11 +11,16 @@ from __future__ import annotations
 import kubesim_helpers as h
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import RemoteError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, RemoteError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_lifecycle as nl
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload import access as access_mod
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload import credentials
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.etcd import Etcd
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.kube import ApiTarget, KubeApi
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload.observe import NodeView
 
 CLUSTER = "wlc"
 ENDPOINT = "wlc-apiserver-1234567890.us-east-1.elb.amazonaws.com"
@@ -30,7 +35,10 @@ def boot(aws, kubesim, replicas: int = 1):
     for index in range(1, replicas):  # one at a time, as a control plane grows
         document = h.cloud_config("join-control-plane", pki, CLUSTER, f"{ENDPOINT}:6443")
         h.launch(aws, CLUSTER, f"{CLUSTER}-cp-{index}", document, subnet)
-        kubesim.wait(lambda n=index + 1: voters(sim) == n, 90, "a voter")
+        try:
+            kubesim.wait(lambda n=index + 1: voters(sim) == n, 90, "a voter")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; instances: {sim.instances()}; etcd: {sim.etcd()}") from None
     return sim, pki
 
 
@@ -122,3 +130,185 @@ def test_etcd_through_the_port_forward(aws, kubesim):
     with pytest.raises(RemoteError):
         etcd.status(["no-such-node"])
     etcd.close()
+
+
+# --- the removal steps of a machine (plugins/module_utils/machines/node_lifecycle.py) ---------------------------
+
+
+def context(aws, check_mode: bool = False, wait_timeout: int = 120) -> Context:
+    session = AwsSession("us-east-1", aws.url, {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"})
+    return Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait_timeout=wait_timeout)
+
+
+def access_for(ctx, sim, pki, mode: str = "auto") -> access_mod.KubernetesAccess:
+    settings = access_mod.KubernetesApiSettings(mode=mode, server=f"https://127.0.0.1:{sim.port}")
+    return access_mod.KubernetesAccess.open(
+        ctx,
+        settings,
+        endpoint_host=ENDPOINT,
+        endpoint_port=6443,
+        ca_certificate=pki.ca_cert,
+        ca_key=pki.ca_key,
+        etcd_ca_certificate=pki.etcd_cert,
+        etcd_ca_key=pki.etcd_key,
+    )
+
+
+def web_with_budget(sim, node: str, replicas: int = 2, min_available: int = 2) -> None:
+    """A Deployment scheduled onto ``node`` (its replacements cannot go back once the Node is cordoned) behind a
+    PodDisruptionBudget that refuses any eviction of a ready pod."""
+    sim.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "terminationGracePeriodSeconds": 30,
+                        "containers": [{"name": "web", "image": "nginx"}],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+
+
+def worker_cluster(aws, kubesim):
+    sim, pki = boot(aws, kubesim)
+    subnet = h.subnet(aws, cidr="10.1.0.0/16")
+    h.launch(
+        aws,
+        CLUSTER,
+        f"{CLUSTER}-md-0",
+        h.cloud_config("join-worker", pki, CLUSTER, f"{ENDPOINT}:6443"),
+        subnet,
+        role="node",
+    )
+    sim.create(*h.calico_and_ccm())
+    sim.wait_nodes(2, ready=True)
+    return sim, pki
+
+
+def worker_node(api) -> NodeView:
+    labels = "node-role.kubernetes.io/control-plane"
+    return next(NodeView.from_api(n) for n in api.nodes() if labels not in n["metadata"].get("labels", {}))
+
+
+def test_a_drain_retries_evictions_a_budget_refuses_until_node_drain_timeout(aws, kubesim, monkeypatch):
+    monkeypatch.setattr(nl, "DRAIN_RETRY", 0.5)
+    sim, pki = worker_cluster(aws, kubesim)
+    ctx = context(aws)
+    access = access_for(ctx, sim, pki)
+    workload = access.observe()
+    worker = next(
+        n for n in workload.nodes if "control-plane" not in n.name and n.name != workload.nodes[0].name or True
+    )
+    workers = [
+        n for n in access.api.nodes() if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {})
+    ]
+    worker = NodeView.from_api(workers[0])
+    web_with_budget(sim, worker.name)
+    kubesim.wait(lambda: len(access.api.pods("default", label_selector="app=web")) == 2, 30, "2 web pods")
+
+    # check mode: the whole sequence planned, nothing written
+    planning = context(aws, check_mode=True)
+    planned = nl.drain_node(planning, access.api, worker, "md-0-a", timeout=3)
+    assert [p.call for p in planning.ops.plan] == ["k8s:PatchNode", "k8s:CreateEviction", "k8s:CreateEviction"]
+    assert sorted(planned.evicted) == sorted(f"default/{p['metadata']['name']}" for p in access.api.pods("default"))
+    assert not NodeView.from_api(access.api.get(f"/api/v1/nodes/{worker.name}", "k8s:GetNode")).unschedulable
+
+    # the budget refuses both evictions: retried until node_drain_timeout, then the machine goes anyway
+    outcome = nl.drain_node(ctx, access.api, worker, "md-0-a", timeout=3)
+    assert outcome.evicted == [] and len(outcome.timed_out) == 2
+    assert any("node_drain_timeout 3s passed" in w for w in ctx.warnings)
+    assert [p.call for p in ctx.ops.plan] == ["k8s:PatchNode"]  # refused evictions changed nothing
+    journal = kubesim.journal(cluster=CLUSTER, source="apiserver", moto=False)
+    refused = [e for e in journal if e.get("subresource") == "eviction" and e["status"] == 429]
+    assert len(refused) >= 4  # asked again every round
+
+    # once the budget allows, the drain evicts and waits until the pods are gone
+    relaxed = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    Operations(check_mode=False).call(access.api, "apply", resource="pdb web", reason="test", manifest=relaxed)
+    again = context(aws)
+    done = nl.drain_node(again, access.api, worker_node(access.api), "md-0-a")
+    assert len(done.evicted) == 2 and done.timed_out == []
+    left = access.api.pods(field_selector=f"spec.nodeName={worker.name}")
+    assert all(any(o["kind"] == "DaemonSet" for o in p["metadata"].get("ownerReferences", [])) for p in left), (
+        "only DaemonSet pods stay"
+    )
+    assert [p.call for p in again.ops.plan] == ["k8s:CreateEviction", "k8s:CreateEviction"]  # already cordoned
+
+
+def test_a_drain_that_runs_out_of_the_run_budget_keeps_the_machine(aws, kubesim, monkeypatch):
+    monkeypatch.setattr(nl, "DRAIN_RETRY", 0.5)
+    sim, pki = worker_cluster(aws, kubesim)
+    ctx = context(aws, wait_timeout=60)
+    access = access_for(ctx, sim, pki)
+    workers = [
+        n for n in access.api.nodes() if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {})
+    ]
+    worker = NodeView.from_api(workers[0])
+    web_with_budget(sim, worker.name)
+    kubesim.wait(lambda: len(access.api.pods("default", label_selector="app=web")) == 2, 30, "2 web pods")
+    short = context(aws, wait_timeout=3)
+    with pytest.raises(ReconcileError, match="did not finish within wait_timeout"):
+        nl.drain_node(short, access.api, worker, "md-0-a", timeout=0)
+
+
+def test_control_plane_member_steps_keep_quorum(aws, kubesim):
+    sim, pki = boot(aws, kubesim, replicas=3)
+    ctx = context(aws)
+    access = access_for(ctx, sim, pki)
+    nodes = [n["metadata"]["name"] for n in access.api.nodes()]
+    workload = access.observe(nodes)
+    assert workload.etcd is not None and len(workload.etcd.members) == 3
+    assert all(all(p.values()) for p in workload.static_pods.values())
+    leader = workload.etcd.leader.name
+    others = [n for n in nodes if n != leader]
+
+    nl.move_leadership_off(ctx, access.etcd, workload.etcd, leader, others)
+    kubesim.wait(lambda: sim.etcd()["leader_name"] in others, 20, "the leader to move")
+    moved = access.observe(nodes).etcd
+    follower = next(n for n in nodes if n != moved.leader.name)
+    nl.move_leadership_off(ctx, access.etcd, moved, follower, [])  # not the leader: nothing to move
+
+    status = access.observe(nodes).etcd
+    assert nl.remove_member(ctx, access.etcd, status, leader, nodes) is True
+    assert sorted(m.name for m in access.observe(others).etcd.members) == sorted(others)
+    assert [p.call for p in ctx.ops.plan] == ["etcd:MoveLeader", "etcd:MemberRemove"]
+    assert sim.etcd()["quorum"]["failed_windows"] == []
+    calls = ctx.session.recorder.as_dict()
+    assert calls["etcd:MoveLeader"] >= 1 and calls["k8s:ListNodes"] >= 1
+
+
+def test_modes_without_an_api(aws, kubesim):
+    sim = kubesim.register(CLUSTER, endpoint=f"{ENDPOINT}:6443")  # nothing listens until kubeadm init
+    pki = h.new_pki()
+    ctx = context(aws)
+    auto = access_for(ctx, sim, pki, mode="auto")
+    seen = auto.observe()
+    assert seen.reachable is False and "Connection refused" in seen.reason
+    assert not auto.available and auto.observe().reachable is False  # asked once, then known
+    none = access_for(ctx, sim, pki, mode="none")
+    assert not none.available and none.reason == "kubernetes_api.mode is none"
+    assert none.observe().reachable is False
+    required = access_for(ctx, sim, pki, mode="required")
+    with pytest.raises(ReconcileError, match="kubernetes_api.mode is required but the Kubernetes API does not answer"):
+        required.observe()
+    assert ctx.session.recorder.as_dict() == {"k8s:ListNodes": 2}  # auto and required asked once each; none never

@@ -14,6 +14,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import admin_kubeconfig as k
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.pki import not_after
 
 
 def cert(text: str):
@@ -85,6 +86,6 @@ class TestKubeconfig:
         assert k.kubeconfig_problem(text, pki, "demo", self.SERVER, now=now - k.CLIENT_RENEW_BEFORE) is None
         config = yaml.safe_load(text)
         client = cert(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]).decode())
-        lifetime = client.not_valid_after_utc - now
+        lifetime = not_after(client) - now
         assert datetime.timedelta(minutes=55) < lifetime <= datetime.timedelta(hours=1)
         client.verify_directly_issued_by(cert(pki.cluster_ca_cert))
