@@ -29,7 +29,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import ensure_tags, tags_of
+from ..aws.ec2 import tags_of
 from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
@@ -42,6 +42,7 @@ from ..kernel.tags import (
     dict_to_tags,
     is_owned,
     missing_tags,
+    repair_tags,
 )
 from ..kernel.waiting import wait_until
 from . import ami as _ami
@@ -355,8 +356,9 @@ class PoolRun:
 
     def _ensure_template_tags(self) -> None:
         if self.template and not is_placeholder(self.template["LaunchTemplateId"]):
-            ensure_tags(
+            repair_tags(
                 self.ctx,
+                "ec2",
                 self.template["LaunchTemplateId"],
                 f"launch template {self.spec.name}",
                 tags_of(self.template),

@@ -67,7 +67,8 @@ from .plan import (
 from .termination import with_watcher
 
 try:
-    from ..kubeadm.pki import check_upgrade_step, load_cluster_pki, render_cloud_init
+    from ..kubeadm.cloud_init import check_upgrade_step, render_cloud_init
+    from ..kubeadm.pki import load_cluster_pki
 except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
     check_upgrade_step = load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
 

@@ -38,7 +38,8 @@ from . import ami as _ami
 from .termination import DEFAULT_KUBECONFIG
 
 try:
-    from ..kubeadm.pki import load_cluster_pki, render_cloud_init
+    from ..kubeadm.cloud_init import render_cloud_init
+    from ..kubeadm.pki import load_cluster_pki
 except ImportError:  # the kubeadm helper ships separately; raw, eks and none bootstrap work without it
     load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
 
