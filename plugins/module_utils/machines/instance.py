@@ -44,7 +44,7 @@ from ..kernel.tags import (
 )
 from ..kernel.validation import check_availability_zone
 from ..kernel.waiting import wait_until
-from ..kubeadm.pki import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
+from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
 from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
 from .bootstrap_data import BOOTSTRAP_TAG

@@ -30,7 +30,8 @@ except ImportError:  # PyYAML ships with ansible-core; the sanity import test ru
 from ..aws.eks import describe_cluster
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
-from ..kubeadm.pki import ROLE_JOIN_WORKER, ClusterPki, load_cluster_pki, render_cloud_init
+from ..kubeadm.cloud_init import ROLE_JOIN_WORKER, render_cloud_init
+from ..kubeadm.pki import ClusterPki, load_cluster_pki
 from .machine_spec import EKS, KUBEADM, NONE, RAW, MachineSpec
 from .termination import DEFAULT_KUBECONFIG, with_watcher
 

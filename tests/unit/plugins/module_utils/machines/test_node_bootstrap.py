@@ -12,7 +12,7 @@ from botocore.stub import ANY, Stubber
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
-from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import cloud_init, pki
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_bootstrap as nb
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import termination as _termination
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.machine_spec import MachineSpec
@@ -116,8 +116,8 @@ def test_kubeadm_documents_read_the_pki_once_and_render_the_role(pki_secret):
             "get_secret_value", {"SecretString": pki_secret, "Name": "clusterapi.aws/demo/pki"}, {"SecretId": ANY}
         )
         boot = nb.NodeBootstrap(ctx, machine(role="control-plane", bootstrap=KUBEADM))
-        first = boot.document("demo-control-plane-aaaaa", kubeadm_role=pki.ROLE_INIT)
-        joining = boot.document("demo-control-plane-bbbbb", kubeadm_role=pki.ROLE_JOIN_CONTROL_PLANE)
+        first = boot.document("demo-control-plane-aaaaa", kubeadm_role=cloud_init.ROLE_INIT)
+        joining = boot.document("demo-control-plane-bbbbb", kubeadm_role=cloud_init.ROLE_JOIN_CONTROL_PLANE)
         worker = boot.document("demo-md-0-ccccc")
         sm.assert_no_pending_responses()
     assert b"kubeadm init" in first and b"kubeadm join" in joining and b"kubeadm join" in worker
