@@ -49,6 +49,7 @@ options:
   cloud_controller_manager:
     description: The AWS cloud controller manager (a DaemonSet on the control-plane nodes).
     type: dict
+    default: {}
     suboptions:
       enabled:
         description: Apply it.
@@ -81,6 +82,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.kubernetes_api
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""

@@ -21,6 +21,30 @@ description:
   - Runs only as an action plugin (in the controller, which then runs the module as usual).
 author:
   - clusterapi.aws maintainers (@clusterapi)
+attributes:
+  action:
+    description:
+      - Indicates this has a corresponding action plugin so some parts of the options can be executed on the
+        controller.
+    support: full
+    details:
+      - The action plugin (plugins/action/capa_step.py) resolves the options and runs O(module).
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - O(module) runs in the task's check mode; every module it runs supports check mode fully.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+    details:
+      - The diff is that of O(module).
+  idempotent:
+    description:
+      - Runs with the same options give the same result and report C(changed=false).
+    support: full
+    details:
+      - As idempotent as O(module); every module it runs is.
 options:
   module:
     description: The module to run (its short name).

@@ -25,7 +25,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spe
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster, resolve
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import HASH_TAG, GroupSpec
 
-GOLDEN_TESTS = Path(__file__).resolve().parents[1] / "test_golden_machines.py"
+GOLDEN_TESTS = Path(__file__).resolve().parents[1] / "machines" / "test_golden_machines.py"
 _spec = importlib.util.spec_from_file_location("golden_machines_cases", GOLDEN_TESTS)
 golden = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(golden)  # type: ignore[union-attr]
