@@ -153,6 +153,7 @@ def run_tier(
             additional_tags=params["additional_tags"],
             wait=params["wait"],
             wait_timeout=params["wait_timeout"],
+            reporter=module.log,
         )
         before, after = tier.reconcile(ctx, params)
     except SpecError as e:
@@ -172,16 +173,21 @@ def run_tier(
     else:
         result[result_key] = after
     result.update(plan=ctx.ops.plan_as_list(), api_calls=session.recorder.as_dict())
+    if ctx.progress_log:
+        result["progress"] = list(ctx.progress_log)
     if module._diff:
         result["diff"] = {"before": before, "after": after}
     module.exit_json(**result)
 
 
 def _progress(session: AwsSession | None, ctx: Context | None) -> dict[str, Any]:
-    return {
+    found: dict[str, Any] = {
         "plan": ctx.ops.plan_as_list() if ctx else [],
         "api_calls": session.recorder.as_dict() if session else {},
     }
+    if ctx is not None and ctx.progress_log:
+        found["progress"] = list(ctx.progress_log)
+    return found
 
 
 def _describe_failure(error: Exception, ctx: Context | None = None) -> str:

@@ -115,7 +115,49 @@ options:
       - A machine terminated behind the module's back is simply gone, and replaced as a missing replica.
     type: raw
     default: "100%"
+  node_drain_timeout:
+    description:
+      - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout)); C(0) - until
+        I(wait_timeout) runs out, then the run fails and keeps the machine.
+    type: int
+    default: 0
+  node_volume_detach_timeout:
+    description:
+      - Seconds to wait for a drained Node's volumes to detach (C(nodeVolumeDetachTimeout)); C(0) - until
+        I(wait_timeout) runs out.
+    type: int
+    default: 0
+  min_ready_seconds:
+    description:
+      - Seconds a worker's Node must have been C(Ready) before its machine counts as available (a
+        MachineDeployment's C(minReadySeconds)).
+    type: int
+    default: 0
+  cluster_deletion:
+    description:
+      - The whole cluster is being deleted - machines go without a drain (Cluster API skips it then too).
+    type: bool
+    default: false
 notes:
+  - For kubeadm machines the module asks the workload cluster (through I(kubernetes_api)) - a machine counts as
+    available only once its Node has joined (matched by C(spec.providerID) C(aws:///<zone>/<instance id>), else by
+    the instance's private DNS name, the node name kubeadm gives the kubelet); a worker's Node must be C(Ready)
+    (for I(min_ready_seconds)); a control-plane machine needs its static pods ready and its etcd member a started,
+    promoted voter. I(rollout) bounds are judged on available machines, and the run waits for new machines to
+    join within I(wait_timeout), reporting progress to the module's log and in RV(progress).
+  - A control plane changes one machine per step, as KubeadmControlPlane does. Before every step a preflight
+    (every machine has a Node, every control-plane pod and etcd member is healthy, no learner or never-started
+    member) and etcd's quorum projection must pass, or the run fails with C(refused:) and changes nothing of that
+    step. etcd is reached through the API server (a port-forward to C(etcd-<node>:2379)) with a client certificate
+    minted from the etcd CA for the run.
+  - A machine goes in Cluster API's order - etcd leadership moved off it (control plane), its Node cordoned and
+    drained through the Eviction API (evictions a PodDisruptionBudget refuses are retried until
+    I(node_drain_timeout)), its volumes detached, its etcd member removed (control plane), then it is
+    deregistered and terminated, and its Node deleted once the instance is gone. etcd members no machine explains
+    (a killed run's leftovers) are removed while quorum allows.
+  - Without the Kubernetes API (I(kubernetes_api.mode=none), or C(auto) and no answer) workers are judged by the
+    AWS-only signal C(InstanceRunning) and removed without a drain, with a warning; removing a control-plane machine
+    is refused. A control plane being deleted (I(state=absent)) is the cluster's deletion - no etcd member removal.
   - With I(wait), a rolling replacement runs to its end within I(wait_timeout) (launch, wait until running,
     register, then deregister and terminate outdated machines, step by step); without it the run makes one step
     and reports. Check mode shows the whole rollout as if every new machine came up.
@@ -132,6 +174,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
   - clusterapi.aws.machine.instance
+  - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes
 """
 
@@ -253,8 +296,18 @@ machines:
         C(InstanceNotReady), C(InstanceStopped), C(InstanceTerminated); empty when ready).
       type: dict
       sample: {"InstanceReady": {"status": true, "reason": ""}}
+    kubernetes:
+      description:
+        - What the workload cluster says of the machine - C(available) (counts for the rollout), C(reason) (why
+          not), C(signal) (C(NodeReady), or the AWS-only C(InstanceRunning) without the Kubernetes API), C(node)
+          (its Node's name), C(node_ready) (the Node's C(Ready) status) and, for the control plane, C(etcd_member)
+          (C(voter), C(learner), C(missing), C(alarm:<names>) or C(unknown)).
+        - null for machines that are not asked about (not kubeadm, or planned in check mode).
+      type: dict
+      sample: {"available": true, "reason": null, "signal": "NodeReady", "node": "ip-10-0-64-12.ec2.internal",
+        "node_ready": "True", "etcd_member": "voter"}
 replicas:
-  description: C(desired), C(ready) (running) and C(updated) (made from the current template) machine counts.
+  description: C(desired), C(ready) (available) and C(updated) (made from the current template) machine counts.
   returned: always
   type: dict
   sample: {"desired": 2, "ready": 2, "updated": 2}
@@ -297,8 +350,24 @@ health:
       description: Why remediation was held back (null when it was not).
       type: str
       sample: "2 of 3 machines are unhealthy, more than max_unhealthy 1 (1): remediation is held back"
+kubernetes_api:
+  description:
+    - Whether the run asked the workload cluster (C(asked) - kubeadm machines), whether its API answered
+      (C(reachable)), why not (C(reason)), and the signal machines were judged by (C(signal)).
+  returned: when state is present
+  type: dict
+  sample: {"asked": true, "reachable": true, "reason": null, "signal": "NodeReady"}
+progress:
+  description: The last lines a long wait reported (every line also went to the module's log as it happened).
+  returned: when the run waited long enough to report
+  type: list
+  elements: str
+  sample: ["35s: waiting for demo-control-plane-x7k2p to join the cluster: 30s so far, 1765s of wait_timeout left"]
 plan:
-  description: The mutating AWS calls the run made, or in check mode would make, in order.
+  description:
+    - The mutating calls the run made, or in check mode would make, in order - to AWS (C(ec2:RunInstances)), to
+      the Kubernetes API (C(k8s:PatchNode), C(k8s:CreateEviction), C(k8s:DeleteNode)) and to etcd
+      (C(etcd:MoveLeader), C(etcd:MemberRemove)).
   returned: always
   type: list
   elements: dict

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .operations import Operations
 from .session import AwsSession, RetryingClient
 from .tags import OWNED, cluster_tag_key, owned_tags
+
+PROGRESS_KEPT = 20  # progress lines a result keeps (the log has them all)
 
 
 @dataclass
@@ -25,6 +27,9 @@ class Context:
     wait_timeout: int = 600
     started: float = field(default_factory=time.monotonic)
     warnings: list[str] = field(default_factory=list)
+    # Where progress of a long wait goes as it happens (the module's log: syslog / journald on the controller).
+    reporter: Callable[[str], None] = field(default=lambda _message: None, repr=False)
+    progress_log: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.ops = Operations(self.check_mode, self.remaining)
@@ -50,3 +55,10 @@ class Context:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def progress(self, message: str) -> None:
+        """A long wait says where it stands: now to the log, and in the result (the last few) afterwards."""
+        stamped = f"{int(time.monotonic() - self.started)}s: {message}"
+        self.reporter(stamped)
+        self.progress_log.append(stamped)
+        del self.progress_log[:-PROGRESS_KEPT]

@@ -12,6 +12,9 @@ from .errors import ReconcileError
 if TYPE_CHECKING:
     from .context import Context
 
+# A wait reports where it stands this often (the module's log, and the last lines in its result).
+PROGRESS_EVERY = 30.0
+
 
 def wait_until(
     describe: Callable[[], Any],
@@ -26,6 +29,7 @@ def wait_until(
     Every waiter of a run shares one budget (``wait_timeout`` from the start of the run), so a run never
     waits longer than the user allowed, however many resources it waits for.
     """
+    started = last_report = time.monotonic()
     while True:
         observed = describe()
         if done(observed):
@@ -36,4 +40,10 @@ def wait_until(
                 raise ReconcileError(f"{what}: {reason}")
         if ctx.remaining() <= 0:
             raise ReconcileError(f"timed out after {ctx.wait_timeout}s waiting for {what}")
+        if time.monotonic() - last_report >= PROGRESS_EVERY:
+            last_report = time.monotonic()
+            ctx.progress(
+                f"waiting for {what}: {int(last_report - started)}s so far, "
+                f"{int(ctx.remaining())}s of wait_timeout left"
+            )
         time.sleep(min(delay, max(ctx.remaining(), 0.1)))

@@ -48,6 +48,7 @@ from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_W
 from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
 from .bootstrap_data import BOOTSTRAP_TAG
+from .group_workload import Departure, GroupWorkload, NodeSettings, node_argument_spec
 from .machine_spec import BASTION, KUBEADM, NONE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
 from .node_bootstrap import NodeBootstrap
 from .plan import (
@@ -84,8 +85,9 @@ STATUS_IDS_MAX = 100
 
 
 def machine_argument_spec() -> dict[str, Any]:
-    """The machine options of ``capa_instance`` (doc fragments ``clusterapi.aws.machine`` and ``.instance``)."""
-    return instance_argument_spec()
+    """The machine options of ``capa_instance`` (doc fragments ``clusterapi.aws.machine``, ``.instance`` and
+    ``clusterapi.aws.kubernetes_api``) and those of its Kubernetes side."""
+    return {**instance_argument_spec(), **node_argument_spec()}
 
 
 @dataclass
@@ -104,6 +106,7 @@ class GroupSpec:
     max_unavailable: int
     deletion_policy: str
     max_unhealthy: str = "100%"
+    nodes: NodeSettings = NodeSettings()
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
@@ -128,6 +131,7 @@ class GroupSpec:
             max_unavailable=rollout.get("max_unavailable", 0),
             deletion_policy=rollout.get("deletion_policy") or "Random",
             max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
+            nodes=NodeSettings.from_params(params),
         )
 
     @property
@@ -157,6 +161,7 @@ def validate(params: Mapping[str, Any], region: str | None) -> None:
     if not GROUP_NAME.match(spec.name) or len(spec.name) > GROUP_NAME_MAX:
         raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {GROUP_NAME_MAX}")
     _validate_rollout(spec)
+    _validate_nodes(spec.nodes)
     check_placement_inputs(spec.subnets, spec.machine.security_group_ids)
     _validate_load_balancers(spec)
     if spec.state == "absent" or spec.replicas == 0:
@@ -186,6 +191,13 @@ def _validate_rollout(spec: GroupSpec) -> None:
         raise SpecError(
             "max_unhealthy", f"'{spec.max_unhealthy}' is not a count (like 2) or a percentage up to 100% (like 40%)"
         ) from None
+
+
+def _validate_nodes(nodes: NodeSettings) -> None:
+    nodes.kubernetes_api.validate()
+    for name in ("node_drain_timeout", "node_volume_detach_timeout", "min_ready_seconds"):
+        if getattr(nodes, name) < 0:
+            raise SpecError(name, "must not be negative")
 
 
 def _validate_load_balancers(spec: GroupSpec) -> None:
@@ -246,6 +258,7 @@ def refresh(machine: Machine, instance: Mapping[str, Any]) -> None:
     machine.image_id = instance.get("ImageId")
     machine.instance_type = instance.get("InstanceType")
     machine.metadata_options = dict(instance.get("MetadataOptions") or {})
+    machine.private_dns_name = instance.get("PrivateDnsName") or machine.private_dns_name
 
 
 def observe(ctx: Context, group: str) -> list[Machine]:
@@ -422,20 +435,26 @@ class InstanceTier:
             self._remove_all(ctx, spec, machines, registrations)
             return before, self._result(spec, [], None, registrations)
         run = GroupRun(ctx, spec, self.rng, machines)
-        run.reconcile()
+        try:
+            run.reconcile()
+        finally:
+            run.cluster.close()
         after = self._result(spec, run.machines, run.group_hash, run.registrations, run.image)
         after["health"] = run.health.as_dict(run.names, spec.max_unhealthy)
+        after["kubernetes_api"] = run.cluster.summary()
         return before, after
 
     def _remove_all(self, ctx: Context, spec: GroupSpec, machines: list[Machine], regs: Registrations) -> None:
         going = [m for m in machines if not m.leaving]
-        for machine in going:
-            regs.deregister(ctx, machine)
-        _terminate(ctx, going, "state is absent")
-        if going and ctx.wait and not ctx.check_mode:
-            _wait_for(ctx, going, lambda s: s == "terminated", "to terminate")
-        for machine in going:
-            _delete_bootstrap(ctx, machine)
+        # A control plane's deletion is the cluster's: its etcd goes with it (KCP skips member removal then).
+        cluster = group_workload(ctx, spec, NodeBootstrap(ctx, spec.machine), asks=not spec.control_plane)
+        try:
+            if going:
+                cluster.observe(machines)
+            departures = cluster.retire(going, machines)
+            _remove(ctx, cluster, regs, departures, "state is absent")
+        finally:
+            cluster.close()
         _sweep_bootstrap(ctx, spec, [])
 
     def _result(
@@ -476,6 +495,7 @@ class GroupRun:
 
     def __post_init__(self) -> None:
         self.boot = NodeBootstrap(self.ctx, self.spec.machine)
+        self.cluster = group_workload(self.ctx, self.spec, self.boot)
 
     def reconcile(self) -> None:
         live = [m for m in self.machines if not m.leaving]
@@ -496,9 +516,12 @@ class GroupRun:
             self.boot.pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
         swept = False
+        self.cluster.observe(self.machines)
+        self.cluster.remove_stray_members(self.machines)
         for _attempt in range(MAX_STEPS):
             if self.ctx.wait:
                 self._wait_pending()
+                self.cluster.observe(self.machines)
             self._register_running()
             step = plan_step(
                 self.machines,
@@ -510,7 +533,12 @@ class GroupRun:
                 one_at_a_time=self.spec.control_plane,
             )
             if step.empty:
+                joining = self._joining()
+                if joining and self.ctx.wait and not self.ctx.check_mode:
+                    self.cluster.wait_joined(self.machines, joining)
+                    continue
                 break
+            self.cluster.guard(step, self.machines)
             if not swept:
                 # Before the first launch or removal (a no-op run stays one describe per type): what a killed
                 # run stored for a machine it never launched is deleted before new entries are written.
@@ -540,16 +568,22 @@ class GroupRun:
                 machine.updated = False
 
     # steps -----------------------------------------------------------------------------------------------------
+    def _joining(self) -> list[Machine]:
+        """Machines the rollout waits for: launched by this run, or needed before it can go on, that are running
+        but whose Node has not joined (or become ready) yet."""
+        live = [m for m in self.machines if not m.leaving]
+        converged = all(m.updated for m in live) and len(live) == self.spec.replicas
+        return [m for m in live if m.joining and (m.created or not converged)]
+
     def _apply(self, step: Step) -> None:
         # Removals first: the group then never exceeds replicas + max_surge, even for a moment.
-        for machine in step.delete:
-            self.registrations.deregister(self.ctx, machine)
-        sick = [m for m in step.delete if m.unhealthy]
+        departures = self.cluster.retire(step.delete, self.machines)
+        sick = [d for d in departures if d.machine.unhealthy]
         if sick:
-            _terminate(self.ctx, sick, "unhealthy: " + "; ".join(f"{m.name} {m.unhealthy}" for m in sick))
-        _terminate(self.ctx, [m for m in step.delete if not m.unhealthy], "outdated or beyond replicas")
-        for machine in step.delete:
-            _delete_bootstrap(self.ctx, machine)
+            reason = "unhealthy: " + "; ".join(f"{d.machine.name} {d.machine.unhealthy}" for d in sick)
+            _remove(self.ctx, self.cluster, self.registrations, sick, reason)
+        healthy = [d for d in departures if not d.machine.unhealthy]
+        _remove(self.ctx, self.cluster, self.registrations, healthy, "outdated or beyond replicas")
         # The result lists what stays; machines found leaving at the start are still reported.
         gone = {id(m) for m in step.delete}
         self.machines = [m for m in self.machines if id(m) not in gone]
@@ -685,6 +719,38 @@ class GroupRun:
 
 
 # shared helpers ----------------------------------------------------------------------------------------------------
+def group_workload(ctx: Context, spec: GroupSpec, boot: NodeBootstrap, asks: bool = True) -> GroupWorkload:
+    """The Kubernetes side of the group: kubeadm machines only (the cluster's CA is in the PKI secret)."""
+    bootstrap = spec.machine.bootstrap
+    return GroupWorkload(
+        ctx,
+        spec.nodes,
+        group=spec.name,
+        control_plane=spec.control_plane,
+        asks_cluster=asks and bootstrap.type == KUBEADM and spec.role != BASTION,
+        endpoint=(bootstrap.endpoint_host or "", bootstrap.endpoint_port),
+        pki=boot.pki,
+    )
+
+
+def _remove(
+    ctx: Context, cluster: GroupWorkload, regs: Registrations, departures: list[Departure], reason: str
+) -> None:
+    """Deregister, terminate, and - once the instances are gone - delete their Nodes and bootstrap entries."""
+    if not departures:
+        return
+    machines = [d.machine for d in departures]
+    for machine in machines:
+        regs.deregister(ctx, machine)
+    _terminate(ctx, machines, reason)
+    waits = [m for m in machines if not m.leaving and not is_placeholder(m.id)]
+    if waits and ctx.wait and not ctx.check_mode:
+        _wait_for(ctx, waits, lambda s: s == "terminated", "to terminate")
+    cluster.forget(departures)
+    for machine in machines:
+        _delete_bootstrap(ctx, machine)
+
+
 def _terminate(ctx: Context, machines: list[Machine], reason: str) -> None:
     # Only instances that are not already going: moto (not AWS) fails on terminating a terminated instance.
     ids = [m.id for m in machines if not m.leaving and not is_placeholder(m.id)]
@@ -766,4 +832,5 @@ def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
     }
     if regs is not None:
         view["registered"] = regs.registered(machine)
+    view["kubernetes"] = machine.readiness.as_dict() if machine.readiness else None
     return view

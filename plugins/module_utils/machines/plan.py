@@ -14,11 +14,14 @@ import random
 import string
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..kernel.errors import SpecError
 from ..kernel.validation import check_resource_id
 from .machine_spec import BOOTSTRAP_TAG, BootstrapRef
+
+if TYPE_CHECKING:  # the workload side is not bundled with the pool modules, which never ask the cluster
+    from .lifecycle import Readiness
 
 # States a machine of the group can be in while it still counts (DescribeInstances filter values).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -59,6 +62,9 @@ class Machine:
     image_id: str | None = None
     instance_type: str | None = None
     metadata_options: dict[str, Any] = field(default_factory=dict)
+    private_dns_name: str = ""  # the node name kubeadm gives the kubelet
+    # What the workload cluster says of the machine (None: not asked - AWS's state alone decides).
+    readiness: Readiness | None = None
 
     @property
     def bootstrap_ref(self) -> BootstrapRef | None:
@@ -67,7 +73,16 @@ class Machine:
 
     @property
     def available(self) -> bool:
-        return self.state == "running" and not self.unhealthy
+        """CAPI's available machine: running, not to be remediated and, when the cluster was asked, its Node
+        joined (``Readiness``)."""
+        if self.state != "running" or self.unhealthy:
+            return False
+        return self.readiness is None or self.readiness.available
+
+    @property
+    def joining(self) -> bool:
+        """Running and healthy, but its Node has not joined yet (or not become ready): worth waiting for."""
+        return self.state == "running" and not self.unhealthy and not self.available
 
     @property
     def leaving(self) -> bool:
@@ -289,7 +304,8 @@ def plan_step(
     machines exist, the group never has more than ``replicas + max_surge`` machines and never fewer than
     ``replicas - max_unavailable`` available ones: new machines are launched into the surge, and outdated ones
     are removed only as far as availability allows (unavailable outdated ones can always go). ``one_at_a_time``
-    is the control-plane rule: launch a single machine, and only when every new one is available.
+    is the control-plane rule (KubeadmControlPlane): one machine per step - a removal alone, else a single launch,
+    and a launch only when every new machine is available.
     """
     live = [m for m in machines if not m.leaving]
     new = [m for m in live if m.updated]
@@ -301,7 +317,30 @@ def plan_step(
         step.create = max(0, replicas - len(new))
     if one_at_a_time:
         step.create = min(step.create, 0 if any(not m.available for m in new) else 1)
+        return _one_change(_plan_removals(step, live, new, old, replicas, max_unavailable, policy, rng, True))
+    return _plan_removals(step, live, new, old, replicas, max_unavailable, policy, rng, False)
 
+
+def _one_change(step: Step) -> Step:
+    """KubeadmControlPlane changes one machine per step: a removal alone, else a single launch."""
+    if step.delete:
+        return Step(create=0, delete=step.delete[:1])
+    return step
+
+
+def _plan_removals(
+    step: Step,
+    live: Sequence[Machine],
+    new: Sequence[Machine],
+    old: Sequence[Machine],
+    replicas: int,
+    max_unavailable: int,
+    policy: str,
+    rng: random.Random,
+    one_at_a_time: bool,
+) -> Step:
+    """Which machines go in this step: beyond ``replicas`` when none is outdated, else outdated ones (and
+    up-to-date ones beyond replicas) as far as ``max_unavailable`` allows."""
     if not old:
         excess = len(new) - replicas
         step.delete = order_for_deletion(new, policy, rng, balance_zones=one_at_a_time)[: max(0, excess)]

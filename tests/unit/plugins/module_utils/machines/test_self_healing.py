@@ -137,7 +137,11 @@ def test_a_remediated_control_plane_machine_goes_then_one_comes():
     machines = [m("a"), m("b", state="stopped"), m("c")]
     machines[1].unhealthy, machines[1].updated = "instance stopped", False
     step = plan_step(machines, 3, 1, 0, "Random", random.Random(0), one_at_a_time=True)
-    assert step.create == 1 and [x.name for x in step.delete] == ["b"]
+    # KubeadmControlPlane: one change per step - the unhealthy machine goes alone (its etcd member with it) ...
+    assert step.create == 0 and [x.name for x in step.delete] == ["b"]
+    # ... and its replacement comes in the next step.
+    after = plan_step([machines[0], machines[2]], 3, 1, 0, "Random", random.Random(0), one_at_a_time=True)
+    assert after.create == 1 and after.delete == []
 
 
 def test_validation_refuses_a_bad_max_unhealthy_before_any_call():

@@ -1,0 +1,384 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: the Kubernetes side of one machine group - what its cluster says of the machines, and the steps that
+keep the cluster whole while machines come and go.
+
+The instance tier asks :class:`GroupWorkload` three things per step of a rollout:
+
+* :meth:`~GroupWorkload.observe` - one read of the cluster (Nodes; for a control plane also its static pods and
+  etcd) and each machine's :class:`~.lifecycle.Readiness`, so the rollout counts *available* machines as a
+  MachineDeployment / KubeadmControlPlane does, not EC2 ``running``;
+* :meth:`~GroupWorkload.guard` - for a control plane, KCP's preflight and etcd quorum projection before a step
+  starts; a step that could lose quorum, or that cannot be judged because etcd is out of reach, is refused;
+* :meth:`~GroupWorkload.retire` / :meth:`~GroupWorkload.forget` - the Machine controller's deletion: etcd
+  leadership moved off, Node drained, volumes detached, etcd member removed, all before ``TerminateInstances``;
+  the Node deleted once the instance is gone.
+
+Only kubeadm machines are asked about: for other bootstrap types (raw, none, EKS self-managed nodes) the group is
+judged by EC2's state alone. ``kubernetes_api.mode`` (``workload.access``) says what happens without an API server.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..kernel.context import Context
+from ..kernel.errors import ReconcileError
+from ..kernel.operations import is_placeholder
+from ..kernel.options import Option, argument_spec
+from ..kernel.waiting import wait_until
+from ..kubeadm.pki import ClusterPki
+from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
+from ..workload.observe import NodeView, Workload
+from . import node_lifecycle as _nodes
+from .lifecycle import (
+    SIGNAL_AWS_ONLY,
+    ControlPlaneMachine,
+    Readiness,
+    leader_candidates,
+    preflight,
+    quorum_allows,
+    readiness,
+    stray_members,
+)
+from .plan import Machine, Step
+
+# How often a wait for machines to join reads the cluster again.
+JOIN_POLL = 5.0
+
+# The options of a machine group's Kubernetes side (capa_instance's DOCUMENTATION says the same; ansible-test's
+# validate-modules compares them).
+NODE_OPTIONS: tuple[Option, ...] = (
+    KUBERNETES_API,
+    Option(
+        "node_drain_timeout",
+        "Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout)); C(0) - "
+        "until I(wait_timeout) runs out, then the run fails and keeps the machine.",
+        type="int",
+        default=0,
+    ),
+    Option(
+        "node_volume_detach_timeout",
+        "Seconds to wait for a drained Node's volumes to detach (C(nodeVolumeDetachTimeout)); C(0) - until "
+        "I(wait_timeout) runs out.",
+        type="int",
+        default=0,
+    ),
+    Option(
+        "min_ready_seconds",
+        "Seconds a worker's Node must have been C(Ready) before its machine counts as available (a "
+        "MachineDeployment's C(minReadySeconds)).",
+        type="int",
+        default=0,
+    ),
+    Option(
+        "cluster_deletion",
+        "The whole cluster is being deleted: machines go without a drain (Cluster API skips it then too).",
+        type="bool",
+        default=False,
+    ),
+)
+
+
+def node_argument_spec() -> dict[str, Any]:
+    return argument_spec(NODE_OPTIONS)
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The group's options for the Kubernetes side (Cluster API's Machine / MachineDeployment fields)."""
+
+    kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
+    node_drain_timeout: int = 0  # seconds; 0 = drain until the run's wait budget ends
+    node_volume_detach_timeout: int = 0
+    min_ready_seconds: int = 0
+    cluster_deletion: bool = False  # the whole cluster goes: no drain, no etcd member removal (CAPI skips both)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> NodeSettings:
+        return cls(
+            kubernetes_api=KubernetesApiSettings.from_params(params.get("kubernetes_api")),
+            node_drain_timeout=int(params.get("node_drain_timeout") or 0),
+            node_volume_detach_timeout=int(params.get("node_volume_detach_timeout") or 0),
+            min_ready_seconds=int(params.get("min_ready_seconds") or 0),
+            cluster_deletion=bool(params.get("cluster_deletion")),
+        )
+
+
+@dataclass
+class Departure:
+    """A machine on its way out, and the Node to delete once its instance is gone."""
+
+    machine: Machine
+    node: str | None
+
+
+class GroupWorkload:
+    """The workload cluster as one group's run sees it (kubeadm machines only)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        settings: NodeSettings,
+        *,
+        group: str,
+        control_plane: bool,
+        asks_cluster: bool,
+        endpoint: tuple[str, int],
+        pki: Callable[[], ClusterPki | None],
+    ) -> None:
+        self.ctx, self.settings, self.group = ctx, settings, group
+        self.control_plane = control_plane
+        self.asks_cluster = asks_cluster  # kubeadm bootstrap: the cluster's API is the one in the PKI secret
+        self.endpoint = endpoint
+        self._pki = pki
+        self.access: KubernetesAccess | None = None
+        self.workload: Workload | None = None
+        self._warned: set[str] = set()
+
+    # observing -------------------------------------------------------------------------------------------------
+    @property
+    def reachable(self) -> bool:
+        return self.workload is not None and self.workload.reachable
+
+    @property
+    def reason(self) -> str:
+        """Why the cluster is not asked (empty when it is)."""
+        if not self.asks_cluster:
+            return "not a kubeadm machine group"
+        if self.workload is None:
+            return self.access.reason if self.access is not None else "the cluster PKI does not exist yet"
+        return self.workload.reason
+
+    def observe(self, machines: list[Machine]) -> None:
+        """One read of the cluster, and each machine's readiness from it."""
+        if not self.asks_cluster or (self.ctx.check_mode and not any(_real(m) for m in machines)):
+            return
+        access = self._open()
+        if access is None:
+            return
+        nodes = [m.private_dns_name for m in machines if _real(m) and m.private_dns_name and not m.leaving]
+        self.workload = access.observe(nodes if self.control_plane else None)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        for machine in machines:
+            machine.readiness = self._readiness(machine, now)
+
+    def _open(self) -> KubernetesAccess | None:
+        if self.access is None:
+            pki = self._pki()
+            if pki is None:  # check mode before capa_kubeadm ran: there is no cluster to ask yet
+                return None
+            host, port = self.endpoint
+            self.access = KubernetesAccess.open(
+                self.ctx,
+                self.settings.kubernetes_api,
+                endpoint_host=host,
+                endpoint_port=port,
+                ca_certificate=pki.cluster_ca_cert,
+                ca_key=pki.cluster_ca_key,
+                etcd_ca_certificate=pki.etcd_ca_cert if self.control_plane else None,
+                etcd_ca_key=pki.etcd_ca_key if self.control_plane else None,
+            )
+        return self.access
+
+    def _readiness(self, machine: Machine, now: datetime.datetime) -> Readiness | None:
+        if not _real(machine):
+            return None  # check mode's planned machine: counted as EC2 would count it
+        return readiness(
+            self.workload,
+            instance_state=machine.state,
+            zone=machine.zone,
+            instance_id=machine.id,
+            node_name=machine.private_dns_name,
+            control_plane=self.control_plane,
+            min_ready_seconds=self.settings.min_ready_seconds,
+            now=now,
+        )
+
+    def _node(self, machine: Machine) -> NodeView | None:
+        if not self.reachable or not _real(machine):
+            return None
+        assert self.workload is not None
+        return self.workload.node_for(machine.zone, machine.id, machine.private_dns_name)
+
+    # waiting for machines to join ------------------------------------------------------------------------------
+    def wait_joined(self, machines: list[Machine], waiting: list[Machine]) -> None:
+        """Read the cluster until every machine of ``waiting`` is available, within the run's wait budget; the
+        progress (who is still joining, and why) goes to the module's log with every read."""
+        names = ", ".join(m.name for m in waiting)
+
+        def poll() -> list[Machine]:
+            self.observe(machines)
+            still = [m for m in waiting if m.joining]
+            if still:
+                self.ctx.progress(
+                    f"group {self.group}: waiting for {', '.join(f'{m.name} ({_why(m)})' for m in still)}; "
+                    f"{int(self.ctx.remaining())}s of wait_timeout left"
+                )
+            return still
+
+        def unreachable(_still: list[Machine]) -> str | None:
+            return None if self.reachable else f"the Kubernetes API stopped answering ({self.reason})"
+
+        try:
+            wait_until(poll, lambda still: not still, self.ctx, f"{names} to join the cluster", JOIN_POLL, unreachable)
+        except ReconcileError as e:
+            detail = "; ".join(f"{m.name}: {_why(m)}" for m in waiting if m.joining)
+            raise ReconcileError(f"{e} ({detail})" if detail else str(e)) from None
+
+    # the control plane's guard (KCP) ---------------------------------------------------------------------------
+    def guard(self, step: Step, machines: list[Machine]) -> None:
+        """Refuse a control-plane step that could lose etcd quorum, or that cannot be judged."""
+        if not self.control_plane or not self.asks_cluster:
+            return
+        existing = [m for m in machines if _real(m) and not m.leaving]
+        if not existing:
+            return  # the first machine: kubeadm init
+        what = (
+            f"removing control-plane machine {step.delete[0].name}"
+            if step.delete
+            else f"adding a control-plane machine to {len(existing)}"
+        )
+        if not self.reachable:
+            if step.delete:
+                raise ReconcileError(
+                    f"refused: {what} needs etcd to keep its quorum, but the Kubernetes API is not reachable "
+                    f"({self.reason}). Nothing of this step was changed. Reach the API from the controller "
+                    "(kubernetes_api.server: a tunnel, an SSM port forward or a proxy to the endpoint) and run again"
+                )
+            self._warn_once("join", f"group {self.group}: {what} without asking etcd ({self.reason})")
+            return
+        assert self.workload is not None
+        leaving = step.delete[0] if step.delete else None
+        sick = leaving is not None and not leaving.available
+        why_not = preflight(self._control_plane(machines), self.workload.etcd, excluding=leaving.name if sick else None)
+        if why_not:
+            raise ReconcileError(f"refused: {what}: {why_not}. Nothing of this step was changed")
+        etcd = self.workload.etcd
+        assert etcd is not None  # preflight refuses without it
+        health = {m.readiness.node: m.available for m in existing if m.readiness and m.readiness.node}
+        node = leaving.readiness.node if leaving is not None and leaving.readiness else None
+        allowed, detail = quorum_allows(etcd, health, add=not step.delete, remove=node)
+        if not allowed:
+            raise ReconcileError(f"refused: {what} would lose etcd quorum ({detail}). Nothing of this step was changed")
+
+    def _control_plane(self, machines: list[Machine]) -> list[ControlPlaneMachine]:
+        # Instances already going are not members any more (their member went before TerminateInstances, or is a
+        # stray member now): the rules judge the machines that stay.
+        return [
+            ControlPlaneMachine(
+                name=m.name,
+                node=m.readiness.node if m.readiness else None,
+                leaving=False,
+                readiness=m.readiness or Readiness(False, "not asked"),
+            )
+            for m in machines
+            if _real(m) and not m.leaving
+        ]
+
+    def remove_stray_members(self, machines: list[Machine]) -> None:
+        """etcd members no machine explains (a run killed between MemberAdd and its machine, or between
+        TerminateInstances and MemberRemove) are removed while quorum allows, as KCP does."""
+        if not self.control_plane or not self.reachable or self.workload is None or self.workload.etcd is None:
+            return
+        etcd, access = self.workload.etcd, self.access
+        assert access is not None and access.etcd is not None
+        cp = self._control_plane(machines)
+        health = {m.node: m.readiness.available for m in cp if m.node}
+        via = [m.node for m in cp if m.node and m.readiness.available]
+        for member in stray_members(etcd, cp):
+            allowed, detail = quorum_allows(etcd, health, remove=member.name)
+            if not allowed or not via:
+                self.ctx.warn(f"etcd member {member.name or member.id} matches no machine; kept ({detail})")
+                continue
+            _nodes.remove_stray_member(self.ctx, access.etcd, member.id, member.name or member.id, via)
+
+    # a machine's departure (CAPI's Machine deletion) -----------------------------------------------------------
+    def retire(self, going: list[Machine], machines: list[Machine]) -> list[Departure]:
+        """Everything before ``TerminateInstances``: for each machine, etcd leadership off it (control plane), its
+        Node cordoned and drained, its volumes detached, its etcd member removed (control plane)."""
+        if not going:
+            return []
+        if not self.asks_cluster or self.settings.cluster_deletion:
+            return [Departure(m, None) for m in going]
+        if not self.reachable:
+            names = ", ".join(m.name for m in going)
+            self._warn_once(
+                "drain", f"group {self.group}: {names} removed without a drain ({self.reason or 'no Kubernetes API'})"
+            )
+            return [Departure(m, None) for m in going]
+        departures = []
+        for machine in going:
+            node = self._node(machine)
+            if node is None:
+                departures.append(Departure(machine, None))
+                continue
+            if self.control_plane:
+                self._leadership_off(machine, node.name, machines)
+            self._drain(machine, node)
+            if self.control_plane:
+                self._remove_member(machine, node.name, machines)
+            departures.append(Departure(machine, node.name))
+        return departures
+
+    def _drain(self, machine: Machine, node: NodeView) -> None:
+        assert self.access is not None and self.access.api is not None
+        api = self.access.api
+        # A Node whose kubelet stopped reporting cannot finish evictions: CAPI skips the wait for such a Node.
+        unreachable = node.ready == "Unknown"
+        if unreachable:
+            self.ctx.warn(f"node {node.name} (machine {machine.name}) is unreachable: not drained")
+        outcome = _nodes.drain_node(
+            self.ctx, api, node, machine.name, timeout=self.settings.node_drain_timeout, excluded=unreachable
+        )
+        if not outcome.excluded:
+            _nodes.wait_volumes_detached(
+                self.ctx, api, node.name, machine.name, timeout=self.settings.node_volume_detach_timeout
+            )
+
+    def _leadership_off(self, machine: Machine, node: str, machines: list[Machine]) -> None:
+        assert self.workload is not None and self.workload.etcd is not None and self.access is not None
+        assert self.access.etcd is not None
+        candidates = leader_candidates(self._control_plane(machines), machine.name)
+        _nodes.move_leadership_off(self.ctx, self.access.etcd, self.workload.etcd, node, candidates)
+
+    def _remove_member(self, machine: Machine, node: str, machines: list[Machine]) -> None:
+        assert self.workload is not None and self.workload.etcd is not None and self.access is not None
+        assert self.access.etcd is not None
+        via = leader_candidates(self._control_plane(machines), machine.name)
+        _nodes.remove_member(self.ctx, self.access.etcd, self.workload.etcd, node, via)
+
+    def forget(self, departures: list[Departure]) -> None:
+        """After the instances are gone: their Node objects (Cluster API deletes them after the infrastructure)."""
+        assert all(d.node is None for d in departures) or self.access is not None
+        for departure in departures:
+            if departure.node is not None and self.access is not None and self.access.api is not None:
+                _nodes.delete_node(self.ctx, self.access.api, departure.node, departure.machine.name)
+
+    # results ---------------------------------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        return {
+            "asked": self.asks_cluster,
+            "reachable": self.reachable,
+            "reason": None if self.reachable else self.reason,
+            "signal": "NodeReady" if self.reachable else SIGNAL_AWS_ONLY,
+        }
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.ctx.warn(message)
+
+    def close(self) -> None:
+        if self.access is not None:
+            self.access.close()
+
+
+def _real(machine: Machine) -> bool:
+    return not is_placeholder(machine.id)
+
+
+def _why(machine: Machine) -> str:
+    return machine.readiness.reason if machine.readiness and machine.readiness.reason else machine.state
