@@ -136,6 +136,7 @@ class GroupWorkload:
         self._pki = pki
         self.access: KubernetesAccess | None = None
         self.workload: Workload | None = None
+        self.answered = False  # the API answered once in this run
         self._warned: set[str] = set()
 
     # observing -------------------------------------------------------------------------------------------------
@@ -152,15 +153,21 @@ class GroupWorkload:
             return self.access.reason if self.access is not None else "the cluster PKI does not exist yet"
         return self.workload.reason
 
-    def observe(self, machines: list[Machine]) -> None:
-        """One read of the cluster, and each machine's readiness from it."""
-        if not self.asks_cluster or (self.ctx.check_mode and not any(_real(m) for m in machines)):
-            return
+    def observe(self, machines: list[Machine], *, first: bool = False) -> None:
+        """One read of the cluster, and each machine's readiness from it.
+
+        The ``first`` read of a run decides whether the API is there (``kubernetes_api.mode: required`` fails
+        without it, before any change; ``auto`` goes on without it for the run). Later reads - while machines
+        join - ask again each time: a first control plane's API server only starts with ``kubeadm init``.
+        """
+        if not self.asks_cluster or not any(_real(m) and m.state == "running" for m in machines):
+            return  # nothing the cluster could say anything about yet
         access = self._open()
         if access is None:
             return
         nodes = [m.private_dns_name for m in machines if _real(m) and m.private_dns_name and not m.leaving]
-        self.workload = access.observe(nodes if self.control_plane else None)
+        self.workload = access.observe(nodes if self.control_plane else None, again_later=not first)
+        self.answered = self.answered or self.workload.reachable
         now = datetime.datetime.now(datetime.timezone.utc)
         for machine in machines:
             machine.readiness = self._readiness(machine, now)
@@ -183,9 +190,17 @@ class GroupWorkload:
             )
         return self.access
 
+    @property
+    def expects_api(self) -> bool:
+        """An API that does not answer now is one to wait for (``required``, or it answered earlier in the run);
+        otherwise (``auto``) the machines are judged by EC2 alone."""
+        return self.settings.kubernetes_api.mode == "required" or self.answered
+
     def _readiness(self, machine: Machine, now: datetime.datetime) -> Readiness | None:
         if not _real(machine):
             return None  # check mode's planned machine: counted as EC2 would count it
+        if machine.state == "running" and not self.reachable and self.expects_api:
+            return Readiness(False, f"the Kubernetes API does not answer yet ({self.reason})")
         return readiness(
             self.workload,
             instance_state=machine.state,
@@ -219,11 +234,8 @@ class GroupWorkload:
                 )
             return still
 
-        def unreachable(_still: list[Machine]) -> str | None:
-            return None if self.reachable else f"the Kubernetes API stopped answering ({self.reason})"
-
         try:
-            wait_until(poll, lambda still: not still, self.ctx, f"{names} to join the cluster", JOIN_POLL, unreachable)
+            wait_until(poll, lambda still: not still, self.ctx, f"{names} to join the cluster", JOIN_POLL)
         except ReconcileError as e:
             detail = "; ".join(f"{m.name}: {_why(m)}" for m in waiting if m.joining)
             raise ReconcileError(f"{e} ({detail})" if detail else str(e)) from None

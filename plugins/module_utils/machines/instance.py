@@ -450,7 +450,7 @@ class InstanceTier:
         cluster = group_workload(ctx, spec, NodeBootstrap(ctx, spec.machine), asks=not spec.control_plane)
         try:
             if going:
-                cluster.observe(machines)
+                cluster.observe(machines, first=True)
             departures = cluster.retire(going, machines)
             _remove(ctx, cluster, regs, departures, "state is absent")
         finally:
@@ -516,12 +516,15 @@ class GroupRun:
             self.boot.pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
         swept = False
-        self.cluster.observe(self.machines)
+        self.cluster.observe(self.machines, first=True)
         self.cluster.remove_stray_members(self.machines)
+        stale = False  # the first observation holds until this run changes something or waits for a machine
         for _attempt in range(MAX_STEPS):
             if self.ctx.wait:
-                self._wait_pending()
+                stale = self._wait_pending() or stale
+            if stale:
                 self.cluster.observe(self.machines)
+                stale = False
             self._register_running()
             step = plan_step(
                 self.machines,
@@ -545,6 +548,7 @@ class GroupRun:
                 _sweep_bootstrap(self.ctx, self.spec, self.machines)
                 swept = True
             self._apply(step)
+            stale = True
             if not self.ctx.wait:
                 self._register_running()
                 break
@@ -670,17 +674,19 @@ class GroupRun:
         return ROLE_INIT if first else ROLE_JOIN_CONTROL_PLANE
 
     # waiting and registration --------------------------------------------------------------------------------
-    def _wait_pending(self) -> None:
+    def _wait_pending(self) -> bool:
+        """Wait for pending machines to run; whether there were any."""
         pending = [m for m in self.machines if m.state == "pending" and not m.leaving]
         if not pending:
-            return
+            return False
         if self.ctx.check_mode:
             for machine in pending:  # check mode shows the whole rollout as if machines came up
                 machine.state = "running"
-            return
+            return True
         found = _wait_for(self.ctx, pending, lambda s: s == "running", "to run", failed_states=LEAVING_STATES)
         for machine in pending:
             refresh(machine, found[machine.id])
+        return True
 
     def _register_running(self) -> None:
         if not self.spec.control_plane:

@@ -47,7 +47,7 @@ class Readiness:
     signal: str = SIGNAL_NODE  # NodeReady, or InstanceRunning when the Kubernetes API is not used
     node: str | None = None
     node_ready: str | None = None  # the Node's Ready status
-    member: str | None = None  # voter | learner | unstarted | alarm:<names> | missing (control plane)
+    member: str | None = None  # voter | learner | unanswered | alarm:<names> | missing | unknown (control plane)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -66,10 +66,16 @@ def member_state(etcd: EtcdStatus | None, node: str) -> str:
     member = etcd.by_name(node)
     if member is None:
         return "missing"
+    if node in etcd.unanswered:
+        return "unanswered"
     alarms = etcd.alarms.get(member.id)
     if alarms:
         return "alarm:" + ",".join(alarms)
     return "learner" if member.is_learner else "voter"
+
+
+def etcd_unanswered(workload: Workload, node: str) -> str:
+    return workload.etcd.unanswered.get(node, "") if workload.etcd is not None else ""
 
 
 def readiness(
@@ -117,6 +123,7 @@ def _control_plane_readiness(workload: Workload, node: NodeView) -> Readiness:
             "missing": f"no etcd member {node.name}",
             "learner": f"etcd member {node.name} is a learner, not yet promoted",
             "unknown": f"etcd not readable: {workload.etcd_error}",
+            "unanswered": f"etcd member {node.name} does not answer: {etcd_unanswered(workload, node.name)}",
         }.get(member, f"etcd member {node.name} has an alarm ({member[6:]})")
         return Readiness(False, reason, **base)
     return Readiness(True, "", **base)

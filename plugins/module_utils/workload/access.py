@@ -159,8 +159,13 @@ class KubernetesAccess:
         self.api, self.etcd, self.reason = None, None, problem
         return Workload.unreachable(problem)
 
-    def observe(self, control_plane_nodes: list[str] | None = None) -> Workload:
-        """Nodes, the control-plane static pods and (for a control plane) etcd: one read of each."""
+    def observe(self, control_plane_nodes: list[str] | None = None, *, again_later: bool = False) -> Workload:
+        """Nodes, the control-plane static pods and (for a control plane) etcd: one read of each.
+
+        ``again_later``: an API that does not answer is expected to come (a first control-plane machine still
+        running ``kubeadm init``): the observation says so, and the next one asks again (no failure, even when
+        required).
+        """
         if self.api is None:
             return Workload.unreachable(self.reason)
         try:
@@ -174,7 +179,7 @@ class KubernetesAccess:
                 status, etcd_error = self._etcd_status(control_plane_nodes, static)
         except RemoteError as e:
             if e.code == UNREACHABLE:
-                return self.unreachable(str(e))
+                return Workload.unreachable(str(e)) if again_later else self.unreachable(str(e))
             raise ReconcileError(f"the Kubernetes API refused a read: {e}") from None
         return Workload(reachable=True, nodes=nodes, static_pods=static, etcd=status, etcd_error=etcd_error)
 
@@ -186,7 +191,7 @@ class KubernetesAccess:
         if not ordered:
             return None, "no control-plane node to reach etcd through"
         try:
-            return self.etcd.status(ordered), ""
+            return self.etcd.health(self.etcd.status(ordered), ordered), ""
         except RemoteError as e:
             return None, str(e)
 

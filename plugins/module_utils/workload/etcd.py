@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import ssl
 import urllib.parse
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
 
 try:
     import websocket  # websocket-client, a dependency of the kubernetes client
@@ -66,6 +66,8 @@ class EtcdStatus:
     members: tuple[Member, ...]
     leader_id: str
     alarms: dict[str, tuple[str, ...]]
+    # member name -> why its own status did not come (frozen, partitioned, not listening): KCP's member health
+    unanswered: Mapping[str, str] = field(default_factory=dict)
 
     def by_name(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)
@@ -285,6 +287,18 @@ class Etcd:
     def member_status(self, node: str) -> dict[str, Any]:
         """The status of ``node``'s own member (answers only while that member runs and is reachable)."""
         return self._post(node, "/v3/maintenance/status", {}, "etcd:GetStatus")
+
+    def health(self, status: EtcdStatus, nodes: list[str]) -> EtcdStatus:
+        """``status`` with the members of ``nodes`` that do not answer their own status (KCP asks each member)."""
+        unanswered = {}
+        for node in nodes:
+            if node == status.via or status.by_name(node) is None:
+                continue  # the member that answered, or a node without a member yet
+            try:
+                self.member_status(node)
+            except RemoteError as e:
+                unanswered[node] = str(e)
+        return replace(status, unanswered=unanswered)
 
     # writes: only through Operations.call ------------------------------------------------------------------
     def planned_name(self, method: str) -> str:

