@@ -540,6 +540,9 @@ class GroupRun:
                 if joining and self.ctx.wait and not self.ctx.check_mode:
                     self.cluster.wait_joined(self.machines, joining)
                     continue
+                if not self._converged() and self.spec.control_plane:
+                    # Held back by a machine of an earlier run that is not available: KCP's preflight says why.
+                    self.cluster.guard(Step(create=1), self.machines)
                 break
             self.cluster.guard(step, self.machines)
             if not swept:
@@ -573,11 +576,14 @@ class GroupRun:
 
     # steps -----------------------------------------------------------------------------------------------------
     def _joining(self) -> list[Machine]:
-        """Machines the rollout waits for: launched by this run, or needed before it can go on, that are running
-        but whose Node has not joined (or become ready) yet."""
+        """Machines this run launched that are running but whose Node has not joined (or become ready) yet: the
+        rollout waits for them. (A machine of an earlier run that is not available is not waited for: on a control
+        plane the preflight refuses the next step instead, naming it.)"""
+        return [m for m in self.machines if m.created and not m.leaving and m.joining]
+
+    def _converged(self) -> bool:
         live = [m for m in self.machines if not m.leaving]
-        converged = all(m.updated for m in live) and len(live) == self.spec.replicas
-        return [m for m in live if m.joining and (m.created or not converged)]
+        return all(m.updated for m in live) and len(live) == self.spec.replicas
 
     def _apply(self, step: Step) -> None:
         # Removals first: the group then never exceeds replicas + max_surge, even for a moment.
