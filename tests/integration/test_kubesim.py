@@ -659,13 +659,35 @@ def test_knobs_never_boot_register_late_and_an_added_member_that_never_starts(aw
     assert not node_names & {n.metadata.name for n in client.CoreV1Api(sim.api_client()).list_node().items}
 
 
+def without_kubernetes_side(tmp_path) -> dict[str, str]:
+    """A copy of the collection whose machine groups never ask the cluster (as the collection was before it had a
+    Kubernetes side): the one line that decides it, patched in the copy - the collection itself has no switch for it.
+    Returns the environment that makes ansible load the copy."""
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    copy = tmp_path / "unaware" / "ansible_collections" / "clusterapi" / "aws"
+    shutil.copytree(repo / "plugins", copy / "plugins")
+    shutil.copytree(repo / "meta", copy / "meta")
+    shutil.copy(repo / "galaxy.yml", copy / "galaxy.yml")
+    instance = copy / "plugins" / "module_utils" / "machines" / "instance.py"
+    source = instance.read_text()
+    decision = "asks_cluster=asks and bootstrap.type == KUBEADM and spec.role != BASTION"
+    assert decision in source
+    instance.write_text(source.replace(decision, "asks_cluster=False"))
+    return {"ANSIBLE_COLLECTIONS_PATH": f"{tmp_path / 'unaware'}:{repo / '.build' / 'collections'}"}
+
+
 def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, run_module, tmp_path):
-    """Reference scenario E with the collection as it is today: capa_instance replaces the control plane machine by
-    machine and terminates old instances without removing their etcd members -> the quorum monitor sees writes
-    fail once the second old instance is gone."""
+    """Reference scenario E with machine groups that never ask the cluster (a patched copy of the collection, see
+    ``without_kubernetes_side``): the control plane is replaced machine by machine and old instances are terminated
+    without removing their etcd members -> the quorum monitor sees writes fail once the second old instance is
+    gone. The collection itself keeps quorum through the same rollout (test_machine_lifecycle.py)."""
     name = "ksime"
     sim = kubesim.register(name)
     subnet_id = h.subnet(aws)
+    unaware = without_kubernetes_side(tmp_path)
     assert not run_module(
         "clusterapi.aws.capa_kubeadm",
         {
@@ -686,7 +708,7 @@ def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, r
         "bootstrap": {"type": "kubeadm", "endpoint_host": "127.0.0.1", "endpoint_port": sim.port},
         "wait_timeout": 60,
     }
-    assert not run_module("clusterapi.aws.capa_instance", group).get("failed")
+    assert not run_module("clusterapi.aws.capa_instance", group, env=unaware).get("failed")
     kubesim.wait(
         lambda: len([m for m in sim.etcd().get("members", []) if m["started"] and not m["is_learner"]]) == 3,
         90,
@@ -694,7 +716,8 @@ def test_rolling_replacement_without_member_removal_loses_quorum(aws, kubesim, r
     )
     assert sim.etcd()["quorum"]["failed_windows"] == []
     started = time.time()
-    rollout = run_module("clusterapi.aws.capa_instance", {**group, "instance_type": "t3.xlarge"})
+    rollout = run_module("clusterapi.aws.capa_instance", {**group, "instance_type": "t3.xlarge"}, env=unaware)
+    assert not [p for p in rollout["plan"] if p["call"].startswith(("k8s:", "etcd:"))]  # the copy never asked
     assert not rollout.get("failed"), rollout
     kubesim.wait(lambda: sim.etcd()["quorum"]["failed_windows"], 30, "a failed quorum window")
     quorum = sim.etcd()["quorum"]
