@@ -142,6 +142,82 @@ options:
         description:
           - SSH key pair for machines that name none; unset means no key.
         type: str
+      kubernetes_api:
+        description:
+          - 'How the controller reaches the cluster''s Kubernetes API server (and, through it, etcd): the
+            machines count once their Nodes joined, control-plane changes keep etcd quorum, machines are
+            drained before they go.'
+        type: dict
+        default: {}
+        suboptions:
+          mode:
+            description:
+              - C(auto) - use the API when it answers. When it does not, workers are judged by the AWS-only
+                signal C(InstanceRunning) and removed without a drain, each with a warning, and a control-plane
+                scale-down or replacement is refused before any change.
+              - C(required) - fail before any change when the API does not answer.
+              - C(none) - never contact it (no route from the controller); otherwise as C(auto) without
+                the API.
+            type: str
+            default: auto
+            choices:
+              - auto
+              - required
+              - none
+          server:
+            description:
+              - Reach the API server at this URL (C(https://host:port)) instead of the control-plane endpoint
+                - a tunnel, an SSM port forward or a bastion C(ssh -L) to a private cluster. The server
+                certificate is still checked for the endpoint's name (or I(tls_server_name)).
+            type: str
+          tls_server_name:
+            description:
+              - The name the API server's certificate must carry, when it is not the endpoint host.
+            type: str
+          proxy:
+            description:
+              - An HTTP CONNECT proxy (C(http://host:port)) to the API server.
+            type: str
+          timeout:
+            description:
+              - Seconds to wait for a connection (reads wait three times as long).
+            type: int
+            default: 10
+      addons:
+        description:
+          - Addons applied to the cluster (kind unmanaged).
+        type: dict
+        default: {}
+        suboptions:
+          enabled:
+            description:
+              - 'Apply the addons (capa_addons) once the control plane serves: a CNI and the AWS cloud controller
+                manager, recorded in kube-system/clusterapi-aws-addons (ClusterResourceSet-style). Needs
+                the Kubernetes API (kubernetes_api).'
+            type: bool
+            default: false
+          cni:
+            description:
+              - 'The CNI: calico, or none (bring your own).'
+            type: str
+            default: calico
+            choices:
+              - calico
+              - none
+          cloud_controller_manager:
+            description:
+              - Apply the AWS cloud controller manager.
+            type: bool
+            default: true
+          strategy:
+            description:
+              - ApplyOnce (a ClusterResourceSet's default) or Reconcile (apply again when the manifests
+                change).
+            type: str
+            default: ApplyOnce
+            choices:
+              - ApplyOnce
+              - Reconcile
       network:
         description:
           - The cluster network.
@@ -643,6 +719,18 @@ options:
                 above it no unhealthy (stopped, impaired) machine is replaced.'
             type: raw
             default: 100%
+          node_drain_timeout:
+            description:
+              - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout));
+                C(0) - until I(wait_timeout) runs out, then the run fails and keeps the machine.
+            type: int
+            default: 0
+          node_volume_detach_timeout:
+            description:
+              - Seconds to wait for a drained Node's volumes to detach (C(nodeVolumeDetachTimeout)); C(0)
+                - until I(wait_timeout) runs out.
+            type: int
+            default: 0
       machine_deployments:
         description:
           - Worker machine deployments.
@@ -810,6 +898,24 @@ options:
                 above it no unhealthy (stopped, impaired) machine is replaced.'
             type: raw
             default: 100%
+          node_drain_timeout:
+            description:
+              - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout));
+                C(0) - until I(wait_timeout) runs out, then the run fails and keeps the machine.
+            type: int
+            default: 0
+          node_volume_detach_timeout:
+            description:
+              - Seconds to wait for a drained Node's volumes to detach (C(nodeVolumeDetachTimeout)); C(0)
+                - until I(wait_timeout) runs out.
+            type: int
+            default: 0
+          min_ready_seconds:
+            description:
+              - Seconds a worker's Node must have been C(Ready) before its machine counts as available (a
+                MachineDeployment's C(minReadySeconds)).
+            type: int
+            default: 0
       machine_pools:
         description:
           - 'Machine pools: auto scaling groups (kind asg) or EC2 fleets (kind fleet) of worker machines.

@@ -38,7 +38,9 @@ from ..kernel.validation import (
     check_vpc_cidr,
     parse_cidr,
 )
+from ..machines.group_workload import NODE_OPTIONS
 from ..machines.plan import parse_max_unhealthy
+from ..workload.access import KUBERNETES_API
 from .cluster_types import ClusterSpec, IngressRule, MachinePool
 
 UNMANAGED_ROLES = ("bastion", "apiserver-lb", "lb", "controlplane", "node")
@@ -211,6 +213,29 @@ MAX_UNHEALTHY = opt(
     default="100%",
 )
 
+# How a group's machines leave the cluster (Cluster API's Machine fields), declared once with capa_instance's.
+_NODE = by_name(NODE_OPTIONS)
+DRAIN_OPTIONS = (_NODE["node_drain_timeout"], _NODE["node_volume_detach_timeout"])
+
+ADDON_OPTIONS: tuple[Option, ...] = (
+    opt(
+        "enabled",
+        "Apply the addons (capa_addons) once the control plane serves: a CNI and the AWS cloud controller manager, "
+        "recorded in kube-system/clusterapi-aws-addons (ClusterResourceSet-style). Needs the Kubernetes API "
+        "(kubernetes_api).",
+        type="bool",
+        default=False,
+    ),
+    opt("cni", "The CNI: calico, or none (bring your own).", choices=("calico", "none"), default="calico"),
+    opt("cloud_controller_manager", "Apply the AWS cloud controller manager.", type="bool", default=True),
+    opt(
+        "strategy",
+        "ApplyOnce (a ClusterResourceSet's default) or Reconcile (apply again when the manifests change).",
+        choices=("ApplyOnce", "Reconcile"),
+        default="ApplyOnce",
+    ),
+)
+
 NETWORK_OPTIONS: tuple[Option, ...] = (
     opt(
         "vpc",
@@ -357,6 +382,7 @@ CONTROL_PLANE_OPTIONS: tuple[Option, ...] = (
         options=(opt("max_surge", "Extra machines during a rollout.", type="int", default=1),),
     ),
     MAX_UNHEALTHY,
+    *DRAIN_OPTIONS,
 )
 
 MACHINE_DEPLOYMENT_OPTIONS: tuple[Option, ...] = (
@@ -388,6 +414,8 @@ MACHINE_DEPLOYMENT_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     MAX_UNHEALTHY,
+    *DRAIN_OPTIONS,
+    _NODE["min_ready_seconds"],
 )
 
 SUSPENDABLE_PROCESSES = (
@@ -702,6 +730,12 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
         default=True,
     ),
     _MACHINE["ssh_key_name"].but(description="SSH key pair for machines that name none; unset means no key."),
+    KUBERNETES_API.but(
+        description="How the controller reaches the cluster's Kubernetes API server (and, through it, etcd): the "
+        "machines count once their Nodes joined, control-plane changes keep etcd quorum, machines are drained "
+        "before they go."
+    ),
+    opt("addons", "Addons applied to the cluster (kind unmanaged).", type="dict", default={}, options=ADDON_OPTIONS),
     opt("network", "The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
     opt("bastion", "The bastion host.", type="dict", default={}, options=BASTION_OPTIONS),
     opt(
@@ -750,7 +784,7 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
 )
 
 # Sections only one kind uses: the other kind would silently ignore them, so writing them is a mistake.
-KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments")}
+KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments", "addons")}
 
 
 # derived: the argument spec, the unset spelling, the typed spec -------------------------------------------------------

@@ -23,6 +23,8 @@ class ClusterSpec:
     additional_tags: Mapping[str, Any]
     external_resource_gc: bool
     ssh_key_name: str | None
+    kubernetes_api: KubernetesApi
+    addons: Addons
     network: Network
     bastion: Bastion
     control_plane_endpoint: ControlPlaneEndpoint
@@ -44,6 +46,8 @@ class ClusterSpec:
             additional_tags=dict(params["additional_tags"]),
             external_resource_gc=params["external_resource_gc"],
             ssh_key_name=params["ssh_key_name"],
+            kubernetes_api=KubernetesApi.from_params(params["kubernetes_api"]),
+            addons=Addons.from_params(params["addons"]),
             network=Network.from_params(params["network"]),
             bastion=Bastion.from_params(params["bastion"]),
             control_plane_endpoint=ControlPlaneEndpoint.from_params(params["control_plane_endpoint"]),
@@ -90,6 +94,42 @@ class SourceIdentity:
             external_id=params["external_id"],
             session_name=params["session_name"],
             duration_seconds=params["duration_seconds"],
+        )
+
+
+@dataclass(frozen=True)
+class KubernetesApi:
+    mode: str
+    server: str | None
+    tls_server_name: str | None
+    proxy: str | None
+    timeout: int
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> KubernetesApi:
+        return cls(
+            mode=params["mode"],
+            server=params["server"],
+            tls_server_name=params["tls_server_name"],
+            proxy=params["proxy"],
+            timeout=params["timeout"],
+        )
+
+
+@dataclass(frozen=True)
+class Addons:
+    enabled: bool
+    cni: str
+    cloud_controller_manager: bool
+    strategy: str
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Addons:
+        return cls(
+            enabled=params["enabled"],
+            cni=params["cni"],
+            cloud_controller_manager=params["cloud_controller_manager"],
+            strategy=params["strategy"],
         )
 
 
@@ -269,6 +309,8 @@ class ControlPlane:
     bootstrap_backend: str
     rollout: ControlPlaneRollout
     max_unhealthy: Any
+    node_drain_timeout: int
+    node_volume_detach_timeout: int
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> ControlPlane:
@@ -289,6 +331,8 @@ class ControlPlane:
             bootstrap_backend=params["bootstrap_backend"],
             rollout=ControlPlaneRollout.from_params(params["rollout"]),
             max_unhealthy=params["max_unhealthy"],
+            node_drain_timeout=params["node_drain_timeout"],
+            node_volume_detach_timeout=params["node_volume_detach_timeout"],
         )
 
 
@@ -377,6 +421,9 @@ class MachineDeployment:
     failure_domains: tuple[str, ...]
     rollout: MachineDeploymentRollout
     max_unhealthy: Any
+    node_drain_timeout: int
+    node_volume_detach_timeout: int
+    min_ready_seconds: int
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> MachineDeployment:
@@ -399,6 +446,9 @@ class MachineDeployment:
             failure_domains=tuple(params["failure_domains"]),
             rollout=MachineDeploymentRollout.from_params(params["rollout"]),
             max_unhealthy=params["max_unhealthy"],
+            node_drain_timeout=params["node_drain_timeout"],
+            node_volume_detach_timeout=params["node_volume_detach_timeout"],
+            min_ready_seconds=params["min_ready_seconds"],
         )
 
 

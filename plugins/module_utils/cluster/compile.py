@@ -317,6 +317,7 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
                 name=CONTROL_PLANE_GROUP,
                 role="control-plane",
                 load_balancers=[ref("external_lb.load_balancer")] if external else [],
+                cluster_deletion=True,
             ),
             "elb": common(spec, state=ABSENT, type=balancer.type, name=balancer.name),
             "kubeadm": common(spec, state=ABSENT, output_dir=output_dir),
@@ -358,15 +359,33 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             load_balancers=registrations,
             rollout={"max_surge": machines.rollout.max_surge, "max_unavailable": 0},
             max_unhealthy=machines.max_unhealthy,
+            kubernetes_api=plain(spec.kubernetes_api),
+            node_drain_timeout=machines.node_drain_timeout,
+            node_volume_detach_timeout=machines.node_volume_detach_timeout,
         ),
+        "addons": addons_params(spec, endpoint) if spec.addons.enabled else None,
     }
+
+
+def addons_params(spec: ClusterSpec, endpoint: Any) -> dict[str, Any]:
+    """capa_addons once the control plane serves: its CNI and cloud controller manager (ClusterResourceSet-style)."""
+    return common(
+        spec,
+        kubernetes_version=spec.kubernetes_version,
+        endpoint=_endpoint_parts(endpoint),
+        kubernetes_api=plain(spec.kubernetes_api),
+        cni=spec.addons.cni,
+        cloud_controller_manager={"enabled": spec.addons.cloud_controller_manager},
+        strategy=spec.addons.strategy,
+    )
 
 
 def machine_deployment_steps(spec: ClusterSpec) -> dict[str, Any]:
     deployments = spec.machine_deployments
     names = [deployment.name for deployment in deployments]
     if spec.state == ABSENT:
-        leftover = common(spec, state=ABSENT, role="node")
+        # The whole cluster goes: its machines leave without a drain (Cluster API skips it on cluster deletion).
+        leftover = common(spec, state=ABSENT, role="node", cluster_deletion=True)
         return {
             "instances": [{**leftover, "name": name} for name in names],
             "names": names,
@@ -389,6 +408,10 @@ def _deployment(spec: ClusterSpec, deployment: MachineDeployment) -> dict[str, A
         bootstrap=_kubeadm_bootstrap(_endpoint_parts(ref("control_plane.endpoint")), deployment.bootstrap_backend),
         rollout=plain(deployment.rollout),
         max_unhealthy=deployment.max_unhealthy,
+        kubernetes_api=plain(spec.kubernetes_api),
+        node_drain_timeout=deployment.node_drain_timeout,
+        node_volume_detach_timeout=deployment.node_volume_detach_timeout,
+        min_ready_seconds=deployment.min_ready_seconds,
     )
 
 

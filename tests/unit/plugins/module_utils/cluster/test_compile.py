@@ -142,6 +142,10 @@ def test_the_default_cluster():
             "load_balancers": [ref("elb.load_balancer"), ref("elb.secondary_load_balancer", optional=True)],
             "rollout": {"max_surge": 1, "max_unavailable": 0},
             "max_unhealthy": "100%",
+            # The Kubernetes side: the cluster's API settings, CAPI's drain and volume-detach timeouts.
+            "kubernetes_api": {"mode": "auto", "timeout": 10},
+            "node_drain_timeout": 0,
+            "node_volume_detach_timeout": 0,
         },
     }
     assert compiled["machine_deployment"] == {"instances": [], "names": []}
@@ -219,6 +223,10 @@ def test_cluster_values_and_ssh_keys_reach_every_machine():
                 "bootstrap": KUBEADM_VIA_CONTROL_PLANE,
                 "rollout": {"max_surge": 1, "max_unavailable": 0, "deletion_policy": "Oldest"},
                 "max_unhealthy": "100%",
+                "kubernetes_api": {"mode": "auto", "timeout": 10},
+                "node_drain_timeout": 0,
+                "node_volume_detach_timeout": 0,
+                "min_ready_seconds": 0,
             }
         ],
         "names": ["md-0"],
@@ -491,14 +499,15 @@ def test_what_deletion_runs():
             "name": "control-plane",
             "role": "control-plane",
             "load_balancers": [ref("external_lb.load_balancer")],
+            "cluster_deletion": True,  # no drain, no etcd member removal: the cluster goes
         },
         "elb": {**gone, "type": "external", "name": "team-api"},
         "kubeadm": {**gone, "output_dir": "/out"},
     }
     assert compiled["machine_deployment"] == {
-        "instances": [{**gone, "role": "node", "name": "md-0"}],
+        "instances": [{**gone, "role": "node", "name": "md-0", "cluster_deletion": True}],
         "names": ["md-0"],
-        "leftover": {**gone, "role": "node"},
+        "leftover": {**gone, "role": "node", "cluster_deletion": True},
     }
     assert compiled["machine_pool"] == {
         "asg": [{**gone, "name": "mp-0"}],
