@@ -120,8 +120,26 @@ def test_control_plane_1_3_5_3_and_a_replacement_keep_quorum(aws, kubesim, run_m
     nodes = {n.metadata.name for n in client.CoreV1Api(sim.api_client()).list_node().items}
     assert sorted(nodes) == voters(sim)
 
+    # The replacement behind a classic load balancer: every machine registered once it is available, and out of
+    # it before its etcd member and instance go.
+    elb = aws.client("elb")
+    elb.create_load_balancer(
+        LoadBalancerName="lcp-apiserver",
+        Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 6443, "InstanceProtocol": "TCP", "InstancePort": 6443}],
+        Subnets=[group["subnets"][0]["id"]],
+    )
+    group = {**group, "load_balancers": [{"type": "classic", "name": "lcp-apiserver"}]}
+    registered = run(run_module, group, replicas=3)
+    assert calls(registered) == ["elb:RegisterInstancesWithLoadBalancer"] * 3
+
     started = time.time()
     replaced = run(run_module, group, replicas=3, instance_type="t3.xlarge")
+    plan = calls(replaced)
+    for index, call in enumerate(plan):
+        if call == "etcd:MemberRemove":  # deregistered before its member goes (and so before its termination)
+            assert "elb:DeregisterInstancesFromLoadBalancer" in plan[:index], plan
+    lb = elb.describe_load_balancers(LoadBalancerNames=["lcp-apiserver"])["LoadBalancerDescriptions"][0]
+    assert {i["InstanceId"] for i in lb["Instances"]} == {m["id"] for m in replaced["machines"]}
     assert len(removals_in_order(replaced)) == 3
     for sequence in removals_in_order(replaced):
         assert_kcp_order(sequence)
@@ -169,3 +187,93 @@ def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, 
     assert calls(planned).index("etcd:MemberRemove") < calls(planned).index("ec2:TerminateInstances")
     assert first_removal
     assert len(voters(sim)) == 3
+
+
+def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kubesim, run_module, tmp_path):
+    """A machine deployment of two kubeadm workers (Nodes Ready once capa_addons applied the CNI) carrying a
+    Deployment whose PodDisruptionBudget allows one disruption: a rolling replacement drains each old worker
+    through the Eviction API - a refused eviction (429) is asked again until the budget allows it - and terminates
+    it only after its pods left; the new workers count only once their Nodes are Ready."""
+    sim, cp = control_plane(aws, kubesim, run_module, tmp_path, "lwk")
+    run(run_module, cp)
+    addons = run_module(
+        "clusterapi.aws.capa_addons",
+        {
+            "cluster_name": "lwk",
+            "kubernetes_version": h.VERSION,
+            "endpoint": {"host": "127.0.0.1", "port": sim.port},
+            "kubernetes_api": {"mode": "required"},
+        },
+    )
+    assert not addons.get("failed"), addons.get("msg")
+    workers = {
+        **cp,
+        "name": "md-0",
+        "role": "node",
+        "replicas": 2,
+        "min_ready_seconds": 1,
+        "rollout": {"max_surge": 1, "max_unavailable": 0},
+    }
+    made = run(run_module, workers)
+    assert [m["kubernetes"]["node_ready"] for m in made["machines"]] == ["True", "True"], made["machines"]
+
+    apps, core, policy = (
+        client.AppsV1Api(sim.api_client()),
+        client.CoreV1Api(sim.api_client()),
+        client.PolicyV1Api(sim.api_client()),
+    )
+    labels = {"app": "web"}
+    apps.create_namespaced_deployment(
+        "default",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+                },
+            },
+        },
+    )
+    policy.create_namespaced_pod_disruption_budget(
+        "default",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+        },
+    )
+    worker_nodes = {m["kubernetes"]["node"] for m in made["machines"]}
+
+    def web_running() -> list[Any]:
+        pods = core.list_namespaced_pod("default", label_selector="app=web").items
+        return [p for p in pods if p.status.phase == "Running" and p.spec.node_name]
+
+    kubesim.wait(lambda: len(web_running()) == 2, 60, "two web pods running")
+    assert {p.spec.node_name for p in web_running()} <= worker_nodes
+
+    noop = run(run_module, workers)
+    assert not noop["changed"] and noop["plan"] == []
+    assert noop["api_calls"]["k8s:ListNodes"] == 1 and "k8s:ListPods" not in noop["api_calls"], noop["api_calls"]
+
+    started = time.time()
+    rolled = run(run_module, workers, instance_type="t3.xlarge")
+    plan = calls(rolled)
+    assert plan.count("ec2:TerminateInstances") == 2 and plan.count("k8s:DeleteNode") == 2
+    for node in worker_nodes:
+        mine = [p for p in rolled["plan"] if node in p["resource"] or p["call"] == "ec2:TerminateInstances"]
+        assert mine[0]["call"] == "k8s:PatchNode", mine  # cordoned first
+    evictions = [
+        e
+        for e in kubesim.journal(cluster="lwk", source="apiserver", moto=False, since=started)
+        if e.get("path", "").endswith("/eviction") and e.get("user") == CONTROLLER
+    ]
+    assert evictions and all(e.get("status") in (200, 201, 429) for e in evictions), evictions
+    assert all(m["kubernetes"]["node_ready"] == "True" for m in rolled["machines"])
+    kubesim.wait(lambda: len(web_running()) == 2, 60, "two web pods running again")
+    assert not ({p.spec.node_name for p in web_running()} & worker_nodes)  # all moved to the new workers

@@ -21,7 +21,7 @@ judged by EC2's state alone. ``kubernetes_api.mode`` (``workload.access``) says 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..kernel.context import Context
@@ -113,6 +113,7 @@ class Departure:
 
     machine: Machine
     node: str | None
+    group: list[Machine] = field(default_factory=list)  # the group as it was when the machine started to go
 
 
 class GroupWorkload:
@@ -255,11 +256,7 @@ class GroupWorkload:
         )
         if not self.reachable:
             if step.delete:
-                raise ReconcileError(
-                    f"refused: {what} needs etcd to keep its quorum, but the Kubernetes API is not reachable "
-                    f"({self.reason}). Nothing of this step was changed. Reach the API from the controller "
-                    "(kubernetes_api.server: a tunnel, an SSM port forward or a proxy to the endpoint) and run again"
-                )
+                raise self._blind(what, "Nothing of this step was changed")
             self._warn_once("join", f"group {self.group}: {what} without asking etcd ({self.reason})")
             return
         assert self.workload is not None
@@ -275,6 +272,20 @@ class GroupWorkload:
         allowed, detail = quorum_allows(etcd, health, add=not step.delete, remove=node)
         if not allowed:
             raise ReconcileError(f"refused: {what} would lose etcd quorum ({detail}). Nothing of this step was changed")
+
+    def refuse_blind_removals(self, going: list[Machine]) -> None:
+        """Before anything: a control plane that will lose machines in this run (outdated, beyond replicas, to
+        remediate) cannot keep etcd's quorum without etcd - refused while nothing has changed yet."""
+        if self.control_plane and self.asks_cluster and going and not self.reachable:
+            names = ", ".join(m.name for m in going)
+            raise self._blind(f"removing control-plane machine(s) {names}", "Nothing was changed")
+
+    def _blind(self, what: str, changed: str) -> ReconcileError:
+        return ReconcileError(
+            f"refused: {what} needs etcd to keep its quorum, but the Kubernetes API is not reachable ({self.reason}). "
+            f"{changed}. Reach the API from the controller (kubernetes_api.server: a tunnel, an SSM port forward "
+            "or a proxy to the endpoint; kubernetes_api.mode: required to wait for it) and run again"
+        )
 
     def _control_plane(self, machines: list[Machine]) -> list[ControlPlaneMachine]:
         # Instances already going are not members any more (their member went before TerminateInstances, or is a
@@ -309,8 +320,8 @@ class GroupWorkload:
 
     # a machine's departure (CAPI's Machine deletion) -----------------------------------------------------------
     def retire(self, going: list[Machine], machines: list[Machine]) -> list[Departure]:
-        """Everything before ``TerminateInstances``: for each machine, etcd leadership off it (control plane), its
-        Node cordoned and drained, its volumes detached, its etcd member removed (control plane)."""
+        """What comes first when machines go: for each, etcd leadership off it (control plane), its Node cordoned
+        and drained, its volumes detached. Its etcd member goes later (:meth:`release`)."""
         if not going:
             return []
         if not self.asks_cluster or self.settings.cluster_deletion:
@@ -330,10 +341,17 @@ class GroupWorkload:
             if self.control_plane:
                 self._leadership_off(machine, node.name, machines)
             self._drain(machine, node)
-            if self.control_plane:
-                self._remove_member(machine, node.name, machines)
-            departures.append(Departure(machine, node.name))
+            departures.append(Departure(machine, node.name, machines))
         return departures
+
+    def release(self, departures: list[Departure]) -> None:
+        """After the drain and the load balancers, before ``TerminateInstances``: the etcd members of departing
+        control-plane machines (their API servers get no more traffic, their members would vote on as dead)."""
+        if not self.control_plane:
+            return
+        for departure in departures:
+            if departure.node is not None:
+                self._remove_member(departure.machine, departure.node, departure.group)
 
     def _drain(self, machine: Machine, node: NodeView) -> None:
         assert self.access is not None and self.access.api is not None

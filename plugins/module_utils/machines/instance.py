@@ -517,6 +517,7 @@ class GroupRun:
         kept = {m.id for m in live}
         swept = False
         self.cluster.observe(self.machines, first=True)
+        self.cluster.refuse_blind_removals(self._leaving_this_run())
         self.cluster.remove_stray_members(self.machines)
         stale = False  # the first observation holds until this run changes something or waits for a machine
         for _attempt in range(MAX_STEPS):
@@ -580,6 +581,13 @@ class GroupRun:
         rollout waits for them. (A machine of an earlier run that is not available is not waited for: on a control
         plane the preflight refuses the next step instead, naming it.)"""
         return [m for m in self.machines if m.created and not m.leaving and m.joining]
+
+    def _leaving_this_run(self) -> list[Machine]:
+        """The machines a full reconcile would remove: outdated, to remediate, or beyond replicas."""
+        live = [m for m in self.machines if not m.leaving]
+        outdated = [m for m in live if not m.updated]
+        extra = max(0, len(live) - len(outdated) - self.spec.replicas)
+        return outdated + [m for m in live if m.updated][:extra]
 
     def _converged(self) -> bool:
         live = [m for m in self.machines if not m.leaving]
@@ -748,12 +756,14 @@ def group_workload(ctx: Context, spec: GroupSpec, boot: NodeBootstrap, asks: boo
 def _remove(
     ctx: Context, cluster: GroupWorkload, regs: Registrations, departures: list[Departure], reason: str
 ) -> None:
-    """Deregister, terminate, and - once the instances are gone - delete their Nodes and bootstrap entries."""
+    """Deregister, remove the etcd members, terminate, and - once the instances are gone - delete their Nodes
+    and bootstrap entries."""
     if not departures:
         return
     machines = [d.machine for d in departures]
     for machine in machines:
         regs.deregister(ctx, machine)
+    cluster.release(departures)
     _terminate(ctx, machines, reason)
     waits = [m for m in machines if not m.leaving and not is_placeholder(m.id)]
     if waits and ctx.wait and not ctx.check_mode:
