@@ -192,8 +192,9 @@ def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, 
 def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kubesim, run_module, tmp_path):
     """A machine deployment of two kubeadm workers (Nodes Ready once capa_addons applied the CNI) carrying a
     Deployment whose PodDisruptionBudget allows one disruption: a rolling replacement drains each old worker
-    through the Eviction API - a refused eviction (429) is asked again until the budget allows it - and terminates
-    it only after its pods left; the new workers count only once their Nodes are Ready."""
+    through the Eviction API (the budget decides; a refused eviction, HTTP 429, is asked again - drain_node's own
+    test in test_workload_client.py forces that case) and terminates it only after its pods left; the new workers
+    count only once their Nodes are Ready; a no-op run reads the Nodes once and nothing else of the cluster."""
     sim, cp = control_plane(aws, kubesim, run_module, tmp_path, "lwk")
     run(run_module, cp)
     addons = run_module(
@@ -265,9 +266,14 @@ def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kube
     rolled = run(run_module, workers, instance_type="t3.xlarge")
     plan = calls(rolled)
     assert plan.count("ec2:TerminateInstances") == 2 and plan.count("k8s:DeleteNode") == 2
-    for node in worker_nodes:
-        mine = [p for p in rolled["plan"] if node in p["resource"] or p["call"] == "ec2:TerminateInstances"]
-        assert mine[0]["call"] == "k8s:PatchNode", mine  # cordoned first
+    entries = [(p["call"], p["resource"]) for p in rolled["plan"]]
+    for machine in made["machines"]:
+        node = machine["kubernetes"]["node"]
+        cordon = entries.index(("k8s:PatchNode", f"node {node}"))
+        terminations = [i for i, (call, what) in enumerate(entries) if call == "ec2:TerminateInstances"]
+        terminate = next(i for i in terminations if machine["name"] in entries[i][1])
+        delete = entries.index(("k8s:DeleteNode", f"node {node}"))
+        assert cordon < terminate < delete, entries  # cordoned and drained first, its Node deleted once it is gone
     evictions = [
         e
         for e in kubesim.journal(cluster="lwk", source="apiserver", moto=False, since=started)
