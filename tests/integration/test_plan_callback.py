@@ -61,7 +61,7 @@ def module_results(events: list[dict[str, Any]]) -> list[tuple[str, str, dict[st
 def module_plans(events: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str]]]:
     """Per host, the concatenation of the modules' ``plan`` results (each loop item's in turn)."""
     plans: dict[str, list[tuple[str, str, str]]] = {}
-    for _, host, result in module_results(events):
+    for _event, host, result in module_results(events):
         calls = plans.setdefault(host, [])
         items = result["results"] if isinstance(result.get("results"), list) else [result]
         for item in items:
@@ -125,9 +125,9 @@ def test_check_run_of_the_demo_table_matches_the_modules_plans(aws, run_playbook
     assert set(tables) == DEMO_CLUSTERS, result.describe()
     for host in DEMO_CLUSTERS:
         assert plans[host], f"{host}: the modules planned nothing"
-        assert [(call, resource, reason) for _, call, resource, reason in tables[host]] == plans[host], host
+        assert [row[1:] for row in tables[host]] == plans[host], host
 
-    rows = {call: action for host in DEMO_CLUSTERS for action, call, _, _ in tables[host]}
+    rows = {row[1]: row[0] for host in DEMO_CLUSTERS for row in tables[host]}
     assert {c: rows[c] for c in ("ec2:CreateVpc", "ec2:RunInstances", "ec2:ModifyVpcAttribute", "file:WriteFile")} == {
         "ec2:CreateVpc": "create",
         "ec2:RunInstances": "create",
@@ -174,7 +174,7 @@ def test_real_run_is_listed_with_always_and_only_then(aws, run_playbook, tmp_pat
     loud = run_playbook(playbook, env={**CALLBACK_ENV, "CAPA_PLAN_ALWAYS": "true"}, cwd=tmp_path)
     events, text = split_output(loud.stdout)
     tables, summaries = parse_tables(text)
-    assert [(c, r, why) for _, c, r, why in tables["localhost"]] == module_plans(events)["localhost"] == []
+    assert [row[1:] for row in tables["localhost"]] == module_plans(events)["localhost"] == []
     assert summaries == {"localhost": "localhost: 0 to create, 0 to update, 0 to delete"}
 
     aws.reset()
@@ -182,6 +182,6 @@ def test_real_run_is_listed_with_always_and_only_then(aws, run_playbook, tmp_pat
     events, text = split_output(loud.stdout)
     tables, summaries = parse_tables(text)
     made = module_plans(events)["localhost"]
-    assert made and [(c, r, why) for _, c, r, why in tables["localhost"]] == made
+    assert made and [row[1:] for row in tables["localhost"]] == made
     assert tables["localhost"][0][:3] == ("create", "ec2:CreateVpc", "plan-cb-vpc")
     assert summaries["localhost"] == expected_summary("localhost", tables["localhost"], check_mode=False)

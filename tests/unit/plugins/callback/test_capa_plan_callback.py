@@ -78,10 +78,10 @@ class FakeDisplay:
     banners: list[str] = field(default_factory=list)
     verbosity: int = 0
 
-    def display(self, msg: str, color: str | None = None, **_: Any) -> None:
+    def display(self, msg: str, color: str | None = None, **options: Any) -> None:
         self.lines.append(msg)
 
-    def banner(self, msg: str, color: str | None = None, **_: Any) -> None:
+    def banner(self, msg: str, color: str | None = None, **options: Any) -> None:
         self.banners.append(msg)
         self.lines.append(f"BANNER {msg}")
 
@@ -132,7 +132,7 @@ def callback(monkeypatch: pytest.MonkeyPatch, check: bool = True, **options: Any
 
 # --- collecting ------------------------------------------------------------------------------------------------------
 def test_collects_plans_per_host_in_order_with_every_loop_item(monkeypatch: pytest.MonkeyPatch):
-    plugin, _ = callback(monkeypatch)
+    plugin = callback(monkeypatch)[0]
     plugin.v2_runner_on_ok(result("demo", "clusterapi.aws.capa_vpc", {"plan": [entry("ec2:CreateVpc", "demo-vpc")]}))
     plugin.v2_runner_on_ok(result("lite", "clusterapi.aws.capa_vpc", {"plan": [entry("ec2:CreateVpc", "lite-vpc")]}))
     loop = {
@@ -181,7 +181,7 @@ def test_a_real_run_is_collected_only_with_always(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_task_in_check_mode_is_collected_in_a_real_run(monkeypatch: pytest.MonkeyPatch):
-    plugin, _ = callback(monkeypatch, check=False)
+    plugin = callback(monkeypatch, check=False)[0]
     plugin.v2_runner_on_ok(result("demo", "clusterapi.aws.capa_vpc", {"plan": [entry("ec2:CreateVpc")]}))
     plugin.v2_runner_on_ok(
         result("demo", "clusterapi.aws.capa_subnet", {"plan": [entry("ec2:CreateSubnet")]}, check_mode=True)
