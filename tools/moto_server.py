@@ -83,6 +83,25 @@ it more lenient than AWS)
    ``ClientToken`` / ``clientRequestToken`` and parameters with the first answer; moto ignores the
    tokens and creates a duplicate.  A WSGI layer replays the first answer (see the class).
 
+8. EKS ``CreateCluster``: AWS gives every cluster its own certificate authority - ``certificateAuthority.data``
+   is the base64 of a PEM CA certificate whose key signs the cluster API server's serving certificate - and its
+   own endpoint ``https://<32 hex>.<3 chars>.<region>.eks.amazonaws.com``. moto returns 1400 random characters
+   (no certificate at all) and one endpoint for every cluster of a region (computed once at import). The patch
+   makes a real CA (RSA 2048, CN ``kubernetes``, 10 years, like EKS's) and a unique endpoint per cluster. The CA
+   key, which AWS keeps inside the EKS control plane, is handed only to the harness's workload-cluster simulator
+   through ``GET /_capa/eks/clusters`` (``[{"arn", "name", "region", "endpoint", "ca_cert", "ca_key",
+   "creator_arn"}]``; ``creator_arn`` is the caller of CreateCluster, whom EKS makes cluster admin) so it can
+   serve that cluster's API server with a certificate from that CA. Nothing becomes more lenient.
+
+9. Presigned URLs (SigV4 in the query string: ``X-Amz-Credential=<key>/<date>/<region>/<service>/aws4_request``)
+   without an ``Authorization`` header. AWS routes them by host (``sts.<region>.amazonaws.com``); moto's server
+   ignores the host and guesses from body and path, so a presigned STS ``GetCallerIdentity`` - the URL inside every
+   EKS bearer token, which aws-iam-authenticator calls - landed in S3 and answered ``ListAllMyBuckets``. The patch
+   makes the dispatcher take the service and region from the query's credential scope, as it already does from an
+   ``Authorization`` header, and makes the caller the access key of ``X-Amz-Credential`` (moto read only the header
+   and SigV2's ``AWSAccessKeyId``, so every presigned caller was its default identity). The request is then
+   answered by the service it was signed for, for the identity that signed it; nothing else changes.
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -313,7 +332,13 @@ class RequestCounter:
             if path.rstrip("/") == "/_capa/requests/reset" and method == "POST":
                 self.reset()
                 return self._json(start_response, "200 OK", {"reset": True})
+            if path.rstrip("/") == "/_capa/eks/clusters" and method == "GET":
+                with _EKS_LOCK:
+                    return self._json(start_response, "200 OK", list(EKS_CLUSTERS.values()))
             return self._json(start_response, "404 Not Found", {"error": f"unknown endpoint {method} {path}"})
+        if path.startswith("/moto-api/reset"):
+            with _EKS_LOCK:
+                EKS_CLUSTERS.clear()
         if not path.startswith("/moto-api") and path != "/favicon.ico" and not environ.get("HTTP_X_CAPA_OBSERVER"):
             arrived = time.time()
             try:
@@ -610,7 +635,140 @@ def apply_moto_fixes() -> list[str]:
     applied += _fix_scoped_resources()
     applied += _fix_assume_role_external_id()
     applied += _serve_eks_ami_parameters()
+    applied += _fix_eks_certificate_authority()
+    applied += _fix_presigned_routing()
     return applied
+
+
+def _fix_presigned_routing() -> list[str]:
+    """Fix 9: route query-signed (presigned) requests by their credential scope."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    original = DomainDispatcherApplication.infer_service_region_host
+    if getattr(original, "_capa_fixed", False):
+        return ["presigned-routing"]
+
+    def infer_service_region_host(self: Any, environ: dict[str, Any], path: str) -> Any:
+        if not environ.get("HTTP_AUTHORIZATION"):
+            credential = parse_qs(environ.get("QUERY_STRING", "")).get("X-Amz-Credential", [""])[0]
+            scope = credential.split("/")
+            if len(scope) == 5 and scope[4] == "aws4_request":
+                patched = dict(environ)
+                # The same credential scope, presented where the dispatcher reads it for header-signed requests.
+                patched["HTTP_AUTHORIZATION"] = f"AWS4-HMAC-SHA256 Credential={credential}, SignedHeaders=host"
+                return original(self, patched, path)
+        return original(self, environ, path)
+
+    infer_service_region_host._capa_fixed = True  # type: ignore[attr-defined]
+    DomainDispatcherApplication.infer_service_region_host = infer_service_region_host  # type: ignore[method-assign]
+
+    from moto.core.responses import BaseResponse
+
+    original_key = BaseResponse.get_access_key
+
+    def get_access_key(self: Any) -> str:
+        if "Authorization" not in self.headers:
+            credential = (self.querystring.get("X-Amz-Credential") or [""])[0]
+            if credential.count("/") == 4:
+                return credential.split("/", 1)[0]
+        return original_key(self)
+
+    BaseResponse.get_access_key = get_access_key  # type: ignore[method-assign]
+    return ["presigned-routing"]
+
+
+# moto fix 8: cluster ARN -> the cluster's CA (certificate and key), endpoint and creator, for /_capa/eks/clusters.
+EKS_CLUSTERS: dict[str, dict[str, Any]] = {}
+_EKS_LOCK = threading.Lock()
+
+
+def _new_eks_ca() -> tuple[str, str]:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(True, False, True, False, False, True, False, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
+
+
+def _fix_eks_certificate_authority() -> list[str]:
+    """Fix 8: a real CA and a unique endpoint per EKS cluster; the creator recorded for the simulator."""
+    import base64
+    import inspect
+    import secrets
+    import string
+
+    from moto.eks import models as eks_models
+    from moto.eks import responses as eks_responses
+
+    cluster_cls = eks_models.Cluster
+    if getattr(cluster_cls.__init__, "_capa_fixed", False):
+        return ["eks-certificate-authority"]
+    original_init = cluster_cls.__init__
+    signature = inspect.signature(original_init)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        region = signature.bind(self, *args, **kwargs).arguments.get("region_name", "us-east-1")
+        cert, key = _new_eks_ca()
+        self.certificate_authority = {"data": base64.b64encode(cert.encode()).decode()}
+        label = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _i in range(3))
+        self.endpoint = f"https://{secrets.token_hex(16).upper()}.{label}.{region}.eks.amazonaws.com"
+        with _EKS_LOCK:
+            EKS_CLUSTERS[self.arn] = {
+                "arn": self.arn,
+                "name": self.name,
+                "region": region,
+                "endpoint": self.endpoint,
+                "ca_cert": cert,
+                "ca_key": key,
+                "creator_arn": None,
+            }
+
+    __init__._capa_fixed = True  # type: ignore[attr-defined]
+    cluster_cls.__init__ = __init__  # type: ignore[method-assign]
+
+    original_create = eks_responses.EKSResponse.create_cluster
+
+    def create_cluster(self: Any) -> Any:
+        result = original_create(self)
+        try:
+            from moto.sts.models import sts_backends
+
+            name = self._get_param("name")
+            cluster = self.eks_backend.clusters[name]
+            backend = sts_backends[self.current_account][self.partition]
+            creator = backend.get_caller_identity(self.get_access_key(), self.region)[1]
+            with _EKS_LOCK:
+                if cluster.arn in EKS_CLUSTERS:
+                    EKS_CLUSTERS[cluster.arn]["creator_arn"] = creator
+        except Exception:  # noqa: BLE001 - the answer to the caller must not depend on this bookkeeping
+            pass
+        return result
+
+    eks_responses.EKSResponse.create_cluster = create_cluster  # type: ignore[method-assign]
+    return ["eks-certificate-authority"]
 
 
 def _fix_portless_sg_rules() -> list[str]:

@@ -45,6 +45,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.attributes.info
 notes:
   - Classic load balancers are listed with the ELB API (all of the region, tags in chunks of 20), as CAPA does;
     network load balancers and target groups the cloud provider created are not looked up.

@@ -85,6 +85,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""

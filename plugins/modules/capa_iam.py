@@ -79,6 +79,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.attributes
 notes:
   - IAM is global; I(region) only picks the partition of AWS managed policy ARNs.
   - The C(controllers) role trusts C(ec2.amazonaws.com) only; EKS pod identity is not set up.

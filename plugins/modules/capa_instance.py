@@ -185,6 +185,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""

@@ -185,6 +185,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.attributes
 """
 
 EXAMPLES = r"""

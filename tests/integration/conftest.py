@@ -47,4 +47,4 @@ def build_network(aws: Any, run_module: Callable[..., dict[str, Any]]) -> Callab
 
 
 # The workload-cluster simulator (tools/kubesim): `kubesim_server` (session) and `kubesim` (per test).
-from kubesim_fixtures import kubesim, kubesim_server  # noqa: E402, F401
+from kubesim_fixtures import kubesim, kubesim_server  # noqa: E402, F401  # pylint: disable=unused-import

@@ -65,7 +65,9 @@ def new_ca(common_name: str) -> tuple[str, str]:
 def new_token() -> str:
     alphabet = string.ascii_lowercase + string.digits
     return (
-        "".join(secrets.choice(alphabet) for _ in range(6)) + "." + "".join(secrets.choice(alphabet) for _ in range(16))
+        "".join(secrets.choice(alphabet) for _i in range(6))
+        + "."
+        + "".join(secrets.choice(alphabet) for _i in range(16))
     )
 
 
@@ -230,3 +232,46 @@ def calico_and_ccm() -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+def eks_token(credentials: Any, region: str, eks_name: str) -> str:
+    """A bearer token as ``aws eks get-token`` makes it: ``k8s-aws-v1.`` + base64url of a presigned STS
+    GetCallerIdentity URL signed with the ``x-k8s-aws-id`` header."""
+    import base64
+
+    from botocore.hooks import HierarchicalEmitter
+    from botocore.model import ServiceId
+    from botocore.signers import RequestSigner
+
+    emitter = HierarchicalEmitter()
+    signer = RequestSigner(ServiceId("sts"), region, "sts", "v4", credentials, emitter)
+    request = {
+        "method": "GET",
+        "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
+        "body": {},
+        "headers": {"x-k8s-aws-id": eks_name},
+        "context": {},
+    }
+    url = signer.generate_presigned_url(request, region_name=region, expires_in=60, operation_name="GetCallerIdentity")
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+def nodeadm_cloud_config(cluster: dict[str, Any], labels: dict[str, str] | None = None) -> str:
+    """An EKS self-managed node's ``#cloud-config``: a nodeadm NodeConfig written to disk and ``nodeadm init``."""
+    spec: dict[str, Any] = {
+        "cluster": {
+            "name": cluster["name"],
+            "apiServerEndpoint": cluster["endpoint"],
+            "certificateAuthority": cluster["certificateAuthority"]["data"],
+            "cidr": "10.100.0.0/16",
+        }
+    }
+    if labels:
+        spec["kubelet"] = {"flags": ["--node-labels=" + ",".join(f"{k}={v}" for k, v in labels.items())]}
+    node_config = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+    path = "/etc/eks/nodeadm.d/test.yaml"
+    document = {
+        "write_files": [{"path": path, "permissions": "0600", "content": yaml.safe_dump(node_config)}],
+        "runcmd": [f"nodeadm init --config-source file://{path}"],
+    }
+    return "#cloud-config\n" + yaml.safe_dump(document)

@@ -57,9 +57,35 @@ def installed_collection(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 def test_tarball_leaves_out_build_only_files(installed_collection):
     root = installed_collection["root"]
-    for unwanted in (".venv", ".build", ".capa", ".git", "tests/output"):
+    for unwanted in (
+        ".venv",
+        ".build",
+        ".capa",
+        ".git",
+        ".ci",
+        "tests/output",
+        "tests/unit",
+        "tests/integration",
+        "tests/sanity",
+        "bench",
+        "tools",
+        "Makefile",
+        "extensions/molecule",
+        "BENCHMARKS.md",
+    ):
         assert not (root / unwanted).exists(), f"{unwanted} was packaged"
-    assert (root / "plugins" / "modules").is_dir()
+    for wanted in (
+        "plugins/modules",
+        "roles/cluster/README.md",
+        "playbooks/site.yml",
+        "meta/runtime.yml",
+        "changelogs/changelog.yaml",
+        "CHANGELOG.md",
+        "requirements.txt",
+        "tests/config.yml",
+        "LICENSE",
+    ):
+        assert (root / wanted).exists(), f"{wanted} is missing from the tarball"
 
 
 def test_every_module_renders_documentation_with_examples(installed_collection):

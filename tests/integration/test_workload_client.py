@@ -16,10 +16,11 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors impor
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_lifecycle as nl
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.lifecycle import NodeView
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload import access as access_mod
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload import credentials
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.etcd import Etcd
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.kube import ApiTarget, KubeApi
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload.observe import NodeView
 
 CLUSTER = "wlc"
 ENDPOINT = "wlc-apiserver-1234567890.us-east-1.elb.amazonaws.com"
@@ -139,9 +140,9 @@ def context(aws, check_mode: bool = False, wait_timeout: int = 120) -> Context:
     return Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait_timeout=wait_timeout)
 
 
-def access_for(ctx, sim, pki, mode: str = "auto") -> nl.KubernetesAccess:
-    settings = nl.KubernetesApiSettings(mode=mode, server=f"https://127.0.0.1:{sim.port}")
-    return nl.KubernetesAccess.open(
+def access_for(ctx, sim, pki, mode: str = "auto") -> access_mod.KubernetesAccess:
+    settings = access_mod.KubernetesApiSettings(mode=mode, server=f"https://127.0.0.1:{sim.port}")
+    return access_mod.KubernetesAccess.open(
         ctx,
         settings,
         endpoint_host=ENDPOINT,
@@ -301,10 +302,13 @@ def test_modes_without_an_api(aws, kubesim):
     pki = h.new_pki()
     ctx = context(aws)
     auto = access_for(ctx, sim, pki, mode="auto")
-    assert not auto.available and "Connection refused" in auto.reason
-    assert auto.observe().reachable is False
+    seen = auto.observe()
+    assert seen.reachable is False and "Connection refused" in seen.reason
+    assert not auto.available and auto.observe().reachable is False  # asked once, then known
     none = access_for(ctx, sim, pki, mode="none")
     assert not none.available and none.reason == "kubernetes_api.mode is none"
+    assert none.observe().reachable is False
+    required = access_for(ctx, sim, pki, mode="required")
     with pytest.raises(ReconcileError, match="kubernetes_api.mode is required but the Kubernetes API does not answer"):
-        access_for(ctx, sim, pki, mode="required")
-    assert ctx.session.recorder.as_dict() == {"k8s:GetVersion": 2}  # none never asked
+        required.observe()
+    assert ctx.session.recorder.as_dict() == {"k8s:ListNodes": 2}  # auto and required asked once each; none never

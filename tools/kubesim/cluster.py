@@ -67,7 +67,7 @@ class NodeRuntime:
 
     def pod_ip(self) -> str:
         self._pod_seq += 1
-        base = self.pod_cidr.split("/")[0].rsplit(".", 1)[0] if self.pod_cidr else "192.168.0"
+        base = self.pod_cidr.split("/", maxsplit=1)[0].rsplit(".", 1)[0] if self.pod_cidr else "192.168.0"
         return f"{base}.{(self._pod_seq % 250) + 2}"
 
     def summary(self) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class Cluster:
 
     def apiserver_available(self) -> bool:
         if self.kind == "eks":
-            return True
+            return self.api.listening  # the EKS control plane is AWS's, always there once ACTIVE
         with self.lock:
             return any(
                 n.kubelet_alive and n.etcd_started for n in self.nodes.values() if n.role in ("init", "control-plane")
@@ -171,8 +171,6 @@ class Cluster:
         return self.monitor.has_quorum
 
     def kubelet_reachable(self, node: str | None) -> tuple[bool, str]:
-        if self.kind == "eks":
-            return True, ""
         runtime = self.node_runtime(node or "")
         if runtime is None:
             return False, f"node {node} not found"

@@ -89,8 +89,11 @@ def build_app(sim: Simulator) -> web.Application:
             return _json({"error": "name is required"}, 400)
         kind = body.pop("kind", "kubeadm")
         cluster = await blocking(lambda: sim.register(name, kind, **body))
-        if kind == "eks" and sim.eks is not None:
-            await blocking(sim.eks.attach_cluster, cluster)
+        if kind == "eks":
+            if sim.eks is None:
+                return _json({"error": "EKS simulation is off (--no-eks)"}, 400)
+            if cluster.eks is None:
+                await blocking(sim.eks.attach_cluster, cluster)
         return _json(cluster.summary(), 201)
 
     @routes.get("/clusters/{name}")

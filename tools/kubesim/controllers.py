@@ -115,6 +115,9 @@ class ControllerManager:
         self.deploys = t.find("apps", "v1", "deployments")
         self.rs = t.find("apps", "v1", "replicasets")
         self.pdbs = t.find("policy", "v1", "poddisruptionbudgets")
+        self.pvcs = t.find("", "v1", "persistentvolumeclaims")
+        self.attachments = t.find("storage.k8s.io", "v1", "volumeattachments")
+        self._unused_since: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kcm-{cluster.name}", daemon=True)
         self._started_at: dict[str, float] = {}  # pod uid -> when the kubelet started it
@@ -155,6 +158,7 @@ class ControllerManager:
         self.kubelets()
         self.garbage_collector()
         self.disruption()
+        self.attach_detach()
         self._ticks += 1
         if self._ticks % 10 == 1:
             from .kubeadm import sign_cluster_info
@@ -557,7 +561,7 @@ class ControllerManager:
             # Terminating pods do not count: the ReplicaSet replaces an evicted pod at once.
             active = [p for p in mine if not p["metadata"].get("deletionTimestamp")]
             replicas = spec.get("replicas", 1)
-            for _ in range(replicas - len(active)):
+            for _missing in range(replicas - len(active)):
                 self._create_pod(rs, "ReplicaSet", spec.get("template") or {}, meta["name"] + "-")
             if len(active) > replicas:
                 surplus = sorted(active, key=lambda p: (pod_ready(p), p["metadata"]["creationTimestamp"]))
@@ -613,9 +617,86 @@ class ControllerManager:
                 del self._gone_nodes[node]
 
     # --------------------------------------------------------------------------------------------------------
+    def attach_detach(self) -> None:
+        """The attach/detach controller with a CSI driver (EBS): a VolumeAttachment per (volume, node) that a
+        scheduled pod uses through a PVC; detached ``volume_detach`` after the last such pod left the node; the
+        Node's ``status.volumesAttached`` follows."""
+        wanted: dict[str, tuple[str, str]] = {}
+        for pod in self.store.items(self.pods):
+            node = pod["spec"].get("nodeName")
+            if not node or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in pod["spec"].get("volumes") or []:
+                claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+                if not claim:
+                    continue
+                with self.store.lock:
+                    pvc = self.store.peek(self.pvcs, pod["metadata"]["namespace"], claim)
+                pv = ((pvc or {}).get("spec") or {}).get(
+                    "volumeName"
+                ) or f"pvc-{(pvc or {}).get('metadata', {}).get('uid', claim)}"
+                name = "csi-" + hashlib.sha256(f"{pv}ebs.csi.aws.com{node}".encode()).hexdigest()
+                wanted[name] = (pv, node)
+        now = time.monotonic()
+        existing = {a["metadata"]["name"]: a for a in self.store.items(self.attachments)}
+        for name, (pv, node) in wanted.items():
+            self._unused_since.pop(name, None)
+            if name not in existing:
+                try:
+                    self.store.create(
+                        self.attachments,
+                        "",
+                        {
+                            "metadata": {"name": name},
+                            "spec": {
+                                "attacher": "ebs.csi.aws.com",
+                                "nodeName": node,
+                                "source": {"persistentVolumeName": pv},
+                            },
+                        },
+                        KCM,
+                    )
+                    self.store.mutate(
+                        self.attachments, "", name, lambda a: a.update(status={"attached": True}), "csi-attacher"
+                    )
+                except ApiError:
+                    pass
+        for name, attachment in existing.items():
+            if name in wanted or attachment["spec"].get("attacher") != "ebs.csi.aws.com":
+                continue
+            since = self._unused_since.setdefault(name, now)
+            if now - since >= self.cluster.delay("volume_detach"):
+                try:
+                    self.store.remove(self.attachments, "", name)
+                except ApiError:
+                    pass
+                self._unused_since.pop(name, None)
+        attached: dict[str, list[dict[str, str]]] = {}
+        for attachment in self.store.items(self.attachments):
+            if (attachment.get("status") or {}).get("attached"):
+                source = attachment["spec"].get("source", {}).get("persistentVolumeName", "")
+                attached.setdefault(attachment["spec"].get("nodeName", ""), []).append(
+                    {"name": f"kubernetes.io/csi/ebs.csi.aws.com^{source}", "devicePath": ""}
+                )
+        for node in self.store.items(self.nodes):
+            volumes = attached.get(node["metadata"]["name"], [])
+            if (node.get("status") or {}).get("volumesAttached", []) != volumes:
+
+                def update(n: dict[str, Any], v: list[dict[str, str]] = volumes) -> None:
+                    if v:
+                        n.setdefault("status", {})["volumesAttached"] = v
+                        n["status"]["volumesInUse"] = [x["name"] for x in v]
+                    else:
+                        n.get("status", {}).pop("volumesAttached", None)
+                        n.get("status", {}).pop("volumesInUse", None)
+
+                self.store.mutate(self.nodes, "", node["metadata"]["name"], update, KCM)
+
+    # --------------------------------------------------------------------------------------------------------
     def cloud_controller(self) -> None:
         """The AWS cloud controller manager, from the moment a Deployment/DaemonSet of it exists in kube-system."""
-        present = any(
+        # EKS runs the cloud controller in its own control plane.
+        present = self.cluster.kind == "eks" or any(
             "cloud-controller-manager" in o["metadata"]["name"]
             for res in (self.ds, self.deploys)
             for o in self.store.items(res, "kube-system")

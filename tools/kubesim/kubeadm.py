@@ -194,8 +194,8 @@ class Kubeadm:
             taints = list(taints)
         for item in (args.get("register-with-taints") or "").split(","):
             if item:
-                kv, _, effect = item.partition(":")
-                key, _, value = kv.partition("=")
+                kv, _colon, effect = item.partition(":")
+                key, _equals, value = kv.partition("=")
                 taints = (taints or []) + [{"key": key, "value": value, "effect": effect}]
         return labels, taints, args.get("cloud-provider") == "external"
 
@@ -323,9 +323,9 @@ class Kubeadm:
 
             alphabet = string.ascii_lowercase + string.digits
             token = (
-                "".join(pysecrets.choice(alphabet) for _ in range(6))
+                "".join(pysecrets.choice(alphabet) for _i in range(6))
                 + "."
-                + "".join(pysecrets.choice(alphabet) for _ in range(16))
+                + "".join(pysecrets.choice(alphabet) for _i in range(16))
             )
             tokens = [{"token": token, "ttl": "24h0m0s"}]
         for spec in tokens:
@@ -536,66 +536,7 @@ class Kubeadm:
         self.record("marked-control-plane")
 
     def addons(self, version: str, cc: dict[str, Any]) -> None:
-        c = self.cluster
-        c.ensure("serviceaccounts", {"metadata": {"name": "kube-proxy", "namespace": "kube-system"}}, KUBEADM)
-        c.ensure("serviceaccounts", {"metadata": {"name": "coredns", "namespace": "kube-system"}}, KUBEADM)
-        c.ensure(
-            "daemonsets",
-            {
-                "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
-                "spec": {
-                    "selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
-                    "template": {
-                        "metadata": {"labels": {"k8s-app": "kube-proxy"}},
-                        "spec": {
-                            "hostNetwork": True,
-                            "priorityClassName": "system-node-critical",
-                            "serviceAccountName": "kube-proxy",
-                            "tolerations": [{"operator": "Exists"}],
-                            "containers": [{"name": "kube-proxy", "image": f"registry.k8s.io/kube-proxy:{version}"}],
-                        },
-                    },
-                },
-            },
-            KUBEADM,
-            "apps",
-        )
-        c.ensure(
-            "deployments",
-            {
-                "metadata": {"name": "coredns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
-                "spec": {
-                    "replicas": 2,
-                    "selector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                    "template": {
-                        "metadata": {"labels": {"k8s-app": "kube-dns"}},
-                        "spec": {
-                            "priorityClassName": "system-cluster-critical",
-                            "serviceAccountName": "coredns",
-                            "tolerations": [
-                                {"key": "CriticalAddonsOnly", "operator": "Exists"},
-                                {"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"},
-                            ],
-                            "containers": [{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.11.3"}],
-                        },
-                    },
-                },
-            },
-            KUBEADM,
-            "apps",
-        )
-        c.ensure(
-            "services",
-            {
-                "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
-                "spec": {
-                    "clusterIP": "10.96.0.10",
-                    "selector": {"k8s-app": "kube-dns"},
-                    "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
-                },
-            },
-            KUBEADM,
-        )
+        install_addons(self.cluster, version)
 
     # ---- join ---------------------------------------------------------------------------------------------
     def join(self, join: dict[str, Any]) -> None:
@@ -842,6 +783,69 @@ class Kubeadm:
         if knobs.get("etcd_never_starts"):
             raise KubeadmError(f"[etcd] the etcd member {r.name} never started (knob etcd_never_starts)")
         r.etcd_started = True
+
+
+def install_addons(c: Cluster, version: str, manager: str = KUBEADM) -> None:
+    """The addons kubeadm applies (EKS installs the same as default add-ons): kube-proxy and CoreDNS."""
+    c.ensure("serviceaccounts", {"metadata": {"name": "kube-proxy", "namespace": "kube-system"}}, manager)
+    c.ensure("serviceaccounts", {"metadata": {"name": "coredns", "namespace": "kube-system"}}, manager)
+    c.ensure(
+        "daemonsets",
+        {
+            "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
+            "spec": {
+                "selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+                "template": {
+                    "metadata": {"labels": {"k8s-app": "kube-proxy"}},
+                    "spec": {
+                        "hostNetwork": True,
+                        "priorityClassName": "system-node-critical",
+                        "serviceAccountName": "kube-proxy",
+                        "tolerations": [{"operator": "Exists"}],
+                        "containers": [{"name": "kube-proxy", "image": f"registry.k8s.io/kube-proxy:{version}"}],
+                    },
+                },
+            },
+        },
+        manager,
+        "apps",
+    )
+    c.ensure(
+        "deployments",
+        {
+            "metadata": {"name": "coredns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                "template": {
+                    "metadata": {"labels": {"k8s-app": "kube-dns"}},
+                    "spec": {
+                        "priorityClassName": "system-cluster-critical",
+                        "serviceAccountName": "coredns",
+                        "tolerations": [
+                            {"key": "CriticalAddonsOnly", "operator": "Exists"},
+                            {"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"},
+                        ],
+                        "containers": [{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.11.3"}],
+                    },
+                },
+            },
+        },
+        manager,
+        "apps",
+    )
+    c.ensure(
+        "services",
+        {
+            "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+            "spec": {
+                "clusterIP": "10.96.0.10",
+                "selector": {"k8s-app": "kube-dns"},
+                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
+            },
+        },
+        manager,
+    )
 
 
 def _writes(gateway: etcd.Gateway, endpoint: str) -> bool:

@@ -394,7 +394,7 @@ def field_paths(obj: Any, prefix: Path = (), field: str = "") -> set[Path]:
         if key and obj and all(isinstance(i, dict) and key in i for i in obj):
             for item in obj:
                 element = prefix + (_key_element(item, key),)
-                sub = field_paths({k: v for k, v in item.items()}, element, "")
+                sub = field_paths(dict(item), element, "")
                 paths |= sub or {element}
             return paths
         return {prefix}

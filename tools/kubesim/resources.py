@@ -56,7 +56,7 @@ def _r(
     verbs: str = "",
     cats: str = "",
 ) -> Resource:
-    group, _, version = gv.rpartition("/")
+    group, _slash, version = gv.rpartition("/")
     return Resource(
         group=group,
         version=version,
@@ -160,7 +160,7 @@ class ResourceTable:
         return None
 
     def by_kind(self, api_version: str, kind: str) -> Resource | None:
-        group, _, version = api_version.rpartition("/")
+        group, _slash, version = api_version.rpartition("/")
         with self._lock:
             for r in self._resources:
                 if r.group == group and r.version == version and r.kind == kind:

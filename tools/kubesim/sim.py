@@ -36,6 +36,7 @@ DEFAULT_DELAYS = {
     "discovery_timeout": 300.0,  # kubeadm discovery.timeout (5 min)
     "nodeadm": 30.0,  # nodeadm init until the kubelet registers (EKS AL2023 nodes: 20-40 s)
     "nodegroup_node": 90.0,  # EKS managed node group: CreateNodegroup -> Node registered (~1.5-3 min)
+    "volume_detach": 15.0,  # last pod using an EBS volume left the node -> VolumeAttachment gone (10-20 s)
 }
 DEFAULT_CONFIG: dict[str, Any] = {
     "time_scale": 0.02,
@@ -60,6 +61,14 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "apiserver_needs_quorum": True,
 }
 KNOB_KEYS = ("never_boot", "register_delay", "etcd_never_starts", "etcd_learner")
+
+
+def owner_tags_of(cluster: Cluster) -> list[str]:
+    """The tags that make an instance part of a cluster: CAPA's owner tag, and for EKS the cloud provider's."""
+    tags = [OWNER_TAG.format(cluster.name)]
+    if cluster.eks:
+        tags.append(f"kubernetes.io/cluster/{cluster.eks['name']}")
+    return tags
 
 
 class Simulator:
@@ -215,30 +224,37 @@ class Simulator:
 
     def poll(self) -> None:
         with self.lock:
-            clusters = {n: c for n, c in self.clusters.items() if c.kind == "kubeadm"}
+            clusters = dict(self.clusters)
             regions = list(self.config["regions"])
         if self.eks is not None:
             self.eks.poll()
         if not clusters:
             return
+        owner_tags = {n: owner_tags_of(c) for n, c in clusters.items()}
+        wanted = sorted({t for tags in owner_tags.values() for t in tags})
         seen: set[str] = set()
         for region in regions:
             pages = (
                 self.client("ec2", region)
                 .get_paginator("describe_instances")
-                .paginate(Filters=[{"Name": "tag-key", "Values": [OWNER_TAG.format(n) for n in clusters]}])
+                .paginate(Filters=[{"Name": "tag-key", "Values": wanted}])
             )
             for page in pages:
                 for reservation in page.get("Reservations", []):
                     for instance in reservation.get("Instances", []):
                         tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
                         for name, cluster in clusters.items():
-                            if tags.get(OWNER_TAG.format(name)) == "owned":
+                            if any(tags.get(t) == "owned" for t in owner_tags[name]):
                                 seen.add(instance["InstanceId"])
                                 self.observe(cluster, instance, tags, region)
         for cluster in clusters.values():
             with cluster.lock:
-                gone = [r for r in cluster.nodes.values() if r.instance_id not in seen and not r.instance_gone]
+                # Managed node group nodes are EKS's own instances: moto starts none, so they are never listed.
+                gone = [
+                    r
+                    for r in cluster.nodes.values()
+                    if r.instance_id not in seen and not r.instance_gone and r.role != "eks-managed"
+                ]
             for runtime in gone:
                 # The instance no longer exists at all (moto was reset): it is gone as if terminated.
                 self.power_off(cluster, runtime, "instance vanished", terminated=True)
@@ -381,4 +397,5 @@ class Simulator:
             "knobs": knobs,
             "config": config,
             "watch_errors": self.watch_errors[-10:],
+            "eks_errors": self.eks.errors[-10:] if self.eks is not None else [],
         }

@@ -36,7 +36,7 @@ def now_iso(offset: float = 0.0) -> str:
 
 
 def random_suffix(n: int = 5) -> str:
-    return "".join(random.choice(GENERATE_ALPHABET) for _ in range(n))
+    return "".join(random.choice(GENERATE_ALPHABET) for _i in range(n))
 
 
 class ApiError(Exception):
@@ -153,7 +153,7 @@ class Store:
             found = self.objects[res.key]
             return [
                 self._out(res, o)
-                for (o_ns, _), o in sorted(found.items())
+                for (o_ns, _name), o in sorted(found.items())
                 if ns is None or not res.namespaced or o_ns == ns
             ]
 
@@ -196,7 +196,7 @@ class Store:
                 meta["continue"] = _b64e(json.dumps({"start": "/".join(last), "rv": snapshot_rv}))
                 meta["remainingItemCount"] = len(matching) - limit
                 matching = matching[:limit]
-            items = [self._out(res, o) for _, o in matching]
+            items = [self._out(res, o) for _key, o in matching]
         for item in items:
             del item["apiVersion"], item["kind"]
         return {"apiVersion": res.api_version, "kind": f"{res.kind}List", "metadata": meta, "items": items}
@@ -325,7 +325,7 @@ class Store:
             if not (entry["manager"] == manager and entry["operation"] == operation):
                 paths -= changed
             entry["fieldsV1"] = ob.to_fields_v1(paths)
-        mine = next((e for e, _ in sets if e["manager"] == manager and e["operation"] == operation), None)
+        mine = next((e for e, _paths in sets if e["manager"] == manager and e["operation"] == operation), None)
         if changed or mine is not None:
             if mine is None:
                 mine = {"manager": manager, "operation": operation, "fieldsType": "FieldsV1"}
@@ -544,7 +544,8 @@ class Store:
         if conflicts and not force:
             total = sum(len(v) for v in conflicts.values())
             if total == 1:
-                ((who, [path]),) = conflicts.items()
+                who, paths = next(iter(conflicts.items()))
+                path = paths[0]
                 text = f'Apply failed with 1 conflict: conflict with "{who}": {ob.render_path(path)}'
             else:
                 lines = [
@@ -563,7 +564,7 @@ class Store:
         for entry, paths in others:
             paths -= taken
             entry["fieldsV1"] = ob.to_fields_v1(paths)
-        still_owned = set().union(*[p for _, p in others]) if others else set()
+        still_owned = set().union(*[p for _entry, p in others]) if others else set()
         for path in sorted(mine - applied_paths - still_owned, key=len, reverse=True):
             ob.remove_path(new, path)
         if subresource == "status":

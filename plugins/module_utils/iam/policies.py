@@ -415,7 +415,8 @@ def controllers_eks_policy(extra: Iterable[Mapping[str, Any]] = ()) -> dict[str,
         _statement({a for a in actions if a.startswith("eks:")}, "*", "Eks"),
         _statement(
             {a for a in actions if a.startswith("iam:") and "OpenIDConnect" not in a},
-            "arn:*:iam::*:role/*",
+            # iam:RemoveRoleFromInstanceProfile acts on the instance profile (AWS's service authorization reference).
+            ["arn:*:iam::*:role/*", "arn:*:iam::*:instance-profile/*"],
             "EksRoles",
         ),
         _statement({a for a in actions if "OpenIDConnect" in a}, "*", "EksOidcProviders"),

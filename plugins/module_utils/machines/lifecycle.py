@@ -24,98 +24,19 @@ Without the Kubernetes API the fallback is explicit: :func:`readiness` then repo
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..workload.etcd import EtcdStatus, Member
+from ..workload.observe import COMPONENTS, MIRROR_ANNOTATION, NodeView, Workload, provider_id
 
-COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
 # Machine (here: instance tag or Node) annotations Cluster API honours on deletion.
 EXCLUDE_DRAINING = "machine.cluster.x-k8s.io/exclude-node-draining"
 EXCLUDE_VOLUME_WAIT = "machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach"
 # A pod label that takes it out of the drain (Cluster API's drain label).
 DRAIN_LABEL = "cluster.x-k8s.io/drain"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SIGNAL_NODE = "NodeReady"
 SIGNAL_AWS_ONLY = "InstanceRunning"
-
-
-def provider_id(zone: str, instance_id: str) -> str:
-    """CAPA's providerID of an instance (pkg/cloud/scope/providerid.go), set on the Node by the cloud provider."""
-    return f"aws:///{zone}/{instance_id}"
-
-
-# what the workload cluster says ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class NodeView:
-    name: str
-    provider_id: str
-    ready: str  # "True", "False" or "Unknown" (the Ready condition's status)
-    ready_since: datetime.datetime | None  # lastTransitionTime of Ready
-    unschedulable: bool
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    volumes_attached: tuple[str, ...] = ()
-
-    @classmethod
-    def from_api(cls, node: Mapping[str, Any]) -> NodeView:
-        metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
-        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-        return cls(
-            name=metadata.get("name", ""),
-            provider_id=spec.get("providerID") or "",
-            ready=ready.get("status") or "Unknown",
-            ready_since=_time(ready.get("lastTransitionTime")),
-            unschedulable=bool(spec.get("unschedulable")),
-            annotations=dict(metadata.get("annotations") or {}),
-            volumes_attached=tuple(v.get("name", "") for v in status.get("volumesAttached") or []),
-        )
-
-
-def _time(value: Any) -> datetime.datetime | None:
-    if not value:
-        return None
-    return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One observation of the workload cluster: Nodes, control-plane static pods, etcd. ``reachable`` False: the
-    API did not answer (``reason`` says why); then nothing else is known."""
-
-    reachable: bool
-    reason: str = ""
-    nodes: tuple[NodeView, ...] = ()
-    # node name -> component -> ready, for the static pods of the control-plane namespace
-    static_pods: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
-    etcd: EtcdStatus | None = None
-    etcd_error: str = ""
-
-    @classmethod
-    def unreachable(cls, reason: str) -> Workload:
-        return cls(reachable=False, reason=reason)
-
-    def node_for(self, zone: str, instance_id: str, node_name: str) -> NodeView | None:
-        """The machine's Node: by providerID once the cloud provider set it, else by the name kubeadm registered."""
-        wanted = provider_id(zone, instance_id)
-        by_provider = next((n for n in self.nodes if n.provider_id == wanted), None)
-        if by_provider is not None:
-            return by_provider
-        return next((n for n in self.nodes if n.name == node_name and not n.provider_id), None)
-
-
-def static_pods_of(pods: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, bool]]:
-    """node -> component -> ready, from the pods of the control-plane namespace (mirror pods of kubeadm)."""
-    found: dict[str, dict[str, bool]] = {}
-    for pod in pods:
-        metadata = pod.get("metadata") or {}
-        component = (metadata.get("labels") or {}).get("component")
-        node = (pod.get("spec") or {}).get("nodeName")
-        if component not in COMPONENTS or not node:
-            continue
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-        found.setdefault(node, {})[component] = ready and not metadata.get("deletionTimestamp")
-    return found
 
 
 # readiness (CAPI's Machine Ready/Available) ------------------------------------------------------------------------

@@ -238,6 +238,20 @@ class KubeApi:
         return json.loads(data) if data else {}
 
 
+class PlannedApi:
+    """Stands for an API server that does not answer yet (check mode of a cluster not built): it names the writes
+    the plan would hold and refuses to make any."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def planned_name(self, method: str) -> str:
+        return PLANNED[method]
+
+    def invoke(self, method: str, params: dict[str, Any]) -> Any:
+        raise RemoteError(UNREACHABLE, f"the Kubernetes API is not reachable: {self.reason}")
+
+
 _MERGE = "application/merge-patch+json"
 
 

@@ -68,7 +68,10 @@ class TestGeneratedPki:
         assert constraints.critical and constraints.value.ca is True
         usage = ca.extensions.get_extension_for_class(x509.KeyUsage).value
         assert usage.key_cert_sign and usage.digital_signature and usage.key_encipherment and not usage.crl_sign
-        lifetime = ca.not_valid_after_utc - ca.not_valid_before_utc
+        # cryptography >= 42 has the timezone-aware properties; the floor (41) only the naive UTC ones.
+        after = getattr(ca, "not_valid_after_utc", None) or ca.not_valid_after
+        before = getattr(ca, "not_valid_before_utc", None) or ca.not_valid_before
+        lifetime = after - before
         assert datetime.timedelta(days=3650) <= lifetime <= datetime.timedelta(days=3650, minutes=10)
         key = serialization.load_pem_private_key(getattr(pki, key_field).encode(), password=None)
         assert key.key_size == 2048

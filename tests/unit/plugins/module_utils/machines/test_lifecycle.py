@@ -10,13 +10,14 @@ import datetime
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import lifecycle as lc
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload import observe
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.etcd import EtcdStatus, Member
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.timezone.utc)
 
 
-def node(name: str, ready: str = "True", provider: str = "", since: int = 600, **extra) -> lc.NodeView:
-    return lc.NodeView(
+def node(name: str, ready: str = "True", provider: str = "", since: int = 600, **extra) -> observe.NodeView:
+    return observe.NodeView(
         name=name,
         provider_id=provider,
         ready=ready,
@@ -35,11 +36,11 @@ def etcd(*members: Member, leader: str = "", alarms=None) -> EtcdStatus:
     return EtcdStatus(via="n1", members=members, leader_id=leader_id, alarms=alarms or {})
 
 
-ALL_READY = {c: True for c in lc.COMPONENTS}
+ALL_READY = {c: True for c in observe.COMPONENTS}
 
 
-def workload(*nodes: lc.NodeView, pods=None, status=None) -> lc.Workload:
-    return lc.Workload(reachable=True, nodes=nodes, static_pods=pods or {}, etcd=status)
+def workload(*nodes: observe.NodeView, pods=None, status=None) -> observe.Workload:
+    return observe.Workload(reachable=True, nodes=nodes, static_pods=pods or {}, etcd=status)
 
 
 def ready(**kw):
@@ -75,7 +76,7 @@ def test_worker_readiness(facts, kw, available, reason):
 
 
 def test_without_the_api_the_aws_only_signal_is_named():
-    result = lc.readiness(lc.Workload.unreachable("no route"), **ready())
+    result = lc.readiness(observe.Workload.unreachable("no route"), **ready())
     assert result.available and result.signal == lc.SIGNAL_AWS_ONLY
     assert lc.readiness(None, **ready(instance_state="stopped")).available is False
 
@@ -187,7 +188,7 @@ def test_drain_filters():
     pods = [
         pod("web", ownerReferences=[{"kind": "ReplicaSet", "controller": True}]),
         pod("proxy", ownerReferences=[{"kind": "DaemonSet", "controller": True}]),
-        pod("etcd-n1", annotations={lc.MIRROR_ANNOTATION: "x"}),
+        pod("etcd-n1", annotations={observe.MIRROR_ANNOTATION: "x"}),
         pod("keep", labels={lc.DRAIN_LABEL: "skip"}),
         pod("bare"),
         pod("going", deletionTimestamp="2026-12-01T12:00:00Z"),
@@ -215,8 +216,8 @@ def test_static_pods_and_nodes_are_read_from_the_api_objects():
             "status": {"conditions": [{"type": "Ready", "status": "False"}]},
         },
     ]
-    assert lc.static_pods_of(pods) == {"n1": {"etcd": True, "kube-apiserver": False}}
-    view = lc.NodeView.from_api(
+    assert observe.static_pods_of(pods) == {"n1": {"etcd": True, "kube-apiserver": False}}
+    view = observe.NodeView.from_api(
         {
             "metadata": {"name": "n1", "annotations": {lc.EXCLUDE_DRAINING: ""}},
             "spec": {"providerID": "aws:///us-east-1a/i-1", "unschedulable": True},

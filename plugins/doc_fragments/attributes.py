@@ -1,0 +1,46 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+
+class ModuleDocFragment:
+    # The attributes of the modules that reconcile AWS resources (every AWS module but the _info ones).
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Makes no mutating AWS request; C(plan) lists the calls a run would make, and resources that would be created
+        get placeholder ids (C(planned:<kind>:<name>)) that the other modules of this collection accept.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+    details:
+      - C(diff) holds the reconciled resources before and after the run.
+  idempotent:
+    description:
+      - When the resources already match the options, a second run with the same options reports C(changed=false)
+        and sends no mutating AWS request.
+    support: full
+"""
+
+    # Read-only modules (capa_*_info): they never change anything.
+    INFO = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - This module only reads; it runs the same in check mode.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+    details:
+      - This module only reads; it has nothing to diff.
+  idempotent:
+    description:
+      - Runs with the same options report C(changed=false) and send no mutating AWS request.
+    support: full
+"""
