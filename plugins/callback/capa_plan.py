@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 name: capa_plan
 type: aggregate
 short_description: One table per cluster of the calls a check run of clusterapi.aws would make
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Every module of clusterapi.aws returns C(plan), the ordered mutating calls it made or, in check mode, would
     make, each with its C(call) (for example C(ec2:CreateSubnet)), C(resource) and C(reason). This callback collects

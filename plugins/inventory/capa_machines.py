@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: capa_machines
 short_description: The machines of Cluster API clusters on AWS, found by CAPA's ownership tag
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Lists the EC2 instances of the clusters named in O(clusters), or of every cluster found, by CAPA's ownership tag
     C(sigs.k8s.io/cluster-api-provider-aws/cluster/<name>=owned) - the machines of clusterapi.aws (control plane,
@@ -30,6 +30,8 @@ description:
     tag C(clusterapi.aws/template-hash)), C(capa_kubernetes_version), C(capa_launch_time) and C(capa_tags), plus the
     connection variables of O(connection). O(compose), O(groups) and O(keyed_groups) see all of them."
   - Results can be kept in Ansible's inventory cache (O(cache)); a cached listing makes no C(DescribeInstances).
+notes:
+  - The credentials need C(ec2:DescribeInstances), and C(ec2:DescribeRegions) when no region is given.
 extends_documentation_fragment:
   - inventory_cache
   - constructed
