@@ -6,7 +6,7 @@ The network comes from capa_vpc / capa_subnet / capa_security_group (kind eks). 
 once and implements CreateCluster, DescribeCluster, UpdateClusterConfig (endpoint access and logging),
 TagResource, DeleteCluster, ListNodegroups, ListFargateProfiles and the IAM role / OIDC provider calls. What moto
 lacks (addons, UpdateClusterVersion, AssociateEncryptionConfig, access entries, DescribeUpdate) is tested with
-botocore's Stubber in tests/unit/plugins/module_utils/test_eks.py.
+botocore's Stubber in tests/unit/plugins/module_utils/eks/ (test_control_plane.py, test_addons.py, test_access.py).
 """
 
 from __future__ import annotations

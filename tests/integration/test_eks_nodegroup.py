@@ -7,7 +7,7 @@ request the module made), and the state from boto3 between playbooks.
 
 ``UpdateNodegroupVersion`` (moto lacks it) and ``TagResource`` on node group / profile ARNs (moto answers
 ResourceNotFound), the waits on CREATING/UPDATING/DELETING and failure states are exercised with botocore's
-Stubber in tests/unit/plugins/module_utils/test_eks_nodegroup.py.
+Stubber in tests/unit/plugins/module_utils/eks/test_eks_nodegroup.py and test_eks_fargate_profile.py.
 """
 
 from __future__ import annotations

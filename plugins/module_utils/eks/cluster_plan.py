@@ -2,9 +2,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: pure decisions of the EKS control-plane tier (no AWS call here, so all of it is unit-tested).
 
-Input checks, version steps, the UpdateClusterConfig payloads for endpoint access, logging and access config,
-the encryption rule, the addon plan, aws-auth mappings and access entries - each one function from the spec and
-what DescribeCluster / DescribeAddon answered to what should be sent.
+Input checks, the CreateCluster request, version steps, the UpdateClusterConfig payloads for endpoint access,
+logging and access config, the encryption rule, the addon plan, aws-auth mappings and access entries - each one
+function from the spec (:class:`.eks_cluster_spec.EksClusterSpec`) and what DescribeCluster / DescribeAddon
+answered to what should be sent.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..kernel.conditions import condition
 from ..kernel.errors import ReconcileError, SpecError
-from ..kernel.operations import is_placeholder
+from ..kernel.operations import is_placeholder, placeholder
+from .eks_cluster_spec import EksClusterSpec
 
 EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)$")
@@ -37,6 +40,8 @@ CONFLICT_RESOLUTION = {"overwrite": "OVERWRITE", "none": "NONE", "preserve": "PR
 NODE_USERNAME = "system:node:{{EC2PrivateDNSName}}"
 NODE_GROUPS = ["system:bootstrappers", "system:nodes"]
 ANYWHERE = "0.0.0.0/0"
+# A cluster that serves requests (an update in progress does not stop it).
+READY_STATUSES = ("ACTIVE", "UPDATING")
 # The placeholders CAPA's trust-policy template leaves for the service account.
 IRSA_SUBJECT = "system:serviceaccount:${SERVICE_ACCOUNT_NAMESPACE}:${SERVICE_ACCOUNT_NAME}"
 
@@ -125,6 +130,38 @@ def check_mappings(mappings: Sequence[Mapping[str, Any]], key: str, field_name: 
         check_arn(mapping.get("policy_arn"), f"{field_name}[{index}].policy_arn", "an EKS access policy")
 
 
+def validate_spec(spec: EksClusterSpec) -> None:
+    """Every input check of ``capa_eks_cluster``, before any AWS request (a deleted cluster needs only its name)."""
+    check_eks_name(spec.name)
+    if not spec.output_dir:
+        raise SpecError("output_dir", "must not be empty")
+    if spec.state == "absent":
+        return
+    if spec.version:
+        parse_version(spec.version)
+    check_arn(spec.role_arn, "role_arn", "an IAM role")
+    check_subnets(spec.subnets, spec.restrict_private_subnets)
+    for index, group in enumerate(spec.security_group_ids):
+        if not (is_placeholder(group) or str(group).startswith("sg-")):
+            raise SpecError(f"security_group_ids[{index}]", f"'{group}' is not a security group id")
+    desired_endpoint(spec.endpoint_access)
+    check_encryption(spec.encryption_config or {})
+    check_addons(spec.addons or [])
+    check_mappings(spec.map_roles, "rolearn", "iam_authenticator.map_roles")
+    check_mappings(spec.map_users, "userarn", "iam_authenticator.map_users")
+    for index, arn in enumerate(spec.node_role_arns):
+        check_arn(arn, f"node_role_arns[{index}]", "an IAM role")
+    if spec.oidc_thumbprint and not THUMBPRINT.match(spec.oidc_thumbprint):
+        raise SpecError("oidc_thumbprint", "must be the 40 hex digits of a SHA-1 fingerprint")
+
+
+def check_encryption(encryption: Mapping[str, Any]) -> None:
+    if encryption.get("resources") and not encryption.get("provider"):
+        raise SpecError("encryption_config.provider", "is required (a KMS key ARN or alias)")
+    if encryption.get("provider") and not str(encryption["provider"]).startswith(("arn:", "alias/")):
+        raise SpecError("encryption_config.provider", f"'{encryption['provider']}' is not a KMS key ARN or alias")
+
+
 # version -----------------------------------------------------------------------------------------------------
 def version_steps(current: str, desired: str | None) -> list[str]:
     """The UpdateClusterVersion targets from ``current`` to ``desired``, one minor at a time (CAPA's rule).
@@ -141,6 +178,129 @@ def version_steps(current: str, desired: str | None) -> list[str]:
     if want[0] != have[0]:
         raise SpecError("version", f"cannot upgrade across major versions ({format_version(have)} -> {desired})")
     return [format_version((have[0], minor)) for minor in range(have[1] + 1, want[1] + 1)]
+
+
+# the control plane -------------------------------------------------------------------------------------------
+def create_request(spec: EksClusterSpec, role_arn: str, tags: Mapping[str, str], token: str) -> dict[str, Any]:
+    """The ``CreateCluster`` request (CAPA's createCluster)."""
+    request: dict[str, Any] = {
+        "name": spec.name,
+        "roleArn": role_arn,
+        "resourcesVpcConfig": {
+            "subnetIds": subnet_ids(spec.subnets, spec.restrict_private_subnets),
+            "securityGroupIds": list(spec.security_group_ids),
+            **desired_endpoint(spec.endpoint_access),
+        },
+        "logging": logging_config(desired_log_types(spec.logging)),
+        "accessConfig": {
+            "authenticationMode": spec.authentication_mode,
+            "bootstrapClusterCreatorAdminPermissions": spec.bootstrap_cluster_creator_admin_permissions,
+        },
+        "tags": dict(tags),
+        "clientRequestToken": token,
+    }
+    if spec.version:
+        request["version"] = spec.version
+    encryption = desired_encryption(spec.encryption_config)
+    if encryption:
+        request["encryptionConfig"] = encryption
+    return request
+
+
+def predicted_cluster(request: Mapping[str, Any]) -> dict[str, Any]:
+    """What check mode assumes CreateCluster answers (no endpoint, CA or issuer until EKS has made it)."""
+    return {
+        "name": request["name"],
+        "arn": placeholder("eks", request["name"]),
+        "status": "CREATING",
+        "version": request.get("version"),
+        "roleArn": request["roleArn"],
+        "resourcesVpcConfig": request["resourcesVpcConfig"],
+        "logging": request["logging"],
+        "encryptionConfig": request.get("encryptionConfig", []),
+        "accessConfig": {"authenticationMode": request["accessConfig"]["authenticationMode"]},
+        "tags": request["tags"],
+    }
+
+
+def is_planned(cluster: Mapping[str, Any] | None) -> bool:
+    """True while the cluster only exists in this check run's plan (nothing of it can be read from AWS)."""
+    return cluster is None or is_placeholder(cluster.get("arn"))
+
+
+def issuer_of(cluster: Mapping[str, Any] | None) -> str | None:
+    return (((cluster or {}).get("identity") or {}).get("oidc") or {}).get("issuer")
+
+
+# What one update of a live cluster changes; control_plane sends each with its API call.
+VERSION_UPDATE, CONFIG_UPDATE, ENCRYPTION_UPDATE = "version", "config", "encryption"
+
+
+@dataclass(frozen=True)
+class ClusterUpdate:
+    """One update of a live cluster: EKS runs one at a time, each awaited before the next."""
+
+    kind: str  # VERSION_UPDATE | CONFIG_UPDATE | ENCRYPTION_UPDATE
+    request: dict[str, Any]
+    reason: str
+
+
+def cluster_updates(spec: EksClusterSpec, cluster: Mapping[str, Any]) -> list[ClusterUpdate]:
+    """Version steps first (one minor each), then endpoint access, logging, access config and encryption."""
+    name = spec.name
+    updates = [
+        ClusterUpdate(VERSION_UPDATE, {"name": name, "version": step}, f"version {step}")
+        for step in version_steps(cluster["version"], spec.version)
+    ]
+    endpoint = endpoint_update(cluster.get("resourcesVpcConfig") or {}, spec.endpoint_access)
+    if endpoint:
+        updates.append(
+            ClusterUpdate(CONFIG_UPDATE, {"name": name, "resourcesVpcConfig": endpoint}, "endpoint access differs")
+        )
+    logging = logging_update(cluster.get("logging"), spec.logging)
+    if logging:
+        updates.append(ClusterUpdate(CONFIG_UPDATE, {"name": name, "logging": logging}, "logging differs"))
+    access = access_config_update(cluster, spec.authentication_mode)
+    if access:
+        updates.append(
+            ClusterUpdate(CONFIG_UPDATE, {"name": name, "accessConfig": access}, "authentication mode differs")
+        )
+    encryption = encryption_to_associate(cluster.get("encryptionConfig"), spec.encryption_config)
+    if encryption:
+        updates.append(
+            ClusterUpdate(ENCRYPTION_UPDATE, {"clusterName": name, "encryptionConfig": encryption}, "encryption added")
+        )
+    return updates
+
+
+def predicted_after_updates(cluster: Mapping[str, Any], updates: Sequence[ClusterUpdate]) -> dict[str, Any]:
+    """The cluster as check mode assumes it after ``updates``."""
+    predicted = dict(cluster)
+    for update in updates:
+        request = update.request
+        if update.kind == VERSION_UPDATE:
+            predicted["version"] = request["version"]
+        elif "resourcesVpcConfig" in request:
+            predicted["resourcesVpcConfig"] = {
+                **(cluster.get("resourcesVpcConfig") or {}),
+                **request["resourcesVpcConfig"],
+            }
+        elif "logging" in request:
+            predicted["logging"] = request["logging"]
+        elif "accessConfig" in request:
+            predicted["accessConfig"] = request["accessConfig"]
+        elif "encryptionConfig" in request:
+            predicted["encryptionConfig"] = request["encryptionConfig"]
+    return predicted
+
+
+def ready_condition(cluster: Mapping[str, Any] | None) -> dict[str, Any]:
+    """CAPA's ``EKSControlPlaneReady``."""
+    status = (cluster or {}).get("status")
+    if status in READY_STATUSES:
+        return condition(True, "", f"status {status}")
+    reason = "EKSControlPlaneCreating" if status in ("CREATING", None) else "EKSControlPlaneReconciliationFailed"
+    return condition(False, reason, f"status {status or 'not created'}")
 
 
 # endpoint access, logging, access config -------------------------------------------------------------------------
@@ -228,13 +388,15 @@ def desired_encryption(encryption: Mapping[str, Any] | None) -> list[dict[str, A
     ]
 
 
-def encryption_to_associate(observed: Sequence[Mapping[str, Any]] | None, encryption: Mapping[str, Any] | None):
+def encryption_to_associate(
+    observed: Sequence[Mapping[str, Any]] | None, encryption: Mapping[str, Any] | None
+) -> list[dict[str, Any]] | None:
     """The config for AssociateEncryptionConfig, ``None`` when nothing is to do.
 
     EKS encryption can be added to a cluster but never changed or removed (CAPA refuses the same).
     """
     want = desired_encryption(encryption)
-    have = [
+    have: list[dict[str, Any]] = [
         {"resources": sorted(e.get("resources", [])), "provider": {"keyArn": (e.get("provider") or {}).get("keyArn")}}
         for e in observed or []
     ]
@@ -338,9 +500,9 @@ def _mapping(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
     return out
 
 
-def render_aws_auth(roles: list[dict[str, Any]], users: list[dict[str, Any]], dump) -> str:
+def render_aws_auth(roles: list[dict[str, Any]], users: list[dict[str, Any]], dump: Callable[[Any], str]) -> str:
     """The ``kube-system/aws-auth`` ConfigMap; ``dump`` is a YAML dumper (mapRoles/mapUsers are YAML strings)."""
-    data = {}
+    data: dict[str, str] = {}
     if roles:
         data["mapRoles"] = dump(roles)
     if users:

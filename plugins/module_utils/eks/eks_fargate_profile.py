@@ -14,44 +14,21 @@ can belong to the profile, owned and tagged ``clusterapi.aws/fargate-profile=<na
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Sequence
 
-try:
-    import botocore.exceptions
-except ImportError:
-    pass
-
-from ..aws.errors import error_code
+from ..aws import eks as aws_eks
 from ..iam.roles import delete_owned_role
 from ..kernel.context import Context
+from ..kernel.idempotency import new_client_token
 from ..kernel.operations import placeholder
+from ..kernel.tags import repair_tags
 from ..kernel.waiting import wait_until
+from . import members
 from . import nodegroup_plan as plan
-from .eks_nodegroup import (
-    NOT_FOUND,
-    POLL_DELAY,
-    add_tags,
-    describe_cluster,
-    member_subnets,
-    member_tags,
-    owned_members,
-    pick_current,
-    ready_cluster,
-    service_role,
-)
+from .members import Members, member_subnets, member_tags, owned_members, pick_current, ready_cluster, service_role
 
 FAILED = ("CREATE_FAILED", "DELETE_FAILED")
-
-
-def _describe(ctx: Context, cluster: str, name: str) -> dict[str, Any] | None:
-    try:
-        return ctx.client("eks").describe_fargate_profile(clusterName=cluster, fargateProfileName=name)[
-            "fargateProfile"
-        ]
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) == NOT_FOUND:
-            return None
-        raise
 
 
 def _failure(observed: Mapping[str, Any] | None) -> str | None:
@@ -79,23 +56,18 @@ class _FargateRun:
     def __init__(self, ctx: Context, spec: plan.FargateSpec) -> None:
         self.ctx = ctx
         self.spec = spec
-        self.eks = ctx.client("eks")
         self.role_name = plan.role_name(ctx.cluster, spec.base, "fargate")
         self.conditions: dict[str, dict[str, Any]] = {}
 
-    def members(self) -> tuple[list[dict[str, Any]], list[str]]:
-        try:
-            pages = self.eks.paginate("list_fargate_profiles", clusterName=self.spec.eks_cluster)
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) == NOT_FOUND:
-                return [], []
-            raise
+    def observe(self) -> Members:
+        """The profile's members (ListFargateProfiles gives names; only those that can be ours are described)."""
+        ctx, cluster = self.ctx, self.spec.eks_cluster
         return owned_members(
-            pages.get("fargateProfileNames", []),
+            aws_eks.list_fargate_profiles(ctx, cluster),
             self.spec.base,
             plan.FARGATE_PROFILE_TAG,
-            self.ctx.cluster,
-            lambda n: _describe(self.ctx, self.spec.eks_cluster, n),
+            ctx.cluster,
+            lambda n: aws_eks.describe_fargate_profile(ctx, cluster, n),
         )
 
     def result(self, observed: Mapping[str, Any] | None, replaced_from: Sequence[str] = ()) -> dict[str, Any]:
@@ -104,7 +76,7 @@ class _FargateRun:
     def present(self) -> tuple[Any, Any]:
         ctx, spec = self.ctx, self.spec
         cluster = ready_cluster(ctx, spec.eks_cluster)
-        members, taken = self.members() if cluster else ([], [])
+        found = self.observe() if cluster else Members([], [])
         subnets = member_subnets(ctx, spec.subnets, cluster)
         role_arn, self.conditions["IAMFargateRolesReady"] = service_role(
             ctx, spec.role_arn, self.role_name, plan.FARGATE_TRUST, plan.FARGATE_POLICIES
@@ -112,13 +84,15 @@ class _FargateRun:
         digest = plan.definition_hash(
             plan.fargate_definition(spec, subnets, plan.fargate_role_token(spec, ctx.cluster))
         )
-        current, old = pick_current(members, digest)
+        current, old = pick_current(found.members, digest)
         before = {"fargate_profile": plan.fargate_summary(current or (old[0] if old else None))}
         tags = member_tags(ctx, spec.eks_cluster, plan.FARGATE_PROFILE_TAG, spec.base, digest, spec.tags)
         if current is None:
-            current = self.create(digest, subnets, role_arn, tags, taken, old)
+            current = self.create(digest, subnets, role_arn, tags, found.taken, old)
         else:
-            add_tags(ctx, current["fargateProfileArn"], current["fargateProfileName"], current.get("tags") or {}, tags)
+            repair_tags(
+                ctx, "eks", current["fargateProfileArn"], current["fargateProfileName"], current.get("tags"), tags
+            )
             if current.get("status") == "CREATING" and ctx.wait:
                 current = self.wait_active(current["fargateProfileName"])
         replaced: list[str] = []
@@ -149,14 +123,14 @@ class _FargateRun:
     ) -> dict[str, Any]:
         ctx, spec = self.ctx, self.spec
         name = plan.member_name(spec.base, digest, taken, first=not old)
-        request = {
+        request: dict[str, Any] = {
             "clusterName": spec.eks_cluster,
             "fargateProfileName": name,
             "podExecutionRoleArn": role_arn,
             "subnets": list(subnets),
             "selectors": [dict(s) for s in spec.selectors],
             "tags": dict(tags),
-            "clientRequestToken": plan.client_token(),
+            "clientRequestToken": new_client_token(),
         }
         reason = (
             f"replaces {', '.join(o['fargateProfileName'] for o in old)}: profiles are immutable" if old else "missing"
@@ -173,7 +147,7 @@ class _FargateRun:
             }
         }
         answer = ctx.ops.call(
-            self.eks, "create_fargate_profile", resource=name, reason=reason, predicted=predicted, **request
+            ctx.client("eks"), "create_fargate_profile", resource=name, reason=reason, predicted=predicted, **request
         )
         if ctx.check_mode or not ctx.wait:
             return answer["fargateProfile"]
@@ -181,11 +155,11 @@ class _FargateRun:
 
     def wait_active(self, name: str) -> dict[str, Any]:
         return wait_until(
-            lambda: _describe(self.ctx, self.spec.eks_cluster, name) or {"status": "DELETED"},
+            lambda: aws_eks.describe_fargate_profile(self.ctx, self.spec.eks_cluster, name) or {"status": "DELETED"},
             lambda p: p.get("status") == plan.ACTIVE,
             self.ctx,
             f"Fargate profile {name} to be ACTIVE",
-            delay=POLL_DELAY,
+            delay=members.POLL_DELAY,
             failed=_failure,
         )
 
@@ -197,18 +171,15 @@ class _FargateRun:
             if profile.get("status") == "CREATING" and ctx.wait and not ctx.check_mode:
                 profile = self.wait_active(name)
             if profile.get("status") != "DELETING":
-                try:
-                    ctx.ops.call(
-                        self.eks,
-                        "delete_fargate_profile",
-                        resource=name,
-                        reason=reason,
-                        clusterName=cluster,
-                        fargateProfileName=name,
-                    )
-                except botocore.exceptions.ClientError as e:
-                    if error_code(e) != NOT_FOUND:
-                        raise
+                ctx.ops.call_unless_refused(
+                    ctx.client("eks"),
+                    "delete_fargate_profile",
+                    resource=name,
+                    reason=reason,
+                    refused=aws_eks.GONE,
+                    clusterName=cluster,
+                    fargateProfileName=name,
+                )
             if ctx.check_mode:
                 continue
             if not ctx.wait:
@@ -216,20 +187,20 @@ class _FargateRun:
                     ctx.warn("EKS deletes one Fargate profile at a time; the others wait for the next run")
                 return False
             wait_until(
-                lambda n=name: _describe(ctx, cluster, n),
+                functools.partial(aws_eks.describe_fargate_profile, ctx, cluster, name),
                 lambda p: p is None,
                 ctx,
                 f"Fargate profile {name} to be deleted",
-                delay=POLL_DELAY,
+                delay=members.POLL_DELAY,
                 failed=_failure,
             )
         return True
 
     def absent(self) -> tuple[Any, Any]:
         # Without the cluster there is no profile (and moto fails ListFargateProfiles of a missing cluster).
-        members = self.members()[0] if describe_cluster(self.ctx, self.spec.eks_cluster) else []
-        before = {"fargate_profile": plan.fargate_summary(members[0] if members else None)}
-        gone = self.delete(members, reason="state absent") if members else True
+        profiles = self.observe().members if aws_eks.describe_cluster(self.ctx, self.spec.eks_cluster) else []
+        before = {"fargate_profile": plan.fargate_summary(profiles[0] if profiles else None)}
+        gone = self.delete(profiles, reason="state absent") if profiles else True
         if gone:
             delete_owned_role(self.ctx, self.role_name)
         else:

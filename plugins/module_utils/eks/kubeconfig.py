@@ -1,6 +1,11 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Private: EKS kubeconfigs, the IAM authenticator token, and the OIDC issuer's root CA thumbprint.
+"""Private: the EKS cluster's kubeconfigs - rendered, the IAM authenticator token, and written.
+
+``user-kubeconfig`` runs ``aws eks get-token`` (whoever uses it signs with their own credentials): it is state,
+written through ``ctx.ops.write_file`` when its content changes. ``kubeconfig`` embeds a token of the run's
+credentials that expires within minutes: an output refreshed on every run (``ctx.ops.write_output``), never a
+change, as CAPA refreshes its kubeconfig secret on every reconcile.
 
 The token is what ``aws eks get-token`` and aws-iam-authenticator make: ``k8s-aws-v1.`` followed by the
 unpadded base64url of a presigned STS GetCallerIdentity URL, signed with the header ``x-k8s-aws-id: <eks name>``
@@ -11,11 +16,7 @@ and EKS accepts the token for 15 minutes after signing.
 from __future__ import annotations
 
 import base64
-import hashlib
-import socket
-import ssl
-import urllib.parse
-from typing import Any
+from typing import Any, Mapping
 
 try:
     import yaml
@@ -29,9 +30,10 @@ try:
 except ImportError:
     pass
 
-from ansible.module_utils.urls import open_url
-
+from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
+from ..kernel.operations import placeholder
+from .eks_cluster_spec import EksClusterSpec
 
 TOKEN_PREFIX = "k8s-aws-v1."
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
@@ -94,44 +96,24 @@ def user_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
     return dump_yaml(_kubeconfig(name, endpoint, ca_data, user))
 
 
-# OIDC issuer thumbprint ----------------------------------------------------------------------------------------
-def fetch_root_ca_thumbprint(issuer: str, timeout: float = 10.0) -> str:
-    """SHA-1 (hex) of the root CA certificate of the issuer's TLS chain, as IAM OIDC providers want it."""
-    parts = urllib.parse.urlparse(issuer)
-    host, port = parts.hostname or "", parts.port or 443
-    try:
-        context = ssl.create_default_context()
-        with socket.create_connection((host, port), timeout=timeout) as raw:
-            with context.wrap_socket(raw, server_hostname=host) as tls:
-                chain = getattr(tls, "get_verified_chain", None)  # Python 3.13+
-                if chain is not None:
-                    return hashlib.sha1(ssl.PEM_cert_to_DER_cert(chain()[-1].public_bytes())).hexdigest()
-                leaf = tls.getpeercert(binary_form=True)
-        return hashlib.sha1(_root_by_issuer(leaf, context, timeout)).hexdigest()
-    except (OSError, ssl.SSLError, ValueError, ImportError) as e:
-        raise ReconcileError(
-            f"cannot read the root CA of the OIDC issuer {host}:{port} ({e}); give its SHA-1 as oidc_thumbprint"
-        ) from None
-
-
-def _root_by_issuer(leaf: bytes, context: ssl.SSLContext, timeout: float) -> bytes:
-    """Walk from the leaf to a trusted root: intermediates come from their AIA caIssuers URL."""
-    from cryptography import x509
-    from cryptography.x509.oid import AuthorityInformationAccessOID
-
-    roots = {}
-    for der in context.get_ca_certs(binary_form=True):
-        roots[x509.load_der_x509_certificate(der).subject] = der
-    cert = x509.load_der_x509_certificate(leaf)
-    for _depth in range(6):
-        if cert.issuer in roots:
-            return roots[cert.issuer]
-        access = cert.extensions.get_extension_for_class(x509.AuthorityInformationAccess).value
-        urls = [d.access_location.value for d in access if d.access_method == AuthorityInformationAccessOID.CA_ISSUERS]
-        if not urls:
-            break
-        data = open_url(urls[0], timeout=timeout).read()
-        cert = (
-            x509.load_pem_x509_certificate(data) if data.startswith(b"-----") else x509.load_der_x509_certificate(data)
-        )
-    raise ValueError("no trusted root CA found for the certificate chain")
+def write_kubeconfigs(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Both kubeconfigs of the cluster; their paths (``None`` while the cluster has no endpoint yet)."""
+    paths = spec.paths
+    endpoint = (cluster or {}).get("endpoint")
+    ca_data = ((cluster or {}).get("certificateAuthority") or {}).get("data")
+    region = ctx.region or ""
+    if not endpoint or not ca_data:
+        if ctx.check_mode:
+            # The cluster is still to be made: the run that makes it writes its kubeconfig.
+            endpoint = endpoint or placeholder("eks-endpoint", spec.name)
+            ctx.ops.write_file(
+                paths.user_kubeconfig, user_kubeconfig(spec.name, endpoint, ca_data or "", region), "kubeconfig"
+            )
+        else:
+            ctx.warn(f"EKS cluster {spec.name} has no endpoint yet; kubeconfigs are written by a later run")
+        return {"path": None, "user_kubeconfig": None}
+    ctx.ops.write_file(paths.user_kubeconfig, user_kubeconfig(spec.name, endpoint, ca_data, region), "kubeconfig")
+    if not ctx.check_mode:  # a token is only signed to be written
+        bearer = token(ctx.session.credentials(), region, spec.name)
+        ctx.ops.write_output(paths.kubeconfig, token_kubeconfig(spec.name, endpoint, ca_data, bearer))
+    return {"path": str(paths.kubeconfig), "user_kubeconfig": str(paths.user_kubeconfig)}

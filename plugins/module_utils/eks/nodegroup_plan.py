@@ -23,8 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
-from ..kernel.idempotency import new_client_token
-from ..kernel.operations import is_placeholder
+from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.validation import check_tags
 
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
@@ -115,9 +114,6 @@ def may_be_member(base: str, name: str) -> bool:
         return True
     rest = name[len(base) + 1 :] if name.startswith(base + "-") else ""
     return len(rest) in (4, 8) and all(c in "0123456789abcdef" for c in rest)
-
-
-client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 # versions ------------------------------------------------------------------------------------------------------------
@@ -364,6 +360,31 @@ def create_request(
             access["sourceSecurityGroups"] = list(spec.remote_access["source_security_group_ids"])
         request["remoteAccess"] = access
     return request
+
+
+def predicted_nodegroup(request: Mapping[str, Any]) -> dict[str, Any]:
+    """What check mode assumes CreateNodegroup answers (ACTIVE, so the rest of the plan runs as it would)."""
+    name = request["nodegroupName"]
+    return {
+        "nodegroupName": name,
+        "nodegroupArn": placeholder("nodegroup", name),
+        "status": ACTIVE,
+        "version": request.get("version"),
+        "releaseVersion": request.get("releaseVersion"),
+        "scalingConfig": dict(request["scalingConfig"]),
+        "instanceTypes": list(request.get("instanceTypes") or []),
+        "capacityType": request.get("capacityType"),
+        "amiType": request.get("amiType"),
+        "labels": dict(request.get("labels") or {}),
+        "taints": list(request.get("taints") or []),
+        "nodeRole": request.get("nodeRole"),
+        "subnets": list(request.get("subnets") or []),
+        "diskSize": request.get("diskSize"),
+        "remoteAccess": request.get("remoteAccess"),
+        "launchTemplate": request.get("launchTemplate"),
+        "updateConfig": request.get("updateConfig"),
+        "tags": dict(request.get("tags") or {}),
+    }
 
 
 def immutable_differences(definition: Mapping[str, Any], observed: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,151 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""eks/eks_nodegroup.py with botocore's Stubber, for the AWS paths moto cannot produce: ``UpdateNodegroupVersion``
+(moto lacks it), ``TagResource`` on node group ARNs (moto answers ResourceNotFound there), and waits through
+CREATING / UPDATING / DELETING and failure states (moto is instant). Every request is checked against AWS's
+service model, in order."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_nodegroup as nodegroup_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
+
+from .member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, context, definition, observed_from, owned_tags, params, spec
+
+
+def test_version_upgrade_steps_one_minor_at_a_time_and_waits(eks):
+    """UpdateNodegroupVersion is not in moto: 1.29 -> 1.30 -> 1.31 (the cluster's), each waited for through
+    UPDATING; a missing user tag is added with TagResource (which moto refuses on node group ARNs)."""
+    raw, stub = eks
+    ctx = context(raw)
+    s = plan.NodegroupSpec.from_params(params(node_role_arn=ROLE, tags={"team": "a"}, eks_cluster_name="demo"))
+    digest = plan.definition_hash(definition(s))
+    tags = owned_tags(s, digest, ctx)
+    observed = observed_from(s, version="1.29", tags={k: v for k, v in tags.items() if k != "team"}, status="ACTIVE")
+    arn = observed["nodegroupArn"]
+    ng = {"clusterName": "demo", "nodegroupName": "md-0"}
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
+    stub.add_response("list_nodegroups", {"nodegroups": ["md-0", "other"]}, {"clusterName": "demo"})
+    stub.add_response("describe_nodegroup", {"nodegroup": observed}, ng)
+    stub.add_response("tag_resource", {}, {"resourceArn": arn, "tags": {"team": "a"}})
+    stub.add_response("update_nodegroup_version", {"update": {"id": "u1"}}, {**ng, "version": "1.30"})
+    stub.add_response("describe_nodegroup", {"nodegroup": {**observed, "status": "UPDATING"}}, ng)
+    stub.add_response("describe_nodegroup", {"nodegroup": {**observed, "version": "1.30"}}, ng)
+    stub.add_response("update_nodegroup_version", {"update": {"id": "u2"}}, {**ng, "version": "1.31"})
+    stub.add_response("describe_nodegroup", {"nodegroup": {**observed, "version": "1.31"}}, ng)
+    before, after = nodegroup_tier.NodegroupTier().reconcile(
+        ctx, params(node_role_arn=ROLE, tags={"team": "a"}, eks_cluster_name="demo")
+    )
+    assert before["nodegroup"]["version"] == "1.29" and after["nodegroup"]["version"] == "1.31"
+    assert [p.call for p in ctx.ops.plan] == [
+        "eks:TagResource",
+        "eks:UpdateNodegroupVersion",
+        "eks:UpdateNodegroupVersion",
+    ]
+
+
+def test_version_upgrade_in_check_mode_plans_every_step(eks):
+    raw, stub = eks
+    ctx = context(raw, check_mode=True)
+    p = params(node_role_arn=ROLE, eks_cluster_name="demo", release_version="1.31.4-20250101")
+    s = plan.NodegroupSpec.from_params(p)
+    observed = observed_from(s, version="1.29", tags=owned_tags(s, plan.definition_hash(definition(s)), ctx))
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
+    stub.add_response("list_nodegroups", {"nodegroups": ["md-0"]}, {"clusterName": "demo"})
+    stub.add_response("describe_nodegroup", {"nodegroup": observed}, {"clusterName": "demo", "nodegroupName": "md-0"})
+    _before, after = nodegroup_tier.NodegroupTier().reconcile(ctx, p)
+    assert [p.reason for p in ctx.ops.plan] == ["version 1.29 -> 1.30", "version 1.30 -> 1.31"]
+    assert after["nodegroup"]["release_version"] == "1.31.4-20250101"
+
+
+def test_replacement_waits_for_active_before_deleting_the_old_group(eks, monkeypatch):
+    """CREATING -> ACTIVE, then the old group DELETING -> gone (moto makes both instant); with a given node role
+    the role the pool may have owned before is deleted once the old group is gone."""
+    raw, stub = eks
+    deleted_roles = []
+    monkeypatch.setattr(nodegroup_tier, "delete_owned_role", lambda ctx, name: deleted_roles.append(name))
+    ctx = context(raw)
+    p = params(node_role_arn=ROLE, eks_cluster_name="demo", instance_types=["m5.large"])
+    s = plan.NodegroupSpec.from_params(p)
+    old = observed_from(spec(node_role_arn=ROLE), tags=owned_tags(s, "0ld0ld0ld0", ctx))
+    digest = plan.definition_hash(definition(s))
+    new_name = f"md-0-{digest[:4]}"
+    new = observed_from(s, nodegroupName=new_name, tags=owned_tags(s, digest, ctx), status="CREATING")
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
+    stub.add_response("list_nodegroups", {"nodegroups": ["md-0"]}, {"clusterName": "demo"})
+    stub.add_response("describe_nodegroup", {"nodegroup": old}, {"clusterName": "demo", "nodegroupName": "md-0"})
+    stub.add_response("create_nodegroup", {"nodegroup": new}, None)
+    stub.add_response("describe_nodegroup", {"nodegroup": new}, {"clusterName": "demo", "nodegroupName": new_name})
+    stub.add_response(
+        "describe_nodegroup",
+        {"nodegroup": {**new, "status": "ACTIVE"}},
+        {"clusterName": "demo", "nodegroupName": new_name},
+    )
+    stub.add_response("delete_nodegroup", {"nodegroup": old}, {"clusterName": "demo", "nodegroupName": "md-0"})
+    stub.add_response(
+        "describe_nodegroup",
+        {"nodegroup": {**old, "status": "DELETING"}},
+        {"clusterName": "demo", "nodegroupName": "md-0"},
+    )
+    stub.add_client_error("describe_nodegroup", "ResourceNotFoundException", http_status_code=404)
+    _before, after = nodegroup_tier.NodegroupTier().reconcile(ctx, p)
+    assert after["nodegroup"]["name"] == new_name and after["nodegroup"]["replaced_from"] == ["md-0"]
+    assert [c.call for c in ctx.ops.plan] == ["eks:CreateNodegroup", "eks:DeleteNodegroup"]
+    assert deleted_roles == [f"{CLUSTER}-md-0-nodegroup-iam-service-role"]
+
+
+def test_a_failed_creation_is_an_error_and_keeps_the_old_group(eks):
+    raw, stub = eks
+    ctx = context(raw)
+    p = params(node_role_arn=ROLE, eks_cluster_name="demo")
+    s = plan.NodegroupSpec.from_params(p)
+    failed = observed_from(
+        s, status="CREATE_FAILED", health={"issues": [{"code": "AsgInstanceLaunchFailures", "message": "no capacity"}]}
+    )
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
+    stub.add_response("list_nodegroups", {"nodegroups": []}, {"clusterName": "demo"})
+    stub.add_response("create_nodegroup", {"nodegroup": {**failed, "status": "CREATING"}}, None)
+    stub.add_response("describe_nodegroup", {"nodegroup": failed}, {"clusterName": "demo", "nodegroupName": "md-0"})
+    with pytest.raises(ReconcileError, match="CREATE_FAILED.*no capacity"):
+        nodegroup_tier.NodegroupTier().reconcile(ctx, p)
+
+
+def test_missing_cluster_is_an_error_outside_check_mode(eks):
+    raw, stub = eks
+    stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+    with pytest.raises(ReconcileError, match="not found"):
+        nodegroup_tier.NodegroupTier().reconcile(context(raw), params(node_role_arn=ROLE))
+
+
+def test_check_mode_plans_a_node_group_for_a_cluster_not_made_yet(eks):
+    """A whole-cluster check run: the EKS cluster is only planned, subnets are placeholders."""
+    raw, stub = eks
+    stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+    ctx = context(raw, check_mode=True)
+    subnets = [{"id": "planned:subnet:demo-subnet-private-us-east-1a", "is_public": False}]
+    _before, after = nodegroup_tier.NodegroupTier().reconcile(
+        ctx, params(node_role_arn=ROLE, subnets=subnets, version="1.31")
+    )
+    assert [c.call for c in ctx.ops.plan] == ["eks:CreateNodegroup"]
+    assert after["nodegroup"]["arn"] == "planned:nodegroup:md-0" and after["nodegroup"]["version"] == "1.31"
+
+
+def test_a_node_group_gone_before_its_delete_is_no_change(eks, monkeypatch):
+    """DeleteNodegroup answering ResourceNotFound (deleted since it was described) changed nothing: not in the plan."""
+    raw, stub = eks
+    monkeypatch.setattr(nodegroup_tier, "delete_owned_role", lambda ctx, name: None)
+    ctx = context(raw)
+    s = spec(node_role_arn=ROLE)
+    group = observed_from(s, tags=owned_tags(s, plan.definition_hash(definition(s)), ctx))
+    key = {"clusterName": CLUSTER, "nodegroupName": "md-0"}
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": CLUSTER})
+    stub.add_response("list_nodegroups", {"nodegroups": ["md-0"]}, {"clusterName": CLUSTER})
+    stub.add_response("describe_nodegroup", {"nodegroup": group}, key)
+    stub.add_client_error("delete_nodegroup", "ResourceNotFoundException", http_status_code=404, expected_params=key)
+    stub.add_client_error("describe_nodegroup", "ResourceNotFoundException", http_status_code=404)
+    _before, after = nodegroup_tier.NodegroupTier().reconcile(ctx, params(node_role_arn=ROLE, state="absent"))
+    assert ctx.ops.plan == []
+    assert after["conditions"]["EKSNodegroupReady"] == {"status": False, "reason": "Deleted"}
