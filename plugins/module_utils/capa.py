@@ -42,10 +42,7 @@ __all__ = [
     "SpecError",
     "Tier",
     "common_argument_spec",
-    "bootstrap_argument_spec",
-    "pool_bootstrap_argument_spec",
     "is_placeholder",
-    "machine_argument_spec",
     "placeholder",
     "run_tier",
 ]
@@ -79,67 +76,6 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
     )
     if info:
         del spec["state"]
-    return spec
-
-
-def machine_argument_spec() -> dict[str, Any]:
-    """What every module that launches machines takes to describe them (doc fragment ``clusterapi.aws.machine``)."""
-    return dict(
-        subnets=dict(type="list", elements="dict", default=[]),
-        kubernetes_version=dict(type="str"),
-        ami=dict(
-            type="dict",
-            default={},
-            options=dict(
-                id=dict(type="str"),
-                base_os=dict(type="str"),
-                owner=dict(type="str"),
-                name_format=dict(type="str"),
-            ),
-        ),
-        root_volume=dict(
-            type="dict",
-            default={},
-            options=dict(
-                size=dict(type="int"),
-                type=dict(type="str", default="gp3"),
-                encrypted=dict(type="bool", default=True),
-            ),
-        ),
-        ssh_key_name=dict(type="str", no_log=False),
-        iam_instance_profile=dict(type="str"),
-        security_group_ids=dict(type="list", elements="str", default=[]),
-        imds=dict(
-            type="dict",
-            default={},
-            options=dict(
-                http_tokens=dict(type="str", default="required", choices=["required", "optional"]),
-                http_put_response_hop_limit=dict(type="int", default=1),
-            ),
-        ),
-    )
-
-
-def bootstrap_argument_spec(default_type: str | None) -> dict[str, Any]:
-    """The ``bootstrap`` option of the modules that launch machines (its default type depends on the module)."""
-    return dict(
-        type="dict",
-        default={},
-        options=dict(
-            type=dict(type="str", default=default_type, choices=["kubeadm", "raw", "none"]),
-            endpoint_host=dict(type="str"),
-            endpoint_port=dict(type="int", default=6443),
-            data=dict(type="str", no_log=True),
-            backend=dict(type="str", default="secrets-manager", choices=["secrets-manager", "ssm-parameter-store"]),
-        ),
-    )
-
-
-def pool_bootstrap_argument_spec() -> dict[str, Any]:
-    """The ``bootstrap`` option of the pool modules: the machines' own types plus ``eks`` (self-managed EKS nodes)."""
-    spec = bootstrap_argument_spec("kubeadm")
-    spec["options"]["type"]["choices"] = ["kubeadm", "eks", "raw", "none"]
-    spec["options"]["eks_cluster_name"] = dict(type="str")
     return spec
 
 

@@ -49,6 +49,7 @@ options:
   cloud_controller_manager:
     description: The AWS cloud controller manager (a DaemonSet on the control-plane nodes).
     type: dict
+    default: {}
     suboptions:
       enabled:
         description: Apply it.

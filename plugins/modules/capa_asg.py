@@ -69,19 +69,6 @@ options:
         annotation). The desired capacity is sent only when the group is created; the result reports AWS's value.
     type: bool
     default: false
-  instance_type:
-    description:
-      - EC2 instance type of the template (with I(mixed_instances_policy), the overrides come first).
-    type: str
-  spot_market_options:
-    description:
-      - Launch every instance as a one-time spot instance that terminates on interruption (launch template market
-        options). Not with I(mixed_instances_policy), whose distribution decides spot there.
-    type: dict
-    suboptions:
-      max_price:
-        description: Maximum price in USD per hour; empty means the on-demand price.
-        type: str
   mixed_instances_policy:
     description:
       - Instance type overrides and an on-demand/spot distribution; the group then launches the template through a
@@ -210,6 +197,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
+  - clusterapi.aws.machine.asg
   - clusterapi.aws.attributes
 """
 
@@ -392,24 +380,12 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import (
+    PROCESSES,
+    AsgTier,
     machine_argument_spec,
-    pool_bootstrap_argument_spec,
-    run_tier,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import AsgTier
-
-PROCESSES = [
-    "Launch",
-    "Terminate",
-    "AddToLoadBalancer",
-    "AlarmNotification",
-    "AZRebalance",
-    "HealthCheck",
-    "InstanceRefresh",
-    "ReplaceUnhealthy",
-    "ScheduledActions",
-]
 
 
 def main():
@@ -422,8 +398,6 @@ def main():
             max_size=dict(type="int", default=1),
             desired_capacity=dict(type="int"),
             externally_managed_replicas=dict(type="bool", default=False),
-            instance_type=dict(type="str"),
-            spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
             mixed_instances_policy=dict(
                 type="dict",
                 options=dict(
@@ -456,7 +430,7 @@ def main():
                     ),
                 ),
             ),
-            suspended_processes=dict(type="list", elements="str", choices=PROCESSES, default=[]),
+            suspended_processes=dict(type="list", elements="str", choices=list(PROCESSES), default=[]),
             capacity_rebalance=dict(type="bool", default=False),
             default_cooldown=dict(type="int", default=300),
             default_instance_warmup=dict(type="int", default=300),
@@ -488,7 +462,6 @@ def main():
                 ),
             ),
             drain_on_scale_in=dict(type="bool"),
-            bootstrap=pool_bootstrap_argument_spec(),
         ),
         tier=AsgTier(),
         result_key=None,

@@ -68,11 +68,6 @@ options:
     description: Let the fleet replace instances that fail their status checks. Cannot be changed later.
     type: bool
     default: true
-  instance_type:
-    description:
-      - The launch template's own instance type (also picks the AMI architecture). Default the first of
-        I(instance_types).
-    type: str
 notes:
   - With I(wait), a run that created or changed the fleet waits (within I(wait_timeout)) until the fleet has its
     target capacity; spot capacity that stays short is a warning, not a failure - the fleet keeps trying.
@@ -85,6 +80,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
+  - clusterapi.aws.machine.fleet
   - clusterapi.aws.attributes
 """
 
@@ -185,12 +181,11 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.fleet import (
+    FleetTier,
     machine_argument_spec,
-    pool_bootstrap_argument_spec,
-    run_tier,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.fleet import FleetTier
 
 
 def main():
@@ -215,8 +210,6 @@ def main():
                 ],
             ),
             replace_unhealthy_instances=dict(type="bool", default=True),
-            instance_type=dict(type="str"),
-            bootstrap=pool_bootstrap_argument_spec(),
         ),
         tier=FleetTier(),
         result_key="fleet",

@@ -69,60 +69,6 @@ options:
     description:
       - Give the machines a public IP and place them in public subnets. Default C(true) for the bastion, else C(false).
     type: bool
-  instance_type:
-    description:
-      - EC2 instance type. Required except for the bastion (default C(t3.micro)).
-    type: str
-  spot_market_options:
-    description:
-      - Run the machines as one-time spot instances that terminate on interruption.
-    type: dict
-    suboptions:
-      max_price:
-        description: Maximum price in USD per hour; empty means the on-demand price.
-        type: str
-  tenancy:
-    description: Placement tenancy.
-    type: str
-    choices: [default, dedicated, host]
-    default: default
-  placement_group_name:
-    description: Placement group to launch into.
-    type: str
-  bootstrap:
-    description:
-      - The machines' bootstrap data.
-    type: dict
-    default: {}
-    suboptions:
-      type:
-        description:
-          - C(kubeadm) - kubeadm init/join cloud-init rendered from the cluster PKI that M(clusterapi.aws.capa_kubeadm)
-            stored. In a control-plane group with no machine the first one runs C(kubeadm init) and later ones join
-            as control planes; node groups join as workers.
-          - C(raw) - the cloud-init document in I(bootstrap.data).
-          - C(none) - no user data.
-          - Default C(none) for the bastion, C(kubeadm) otherwise.
-        type: str
-        choices: [kubeadm, raw, none]
-      endpoint_host:
-        description: Host name of the Kubernetes API endpoint (the control-plane load balancer's DNS name); kubeadm.
-        type: str
-      endpoint_port:
-        description: Port of the Kubernetes API endpoint; kubeadm.
-        type: int
-        default: 6443
-      data:
-        description: The cloud-init document for C(raw). Never logged or returned.
-        type: str
-      backend:
-        description:
-          - Where the document waits for the machine. C(secrets-manager) - C(aws.cluster.x-k8s.io/<uuid>-<n>) secrets
-            of 7000-byte gzip chunks. C(ssm-parameter-store) - C(/cluster.x-k8s.io/<uuid>/<n>) SecureString
-            parameters of 4000-byte base64 chunks.
-        type: str
-        choices: [secrets-manager, ssm-parameter-store]
-        default: secrets-manager
   load_balancers:
     description:
       - Load balancers of the API server; control-plane groups only. Machines are registered when running and
@@ -173,11 +119,11 @@ notes:
   - With I(wait), a rolling replacement runs to its end within I(wait_timeout) (launch, wait until running,
     register, then deregister and terminate outdated machines, step by step); without it the run makes one step
     and reports. Check mode shows the whole rollout as if every new machine came up.
-  - C(RunInstances) carries an idempotency token derived from the machine name, and C(CreateSecret) one derived
-    from the machine name and chunk index, so a request retried after a lost answer creates nothing twice.
-  - Replacing machines that were stopped or terminated behind the module's back is not done; they are reported
-    with CAPA's C(InstanceReady) reasons (C(InstanceStopped), C(InstanceTerminated)), and terminated ones do not
-    count towards I(replicas).
+  - C(RunInstances) and every C(CreateSecret) carry an idempotency token of their own (new for each create), so a
+    request resent after a lost answer creates nothing twice.
+  - Machines stopped or terminated behind the module's back are reported with CAPA's C(InstanceReady) reasons
+    (C(InstanceStopped), C(InstanceTerminated)); terminated ones do not count towards I(replicas) and are replaced
+    as missing replicas, stopped ones are replaced as unhealthy within I(max_unhealthy).
 extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
@@ -185,6 +131,7 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.common.state
   - clusterapi.aws.machine
+  - clusterapi.aws.machine.instance
   - clusterapi.aws.attributes
 """
 
@@ -367,12 +314,11 @@ diff:
   type: dict
 """
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.capa import (
-    bootstrap_argument_spec,
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import (
+    InstanceTier,
     machine_argument_spec,
-    run_tier,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import InstanceTier
 
 
 def main():
@@ -384,11 +330,6 @@ def main():
             replicas=dict(type="int", default=1),
             failure_domains=dict(type="list", elements="str"),
             public_ip=dict(type="bool"),
-            instance_type=dict(type="str"),
-            spot_market_options=dict(type="dict", options=dict(max_price=dict(type="str"))),
-            tenancy=dict(type="str", default="default", choices=["default", "dedicated", "host"]),
-            placement_group_name=dict(type="str"),
-            bootstrap=bootstrap_argument_spec(None),
             load_balancers=dict(type="list", elements="dict", default=[]),
             rollout=dict(
                 type="dict",

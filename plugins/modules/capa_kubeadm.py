@@ -17,7 +17,8 @@ description:
     C(kubeadm init) / C(kubeadm join) cloud-init from it.
   - Writes the admin kubeconfig (user C(kubernetes-admin), group C(system:masters), signed by the cluster CA) to
     C(<output_dir>/<cluster_name>/kubeconfig) with mode C(0600). An existing file is kept while its server, CA and
-    names are right and its client certificate has more than 30 days left.
+    names are right and its client certificate has more than 30 days left, so a run that changes nothing mints no
+    certificate and reports C(changed=false). With I(output_dir=""), no local file is written.
   - Never returns keys, certificates or the token - only public facts (the CA's discovery hash, expiry dates).
   - C(state=absent) deletes the secret (without recovery window) if the cluster owns it, and the kubeconfig file.
 author:
@@ -76,6 +77,9 @@ options:
   output_dir:
     description:
       - Directory of the cluster outputs; the kubeconfig goes to C(<output_dir>/<cluster_name>/kubeconfig).
+      - C("") writes, reads and deletes no local file at all (for AWX and other controllers whose disk does not
+        outlive the job); the kubeconfig is then built on demand with the P(clusterapi.aws.capa_kubeconfig#lookup)
+        lookup, from the PKI secret.
     type: path
     default: .capa
   service_cidr:
@@ -117,6 +121,14 @@ EXAMPLES = r"""
     pki:
       cluster_ca_cert: "{{ lookup('file', 'pki/ca.crt') }}"
       cluster_ca_key: "{{ lookup('file', 'pki/ca.key') }}"
+
+- name: Cluster PKI only, no local file (AWX); the kubeconfig comes from the capa_kubeconfig lookup
+  clusterapi.aws.capa_kubeadm:
+    cluster_name: demo
+    kubernetes_version: v1.31.2
+    endpoint:
+      host: "{{ control_plane_lb.dns_name }}"
+    output_dir: ""
 
 - name: Delete the PKI secret and the kubeconfig
   clusterapi.aws.capa_kubeadm:
@@ -165,7 +177,7 @@ pki:
       type: str
       sample: 192.168.0.0/16
 kubeconfig:
-  description: The admin kubeconfig file. C(null) after deletion.
+  description: The admin kubeconfig file. C(null) after deletion, and when I(output_dir) is empty (no file).
   returned: always
   type: dict
   contains:

@@ -7,6 +7,7 @@ and ``openssl``. A missing binary fails the test with the command that installs 
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import shutil
 import stat
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import cloud_init as ci
 from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki as k
 
 MODULE = "clusterapi.aws.capa_kubeadm"
@@ -171,8 +173,8 @@ def test_cloud_init_of_every_role_passes_the_cloud_init_schema(aws, run_module, 
     cloud_init = require("cloud-init", "apt-get update && apt-get install -y --no-install-recommends cloud-init")
     run_module(MODULE, args(tmp_path))
     pki = stored_pki(aws)  # rendered from what the module stored, as machine modules do
-    for role in k.ROLES:
-        document = k.render_cloud_init(
+    for role in ci.ROLES:
+        document = ci.render_cloud_init(
             pki,
             role,
             cluster=CLUSTER,
@@ -296,3 +298,75 @@ def test_a_secret_the_cluster_does_not_own_is_never_changed(aws, run_module, tmp
     assert [p["call"] for p in left["plan"]] == ["file:DeleteFile"]
     assert any("not owned" in w for w in left.get("warnings", []))
     assert stored_pki(aws) == foreign
+
+
+def test_no_output_dir_writes_no_local_file(aws, run_module, tmp_path, monkeypatch):
+    """AWX keeps no files between jobs: with output_dir "" nothing is read, written or deleted locally."""
+    monkeypatch.chdir(tmp_path)
+    first = run_module(MODULE, args(tmp_path, output_dir=""))
+    assert first["changed"] is True and [p["call"] for p in first["plan"]] == ["secretsmanager:CreateSecret"], first
+    assert first["kubeconfig"] is None and first["pki"]["ca_cert_hash"] == stored_pki(aws).ca_cert_hash
+    aws.reset_requests()
+    second = run_module(MODULE, args(tmp_path, output_dir=""))
+    assert second["changed"] is False and second["plan"] == [] and aws.mutating_requests() == []
+    absent = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent", "output_dir": ""})
+    assert [p["call"] for p in absent["plan"]] == ["secretsmanager:DeleteSecret"]
+    assert list(tmp_path.rglob("*kubeconfig*")) == []
+
+
+def _lookup_play(tmp_path: Path, cluster: str, dest: Path, quiet: bool = True, **options) -> Path:
+    extra = "".join(f", {k}={v!r}" for k, v in options.items())
+    lookup = f"lookup('clusterapi.aws.capa_kubeconfig', '{cluster}', host='{HOST}'{extra})"
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "kubeconfig",
+                    # The kubeconfig holds a private key: never in the output (tests/post_integration scans it).
+                    "no_log": quiet,
+                    "ansible.builtin.copy": {
+                        "content": f"{{{{ {lookup} }}}}",
+                        "dest": str(dest),
+                        "mode": "0600",
+                    },
+                }
+            ],
+        }
+    ]
+    path = tmp_path / f"lookup-{cluster}.yml"
+    path.write_text(json.dumps(play))
+    return path
+
+
+def test_the_kubeconfig_lookup_builds_one_from_the_secret_with_a_short_lived_certificate(
+    aws, run_module, run_playbook, tmp_path
+):
+    from cryptography import x509
+
+    run_module(MODULE, args(tmp_path, output_dir=""))
+    pki = stored_pki(aws)
+    dest = tmp_path / "kubeconfig"
+    aws.reset_requests()
+    run_playbook(_lookup_play(tmp_path, CLUSTER, dest, port=443, validity_minutes=10))
+    assert [r["operation"] for r in aws.requests()] == ["GetSecretValue"] and aws.mutating_requests() == []
+    config = yaml.safe_load(dest.read_text())
+    assert config["current-context"] == CLUSTER and config["users"][0]["name"] == f"{CLUSTER}-admin"
+    assert config["clusters"][0]["cluster"]["server"] == f"https://{HOST}:443"
+    ca_data = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    assert ca_data == pki.cluster_ca_cert
+    client = x509.load_pem_x509_certificate(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]))
+    client.verify_directly_issued_by(x509.load_pem_x509_certificate(pki.cluster_ca_cert.encode()))
+    # cryptography >= 42 has the timezone-aware properties; the floor (41) only the naive UTC ones.
+    after = getattr(client, "not_valid_after_utc", None) or client.not_valid_after
+    before = getattr(client, "not_valid_before_utc", None) or client.not_valid_before
+    lifetime = after - before
+    assert lifetime <= datetime.timedelta(minutes=10 + 5)  # ten minutes, not-before backdated by the clock skew
+
+
+def test_the_kubeconfig_lookup_of_a_cluster_without_pki_fails_naming_the_secret(aws, run_playbook, tmp_path):
+    # No kubeconfig can come out of it, so its error may show.
+    result = run_playbook(_lookup_play(tmp_path, "nopki", tmp_path / "kubeconfig", quiet=False), expect_rc=None)
+    assert result.rc != 0 and not (tmp_path / "kubeconfig").exists()
+    assert "clusterapi.aws/nopki/pki not found" in result.stdout + result.stderr

@@ -210,14 +210,7 @@ def test_a_drain_retries_evictions_a_budget_refuses_until_node_drain_timeout(aws
     sim, pki = worker_cluster(aws, kubesim)
     ctx = context(aws)
     access = access_for(ctx, sim, pki)
-    workload = access.observe()
-    worker = next(
-        n for n in workload.nodes if "control-plane" not in n.name and n.name != workload.nodes[0].name or True
-    )
-    workers = [
-        n for n in access.api.nodes() if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {})
-    ]
-    worker = NodeView.from_api(workers[0])
+    worker = worker_node(access.api)
     web_with_budget(sim, worker.name)
     kubesim.wait(lambda: len(access.api.pods("default", label_selector="app=web")) == 2, 30, "2 web pods")
 
@@ -260,10 +253,7 @@ def test_a_drain_that_runs_out_of_the_run_budget_keeps_the_machine(aws, kubesim,
     sim, pki = worker_cluster(aws, kubesim)
     ctx = context(aws, wait_timeout=60)
     access = access_for(ctx, sim, pki)
-    workers = [
-        n for n in access.api.nodes() if "node-role.kubernetes.io/control-plane" not in n["metadata"].get("labels", {})
-    ]
-    worker = NodeView.from_api(workers[0])
+    worker = worker_node(access.api)
     web_with_budget(sim, worker.name)
     kubesim.wait(lambda: len(access.api.pods("default", label_selector="app=web")) == 2, 30, "2 web pods")
     short = context(aws, wait_timeout=3)

@@ -1,12 +1,16 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Private: thin EC2 helpers shared by the network tiers (describe, tag, delete)."""
+"""Private (service wrappers): thin EC2 reads shared by the tiers (describe, describe by id, delete when free).
+
+Describe-style functions return ``[]`` when AWS says the resource does not exist (:func:`.errors.is_not_found`),
+paginate, and decide nothing else. Tag repair is :func:`..kernel.tags.repair_tags` with the ``ec2`` tagger.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 try:
     import botocore.exceptions
@@ -16,10 +20,9 @@ except ImportError:
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder
-from ..kernel.tags import dict_to_tags, missing_tags, tags_to_dict
-from .errors import error_code
-
-NOT_FOUND_SUFFIX = ".NotFound"
+from ..kernel.resources import BY_NAME, Ec2Kind
+from ..kernel.tags import tags_to_dict
+from .errors import error_code, error_message, is_not_found, missing_as_none
 
 
 def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
@@ -40,6 +43,17 @@ def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[st
             if any(matches_tags(i, wanted) for i in r.get("Instances", []))
         ]
     return [item for item in found if matches_tags(item, wanted)]
+
+
+def kind(name: str) -> Ec2Kind:
+    """The EC2 resource kind ``name`` of the one table (:data:`..kernel.resources.EC2_KINDS`)."""
+    return BY_NAME[name]
+
+
+def describe_kind(ctx: Context, name: str, filters: Sequence[Mapping[str, Any]], **params: Any) -> list[dict[str, Any]]:
+    """:func:`describe` of the kind ``name`` of the table, with ``filters`` under the parameter name it spells."""
+    spec = kind(name)
+    return describe(ctx, spec.describe, spec.list_key, **{spec.filter_param: list(filters)}, **params)
 
 
 def tag_filters(filters: list[Mapping[str, Any]]) -> list[tuple[str | None, list[str]]]:
@@ -66,37 +80,37 @@ def matches_tags(resource: Mapping[str, Any], wanted: list[tuple[str | None, lis
     return True
 
 
-def describe_by_ids(ctx: Context, method: str, key: str, id_param: str, ids: list[str]) -> list[dict[str, Any]]:
-    """Describe given ids; unknown ids raise NotFound in AWS, which we turn into a clear message."""
-    ids = [i for i in ids if i and not is_placeholder(i)]
-    if not ids:
+def _real_ids(ids: Sequence[str | None]) -> list[str]:
+    return [i for i in ids if i and not is_placeholder(i)]
+
+
+def describe_by_ids(
+    ctx: Context, method: str, key: str, id_param: str, ids: Sequence[str | None]
+) -> list[dict[str, Any]]:
+    """Describe given ids; ``[]`` when AWS answers that one of them does not exist (it fails the whole request)."""
+    real = _real_ids(ids)
+    if not real:
+        return []
+    return missing_as_none(describe, ctx, method, key, **{id_param: real}) or []
+
+
+def require_by_ids(
+    ctx: Context, method: str, key: str, id_param: str, ids: Sequence[str | None]
+) -> list[dict[str, Any]]:
+    """Describe ids the spec names: one that does not exist is a :class:`ReconcileError` in AWS's words."""
+    real = _real_ids(ids)
+    if not real:
         return []
     try:
-        return describe(ctx, method, key, **{id_param: ids})
+        return describe(ctx, method, key, **{id_param: real})
     except botocore.exceptions.ClientError as e:
-        if error_code(e).endswith(NOT_FOUND_SUFFIX):
-            raise ReconcileError(f"{', '.join(ids)}: {e.response['Error'].get('Message', 'not found')}") from e
+        if is_not_found(e):
+            raise ReconcileError(f"{', '.join(real)}: {error_message(e) or 'not found'}") from e
         raise
 
 
 def tags_of(resource: Mapping[str, Any]) -> dict[str, str]:
     return tags_to_dict(resource.get("Tags"))
-
-
-def ensure_tags(
-    ctx: Context, resource_id: str, label: str, current: Mapping[str, str], desired: Mapping[str, str]
-) -> None:
-    """Add or update tags on an owned resource (CAPA never removes stale keys on network resources)."""
-    todo = missing_tags(current, desired)
-    if todo and not is_placeholder(resource_id):
-        ctx.ops.call(
-            ctx.client("ec2"),
-            "create_tags",
-            resource=label,
-            reason=f"tags differ: {', '.join(sorted(todo))}",
-            Resources=[resource_id],
-            Tags=dict_to_tags(todo),
-        )
 
 
 def is_dependency_error(code: str, message: str) -> bool:
@@ -113,11 +127,11 @@ def is_dependency_error(code: str, message: str) -> bool:
 def delete_when_free(
     ctx: Context, attempt: Callable[[], Any], what: str, blockers: Callable[[], str] | None = None
 ) -> None:
-    """Run a delete that AWS refuses while dependants are still going away.
+    """Run a delete that AWS refuses while dependants are still going away; gone already is done.
 
     ENIs of NAT gateways, load balancers and terminated instances take minutes to be released, so a delete is
     retried within the run's wait budget; if it is still refused then, the error names what blocks it and whose
-    it is (``_blockers.finder``).
+    it is (``network.blockers.finder``).
     """
     delay = 2.0
     while True:
@@ -125,9 +139,9 @@ def delete_when_free(
             attempt()
             return
         except botocore.exceptions.ClientError as e:
-            code = error_code(e)
-            if code.endswith(NOT_FOUND_SUFFIX):
+            if is_not_found(e):
                 return
+            code = error_code(e)
             message = e.response["Error"].get("Message", code)
             dependency = is_dependency_error(code, message)
             if not dependency or ctx.remaining() <= 0 or not ctx.wait:
@@ -135,3 +149,14 @@ def delete_when_free(
                 raise ReconcileError(f"cannot delete {what}: {message}{detail}") from e
         time.sleep(min(delay, max(ctx.remaining(), 0.1)))
         delay = min(delay * 1.7, 15.0)
+
+
+def launch_template(ctx: Context, name: str) -> dict[str, Any] | None:
+    """The launch template named ``name``, or None (a filter, not ``LaunchTemplateNames``: then a missing name is
+    an empty answer, not an error)."""
+    found = (
+        ctx.client("ec2")
+        .paginate("describe_launch_templates", Filters=[{"Name": "launch-template-name", "Values": [name]}])
+        .get("LaunchTemplates", [])
+    )
+    return found[0] if found else None

@@ -35,7 +35,8 @@ def error_message(error: Exception) -> str:
 def is_not_found(error: Exception) -> bool:
     """True when AWS answered that the resource asked for does not exist (any service's spelling)."""
     code = error_code(error)
-    return code.endswith("NotFound") or code in NOT_FOUND_CODES
+    # EC2 spells a few as ``<Kind>.NotFoundException`` (``InvalidLaunchTemplateName.NotFoundException``).
+    return code.endswith(("NotFound", "NotFoundException")) or code in NOT_FOUND_CODES
 
 
 def missing_as_none(call: Any, *args: Any, **kwargs: Any) -> Any:

@@ -7,3 +7,31 @@ Describe-style functions return ``None`` (or an empty list) when AWS says the re
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from ..kernel.context import Context
+from .errors import missing_as_none
+
+
+def get_secret_value(ctx: Context, secret_id: str) -> dict[str, Any] | None:
+    """GetSecretValue's answer (the current version), ``None`` when there is no such secret."""
+    return missing_as_none(ctx.client("secretsmanager").get_secret_value, SecretId=secret_id)
+
+
+def describe_secret(ctx: Context, secret_id: str) -> dict[str, Any] | None:
+    """DescribeSecret's answer (ARN, tags; no value), ``None`` when there is no such secret."""
+    return missing_as_none(ctx.client("secretsmanager").describe_secret, SecretId=secret_id)
+
+
+def delete_secret(ctx: Context, name: str, reason: str) -> None:
+    """Remove a secret for good (no recovery window); one already gone is fine (it stays a planned call)."""
+    missing_as_none(
+        ctx.ops.call,
+        ctx.client("secretsmanager"),
+        "delete_secret",
+        resource=name,
+        reason=reason,
+        SecretId=name,
+        ForceDeleteWithoutRecovery=True,
+    )

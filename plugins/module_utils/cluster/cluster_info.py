@@ -5,8 +5,10 @@
 Two layers:
 
 * observe: :data:`KINDS` is a table of resource kinds; each entry makes ONE (paginated) request filtered by the
-  cluster's tags and says how to read an id, a name, a state and a few fields from AWS's answer. Adding a kind
-  (auto scaling groups, launch templates, EKS) is one entry.
+  cluster's tags and says how to read an id, a name, a state and a few fields from AWS's answer. How an EC2 kind
+  is described and identified comes from the one table of EC2 kinds (``kernel.resources``); an entry here only adds
+  its filter and the fields this module reports. Adding a kind (auto scaling groups, launch templates, EKS) is one
+  entry.
 * decide: :func:`summarise` turns the raw answers and the cluster spec into ``resources``, ``counts``,
   ``conditions``, ``machines``, ``orphans`` and ``cloud_provider_resources``. It is pure, so it is unit-tested on
   recorded describe output.
@@ -20,14 +22,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-try:
-    import botocore.exceptions
-except ImportError:
-    pass
-
+from ..aws import elb as _elb
 from ..aws.autoscaling import owned_groups
-from ..aws.ec2 import describe
-from ..aws.errors import error_code
+from ..aws.ec2 import describe_by_ids, describe_kind
+from ..aws.ec2 import kind as ec2_kind
 from ..kernel.conditions import condition
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
@@ -39,6 +37,7 @@ from ..kernel.tags import (
     ROLE_TAG,
     cloud_provider_tag_key,
     cluster_tag_key,
+    dict_to_tags,
     tags_to_dict,
     vpc_name,
 )
@@ -60,7 +59,6 @@ LIVE_INSTANCE_STATES = ["pending", "running", "stopping", "stopped", "shutting-d
 LIVE_NAT_STATES = ["pending", "available", "failed"]
 # CAPA's own NAT/EIP role.
 COMMON_ROLE = "common"
-ELB_TAGS_CHUNK = 20  # DescribeTags takes at most 20 load balancer names.
 
 NAT_MODES = ("per_az", "single", "none")
 LB_TYPES = ("classic", "nlb", "external", "disabled")
@@ -226,29 +224,32 @@ class Kind:
     tags: Callable[[dict[str, Any]], dict[str, str]] = lambda raw: tags_to_dict(raw.get("Tags"))
 
 
-def _ec2(method: str, key: str, filters: Callable[[Scope], list[dict[str, Any]]], param: str = "Filters") -> Fetch:
+def _ec2(name: str, filters: Callable[[Scope], list[dict[str, Any]]], **params: Any) -> Fetch:
+    """ONE describe of the EC2 kind ``name``, the table's way, with the kind's filters."""
+
     def fetch(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
-        return describe(ctx, method, key, **{param: filters(scope)})
+        return describe_kind(ctx, name, filters(scope), **params)
 
     return fetch
 
 
+def _ec2_id(name: str) -> Callable[[dict[str, Any]], str]:
+    id_key = ec2_kind(name).id_key
+    return lambda raw: raw[id_key]
+
+
 def _fetch_vpcs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     if not scope.byo_vpc_id:
-        return describe(ctx, "describe_vpcs", "Vpcs", Filters=scope.owner_filter())
+        return describe_kind(ctx, "vpc", scope.owner_filter())
     # A VPC brought by id carries no owner tag; it is looked up by id instead (then owned VPCs are not listed).
-    try:
-        return describe(ctx, "describe_vpcs", "Vpcs", VpcIds=[scope.byo_vpc_id])
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) == "InvalidVpcID.NotFound":
-            return []
-        raise
+    vpcs = ec2_kind("vpc")
+    return describe_by_ids(ctx, vpcs.describe, vpcs.list_key, "VpcIds", [scope.byo_vpc_id])
 
 
 def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     filters = scope.owner_filter() + [{"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}]
     # The largest page AWS allows, so a no-op's request count stays flat as machines are added.
-    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters, MaxResults=1000)
+    reservations = describe_kind(ctx, "instance", filters, MaxResults=1000)
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
 
 
@@ -262,14 +263,9 @@ def _fetch_classic_lbs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     Kept on the ELB API rather than the tagging API because moto files classic ELBs under the resource type
     ``elb:loadbalancer`` (AWS: ``elasticloadbalancing:loadbalancer``), and because it also gives DNS names.
     """
-    client = ctx.client("elb")
-    lbs = client.paginate("describe_load_balancers").get("LoadBalancerDescriptions", [])
-    names = [lb["LoadBalancerName"] for lb in lbs]
-    tags: dict[str, list[dict[str, str]]] = {}
-    for start in range(0, len(names), ELB_TAGS_CHUNK):
-        answer = client.describe_tags(LoadBalancerNames=names[start : start + ELB_TAGS_CHUNK])
-        for item in answer.get("TagDescriptions", []):
-            tags[item["LoadBalancerName"]] = item.get("Tags", [])
+    lbs = _elb.describe_load_balancers(ctx)
+    own_tags = _elb.describe_tags(ctx, [lb["LoadBalancerName"] for lb in lbs])
+    tags = {name: dict_to_tags(pairs) for name, pairs in own_tags.items()}
     wanted = {cluster_tag_key(scope.cluster), cloud_provider_tag_key(scope.cluster)}
     found = []
     for lb in lbs:
@@ -385,22 +381,22 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "vpc",
         _fetch_vpcs,
-        lambda r: r["VpcId"],
+        _ec2_id("vpc"),
         fields=lambda r: {"cidr_block": r.get("CidrBlock")},
         state=lambda r: r.get("State"),
     ),
     Kind(
         "internet_gateway",
-        _ec2("describe_internet_gateways", "InternetGateways", Scope.owner_filter),
-        lambda r: r["InternetGatewayId"],
+        _ec2("internet_gateway", Scope.owner_filter),
+        _ec2_id("internet_gateway"),
         fields=lambda r: {"vpc_id": next((a["VpcId"] for a in r.get("Attachments", [])), None)},
         state=lambda r: next((a.get("State") for a in r.get("Attachments", [])), "detached"),
     ),
     Kind(
         "subnet",
         # Either tag: CAPA's subnets carry both, subnets brought by id carry the cloud provider's "shared".
-        _ec2("describe_subnets", "Subnets", Scope.either_tag_filter),
-        lambda r: r["SubnetId"],
+        _ec2("subnet", Scope.either_tag_filter),
+        _ec2_id("subnet"),
         fields=lambda r: {
             "vpc_id": r.get("VpcId"),
             "availability_zone": r.get("AvailabilityZone"),
@@ -411,8 +407,8 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "route_table",
-        _ec2("describe_route_tables", "RouteTables", Scope.owner_filter),
-        lambda r: r["RouteTableId"],
+        _ec2("route_table", Scope.owner_filter),
+        _ec2_id("route_table"),
         fields=lambda r: {
             "vpc_id": r.get("VpcId"),
             "subnet_ids": sorted(a["SubnetId"] for a in r.get("Associations", []) if a.get("SubnetId")),
@@ -421,13 +417,8 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "nat_gateway",
-        _ec2(
-            "describe_nat_gateways",
-            "NatGateways",
-            lambda s: s.owner_filter() + [{"Name": "state", "Values": LIVE_NAT_STATES}],
-            param="Filter",  # DescribeNatGateways spells it without the s.
-        ),
-        lambda r: r["NatGatewayId"],
+        _ec2("nat_gateway", lambda s: s.owner_filter() + [{"Name": "state", "Values": LIVE_NAT_STATES}]),
+        _ec2_id("nat_gateway"),
         fields=lambda r: {
             "vpc_id": r.get("VpcId"),
             "subnet_id": r.get("SubnetId"),
@@ -437,22 +428,22 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "elastic_ip",
-        _ec2("describe_addresses", "Addresses", Scope.owner_filter),
-        lambda r: r["AllocationId"],
+        _ec2("elastic_ip", Scope.owner_filter),
+        _ec2_id("elastic_ip"),
         fields=lambda r: {"public_ip": r.get("PublicIp"), "association_id": r.get("AssociationId")},
     ),
     Kind(
         "security_group",
         # Either tag: the cloud provider's groups (for its load balancers) carry only kubernetes.io/cluster/<c>.
-        _ec2("describe_security_groups", "SecurityGroups", Scope.either_tag_filter),
-        lambda r: r["GroupId"],
+        _ec2("security_group", Scope.either_tag_filter),
+        _ec2_id("security_group"),
         fields=lambda r: {"vpc_id": r.get("VpcId")},
         name_of=lambda r: r.get("GroupName"),
     ),
     Kind(
         "instance",
         _fetch_instances,
-        lambda r: r["InstanceId"],
+        _ec2_id("instance"),
         fields=lambda r: {
             "group": tags_to_dict(r.get("Tags")).get(MACHINE_GROUP_TAG),
             "launched_by": _launcher(tags_to_dict(r.get("Tags"))),
@@ -495,8 +486,8 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "launch_template",
-        _ec2("describe_launch_templates", "LaunchTemplates", Scope.owner_filter),
-        lambda r: r["LaunchTemplateId"],
+        _ec2("launch_template", Scope.owner_filter),
+        _ec2_id("launch_template"),
         fields=lambda r: {"latest_version": r.get("LatestVersionNumber")},
         name_of=lambda r: r.get("LaunchTemplateName"),
     ),

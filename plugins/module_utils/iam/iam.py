@@ -33,7 +33,7 @@ from ..aws.errors import error_code
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
 from ..kernel.operations import placeholder
-from ..kernel.tags import dict_to_tags, missing_tags, tags_to_dict
+from ..kernel.tags import dict_to_tags, repair_tags, tags_to_dict
 from . import policies
 from .roles import delete_owned_role, ensure_role, managed_policy_arn
 
@@ -311,16 +311,7 @@ class _Run:
             return dict(result, managed=False, document=current["document"])
         if canonical(current["document"]) != canonical(document):
             result["default_version"] = self.new_version(name, current["arn"], document)
-        todo = missing_tags(current["tags"], self.tags(name))
-        if todo:
-            self.ctx.ops.call(
-                self.iam,
-                "tag_policy",
-                resource=name,
-                reason=f"tags differ: {', '.join(sorted(todo))}",
-                PolicyArn=current["arn"],
-                Tags=dict_to_tags(todo),
-            )
+        repair_tags(self.ctx, "iam-policy", current["arn"], name, current["tags"], self.tags(name))
         return result
 
     def new_version(self, name: str, arn: str, document: dict[str, Any]) -> str:

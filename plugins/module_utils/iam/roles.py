@@ -8,7 +8,7 @@ its trust policy, attached managed policies, permissions boundary and tags are r
 with the cluster. Any other role of that name is used as it is, never changed or deleted.
 
 Observing a role costs ``GetRole`` plus, for a managed role, ``ListAttachedRolePolicies`` (the attachments are
-not part of GetRole's answer).
+not part of GetRole's answer); both reads are ``aws.iam``'s.
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Mapping
 
-try:
-    import botocore.exceptions
-except ImportError:
-    pass
-
-from ..aws.errors import error_code
+from ..aws.errors import missing_as_none
+from ..aws.iam import attached_role_policy_arns, get_role, inline_role_policy_names, instance_profiles_of_role
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder, placeholder
-from ..kernel.tags import OWNED, ROLE_COMMON, cloud_provider_tag_key, dict_to_tags, is_owned, missing_tags, tags_to_dict
+from ..kernel.tags import OWNED, ROLE_COMMON, cloud_provider_tag_key, dict_to_tags, is_owned, repair_tags, tags_to_dict
 
 ROLE_PLACEHOLDER_KIND = "iam-role"
 
@@ -103,21 +99,6 @@ def role_placeholder_arn(name: str) -> str:
     return placeholder(ROLE_PLACEHOLDER_KIND, name)
 
 
-def get_role(ctx: Context, name: str) -> dict[str, Any] | None:
-    """GetRole, ``None`` when there is no such role."""
-    try:
-        return ctx.client("iam").get_role(RoleName=name)["Role"]
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) == "NoSuchEntity":
-            return None
-        raise
-
-
-def _attached_policy_arns(ctx: Context, name: str) -> list[str]:
-    pages = ctx.client("iam").paginate("list_attached_role_policies", RoleName=name)
-    return [p["PolicyArn"] for p in pages.get("AttachedPolicies", [])]
-
-
 def ensure_role(
     ctx: Context,
     name: str,
@@ -147,17 +128,8 @@ def ensure_role(
         raise ReconcileError(f"IAM role {name} has path {role.get('Path')}, not {path}; a role's path cannot change")
     _reconcile_trust(ctx, name, role, trust_service)
     _reconcile_boundary(ctx, name, role, permissions_boundary)
-    attached = _reconcile_policies(ctx, name, _attached_policy_arns(ctx, name), policy_arns)
-    todo = missing_tags(tags, desired_tags)
-    if todo:
-        ctx.ops.call(
-            ctx.client("iam"),
-            "tag_role",
-            resource=name,
-            reason=f"tags differ: {', '.join(sorted(todo))}",
-            RoleName=name,
-            Tags=dict_to_tags(todo),
-        )
+    attached = _reconcile_policies(ctx, name, attached_role_policy_arns(ctx, name), policy_arns)
+    repair_tags(ctx, "iam-role", name, name, tags, desired_tags)
     return {"name": name, "arn": role["Arn"], "managed": True, "created": False, "policy_arns": attached}
 
 
@@ -253,12 +225,11 @@ def delete_owned_role(ctx: Context, name: str, owns: Callable[[Mapping[str, str]
         ctx.warn(f"IAM role {name} is not owned by cluster {ctx.cluster}; left alone")
         return
     iam = ctx.client("iam")
-    for arn in _attached_policy_arns(ctx, name):
+    for arn in attached_role_policy_arns(ctx, name):
         ctx.ops.call(iam, "detach_role_policy", resource=name, reason="role deleted", RoleName=name, PolicyArn=arn)
-    for policy in iam.paginate("list_role_policies", RoleName=name).get("PolicyNames", []):
+    for policy in inline_role_policy_names(ctx, name):
         ctx.ops.call(iam, "delete_role_policy", resource=name, reason="role deleted", RoleName=name, PolicyName=policy)
-    profiles = iam.paginate("list_instance_profiles_for_role", RoleName=name).get("InstanceProfiles", [])
-    for profile in profiles:
+    for profile in instance_profiles_of_role(ctx, name):
         ctx.ops.call(
             iam,
             "remove_role_from_instance_profile",
@@ -267,8 +238,5 @@ def delete_owned_role(ctx: Context, name: str, owns: Callable[[Mapping[str, str]
             InstanceProfileName=profile["InstanceProfileName"],
             RoleName=name,
         )
-    try:
-        ctx.ops.call(iam, "delete_role", resource=name, reason="state absent", RoleName=name)
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) != "NoSuchEntity":
-            raise
+    # Gone meanwhile (another run deleted it) is what was wanted.
+    missing_as_none(ctx.ops.call, iam, "delete_role", resource=name, reason="state absent", RoleName=name)

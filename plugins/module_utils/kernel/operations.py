@@ -173,11 +173,12 @@ class Operations:
                     raise
             time.sleep(retry_delay)
 
-    def write_file(self, path: Path, text: str, what: str) -> bool:
+    def write_file(self, path: Path, text: str, what: str, reason: str | None = None) -> bool:
         """Write a local file (mode 0600) unless it already holds ``text``; planned as ``file:WriteFile``.
 
         A file that already says the same is no change, so a run that changes nothing reports ``changed=false``
-        even when it re-renders its outputs.
+        even when it re-renders its outputs. The plan's reason is ``<what> missing`` / ``<what> differs``, or
+        ``reason`` when the caller knows better why (a kubeconfig whose certificate expires soon).
         """
         try:
             current = path.read_text()
@@ -187,7 +188,7 @@ class Operations:
             raise ReconcileError(f"cannot read {path}: {e}") from None
         if current == text:
             return False
-        reason = f"{what} missing" if current is None else f"{what} differs"
+        reason = reason or (f"{what} missing" if current is None else f"{what} differs")
         self.plan.append(PlannedCall(f"{FILE}:WriteFile", str(path), reason))
         if not self.check_mode:
             write_private(path, text)

@@ -62,6 +62,8 @@ EC2_KINDS: tuple[Ec2Kind, ...] = (
         "NetworkInterfaceId",
         "NetworkInterface",
     ),
+    # Not made by the collection, but what can keep a VPC from being deleted (network.blockers).
+    Ec2Kind("vpc_endpoint", "vpc-endpoint", "describe_vpc_endpoints", "VpcEndpoints", "VpcEndpointId", "VpcEndpoint"),
 )
 BY_NAME = {kind.name: kind for kind in EC2_KINDS}
 BY_TAG_TYPE = {kind.tag_type: kind for kind in EC2_KINDS}

@@ -5,8 +5,9 @@
 One secret per cluster, ``clusterapi.aws/<cluster>/pki``, created once with the cluster's ownership tags and
 changed only when the user brings PKI that differs from what it holds. A steady run makes ONE request
 (``GetSecretValue``): ownership is looked at (``DescribeSecret``) only before a write or a delete, which are the
-only moments it matters. The kubeconfig is a local file; writing it is recorded in the plan as ``file:WriteFile``
-so that ``changed`` and check mode cover it like an AWS write.
+only moments it matters. The kubeconfig is a local file written through ``ctx.ops.write_file`` (``file:WriteFile``
+in the plan), so ``changed`` and check mode cover it like an AWS write; with ``output_dir: ""`` no local file is
+read, written or deleted at all (AWX: the kubeconfig is then built on demand by the ``capa_kubeconfig`` lookup).
 """
 
 from __future__ import annotations
@@ -16,40 +17,48 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..aws.secretsmanager import describe_secret
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
-from ..kernel.local_files import write_private
-from ..kernel.operations import PlannedCall, is_placeholder
-from ..kernel.tags import ROLE_CONTROL_PLANE, dict_to_tags, is_owned, missing_tags, tags_to_dict
+from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.tags import ROLE_CONTROL_PLANE, dict_to_tags, is_owned, repair_tags, tags_to_dict
 from ..kernel.validation import parse_cidr
-from . import pki as kubeadm
+from . import admin_kubeconfig, cloud_init, pki
 
-# ClientRequestToken namespace: a retried create of the same content reuses the same token, so AWS treats the
-# retry as the same request instead of failing with ResourceExistsException.
-_TOKEN_NAMESPACE = uuid.UUID("6b1f8f59-3f55-4d3c-9a43-7d3c0d6a2f10")
+# Another run created the secret between our read and our create: that refusal is an answer (see _ensure_secret).
+CREATED_CONCURRENTLY = ("ResourceExistsException",)
+_VERSION_TOKEN_NAMESPACE = uuid.UUID("6b1f8f59-3f55-4d3c-9a43-7d3c0d6a2f10")
 
 
-def request_token(name: str, content: str) -> str:
+def secret_version_token(name: str, content: str) -> str:
+    """The ClientRequestToken of a PKI secret write: derived from the content, the ONE exception to
+    ``kernel.idempotency.new_client_token``.
+
+    Secrets Manager's token is the version id of the value written. Derived from the content, a resend after a
+    lost answer - or another run writing the same PKI - is recognised as that same version instead of failing
+    with ResourceExistsException or making a second version (RELIABILITY.md). The reason fresh tokens are the rule
+    elsewhere (AWS answering a known token with a resource deleted since) does not hold here: a deleted secret is
+    gone with its versions, so a secret re-created later may carry the same token.
+    """
     digest = hashlib.sha256(content.encode()).hexdigest()
-    return str(uuid.uuid5(_TOKEN_NAMESPACE, f"{name}:{digest}"))
+    return str(uuid.uuid5(_VERSION_TOKEN_NAMESPACE, f"{name}:{digest}"))
 
 
-def kubeconfig_path(output_dir: str, cluster: str) -> Path:
+def kubeconfig_path(output_dir: str, cluster: str) -> Path | None:
+    """Where the admin kubeconfig goes; ``None`` for ``output_dir: ""`` (no local file at all)."""
+    if not output_dir:
+        return None
     return Path(output_dir).expanduser().absolute() / cluster / "kubeconfig"
-
-
-class _CreatedConcurrently(Exception):
-    pass
 
 
 class KubeadmTier:
     # validate (pure) ----------------------------------------------------------------------------------------
     def validate(self, params: dict[str, Any], region: str | None) -> None:
-        if not kubeadm.HAS_CRYPTOGRAPHY or not kubeadm.HAS_YAML:
+        if not pki.HAS_CRYPTOGRAPHY or not cloud_init.HAS_YAML:
             raise SpecError("python", "capa_kubeadm needs the 'cryptography' and 'PyYAML' packages on the controller")
         if params["state"] != "present":
             return
-        kubeadm.parse_version(params["kubernetes_version"] or "")
+        cloud_init.parse_version(params["kubernetes_version"] or "")
         endpoint = params.get("endpoint") or {}
         if not endpoint.get("host"):
             raise SpecError("endpoint.host", "is required")
@@ -59,35 +68,35 @@ class KubeadmTier:
         pod = parse_cidr(params["pod_cidr"], "pod_cidr")
         if service.overlaps(pod):
             raise SpecError("pod_cidr", f"'{pod}' overlaps service_cidr '{service}'")
-        if not params["output_dir"]:
-            raise SpecError("output_dir", "must not be empty")
-        kubeadm.check_supplied_pki(params.get("pki"))
+        pki.check_supplied_pki(params.get("pki"))
 
     # reconcile ----------------------------------------------------------------------------------------------
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         path = kubeconfig_path(params["output_dir"], ctx.cluster)
         if params["state"] == "absent":
             return self._delete(ctx, path)
-        stored, secret = kubeadm.read_pki_secret(ctx, ctx.cluster)
+        stored, secret = pki.read_pki_secret(ctx, ctx.cluster)
         existing_kubeconfig = _read_text(path)
         before = {
             "pki": _pki_result(stored, secret) if stored else None,
             "kubeconfig": _kubeconfig_result(existing_kubeconfig, path, ctx.cluster),
         }
-        pki = kubeadm.desired_pki(stored, params.get("pki"), params["service_cidr"], params["pod_cidr"])
-        try:
-            pki, secret = self._ensure_secret(ctx, stored, pki, secret)
-        except _CreatedConcurrently:
-            # Another run created the secret between our read and our create: converge on the PKI it stored,
-            # so concurrent runs never leave the cluster with two CAs.
-            stored, secret = kubeadm.read_pki_secret(ctx, ctx.cluster)
+        wanted = pki.desired_pki(stored, params.get("pki"), params["service_cidr"], params["pod_cidr"])
+        written = self._ensure_secret(ctx, stored, wanted, secret)
+        if written is None:
+            # Another run created the secret between our read and our create: converge on the PKI it stored, so
+            # concurrent runs never leave the cluster with two CAs.
+            stored, secret = pki.read_pki_secret(ctx, ctx.cluster)
             if stored is None:
-                raise ReconcileError(f"secret {kubeadm.secret_name(ctx.cluster)} exists but cannot be read") from None
-            pki = kubeadm.desired_pki(stored, params.get("pki"), params["service_cidr"], params["pod_cidr"])
-            pki, secret = self._ensure_secret(ctx, stored, pki, secret)
+                raise ReconcileError(f"secret {pki.secret_name(ctx.cluster)} exists but cannot be read")
+            wanted = pki.desired_pki(stored, params.get("pki"), params["service_cidr"], params["pod_cidr"])
+            written = self._ensure_secret(ctx, stored, wanted, secret)
+        current, secret = written or (wanted, secret)
         endpoint = params["endpoint"]
-        kubeconfig = self._ensure_kubeconfig(ctx, pki, path, existing_kubeconfig, endpoint["host"], endpoint["port"])
-        result = _pki_result(pki, secret)
+        kubeconfig = self._ensure_kubeconfig(
+            ctx, current, path, existing_kubeconfig, endpoint["host"], endpoint["port"]
+        )
+        result = _pki_result(current, secret)
         if stored is None and ctx.check_mode:
             # The CA check mode made up is thrown away: a real run makes another one, with another hash.
             result.update(ca_cert_hash=None, cluster_ca_expires=None, etcd_ca_expires=None, front_proxy_ca_expires=None)
@@ -95,36 +104,32 @@ class KubeadmTier:
 
     # the secret ---------------------------------------------------------------------------------------------
     def _ensure_secret(
-        self, ctx: Context, stored: kubeadm.ClusterPki | None, pki: kubeadm.ClusterPki, secret: dict[str, Any] | None
-    ) -> tuple[kubeadm.ClusterPki, dict[str, Any]]:
+        self, ctx: Context, stored: pki.ClusterPki | None, wanted: pki.ClusterPki, secret: dict[str, Any] | None
+    ) -> tuple[pki.ClusterPki, dict[str, Any]] | None:
+        """Create or update the secret; ``None`` when another run created it first (our create was refused)."""
         client = ctx.client("secretsmanager")
-        name = kubeadm.secret_name(ctx.cluster)
-        content = pki.to_secret_string()
+        name = pki.secret_name(ctx.cluster)
+        content = wanted.to_secret_string()
+        token = secret_version_token(name, content)
         tags = ctx.tags(ROLE_CONTROL_PLANE, name)
         if stored is None:
-            try:
-                answer = ctx.ops.call(
-                    client,
-                    "create_secret",
-                    resource=name,
-                    reason="missing",
-                    predicted={"ARN": kubeadm_placeholder(name), "Name": name},
-                    Name=name,
-                    Description=f"clusterapi.aws: kubeadm PKI and bootstrap token of cluster {ctx.cluster}",
-                    SecretString=content,
-                    # Secrets Manager's token is the version id of the new secret's value: a resend of this
-                    # create after a lost answer is recognised as the same version. Deleted secrets are gone with
-                    # their versions, so a secret re-created later may carry the same token.
-                    ClientRequestToken=request_token(name, content),
-                    Tags=dict_to_tags(tags),
-                )
-            except client.raw.exceptions.ResourceExistsException:
-                ctx.ops.plan.pop()  # the create did not happen
-                raise _CreatedConcurrently() from None
-            return pki, {"arn": answer.get("ARN"), "name": name}
-        changed = pki.differing_fields(stored)
+            answer = ctx.ops.call_unless_refused(
+                client,
+                "create_secret",
+                resource=name,
+                reason="missing",
+                refused=CREATED_CONCURRENTLY,
+                predicted={"ARN": placeholder("secret", name), "Name": name},
+                Name=name,
+                Description=f"clusterapi.aws: kubeadm PKI and bootstrap token of cluster {ctx.cluster}",
+                SecretString=content,
+                ClientRequestToken=token,
+                Tags=dict_to_tags(tags),
+            )
+            return None if answer is None else (wanted, {"arn": answer.get("ARN"), "name": name})
+        changed = wanted.differing_fields(stored)
         if not changed:
-            return pki, secret or {"name": name}
+            return wanted, secret or {"name": name}
         description = self._describe_owned(ctx, name, "change")
         ctx.ops.call(
             client,
@@ -134,23 +139,16 @@ class KubeadmTier:
             predicted={},
             SecretId=name,
             SecretString=content,
-            ClientRequestToken=request_token(name, content),
+            ClientRequestToken=token,
         )
-        to_tag = missing_tags(tags_to_dict(description.get("Tags")), tags)
-        if to_tag:
-            ctx.ops.call(
-                client,
-                "tag_resource",
-                resource=name,
-                reason=f"tags differ: {', '.join(sorted(to_tag))}",
-                SecretId=name,
-                Tags=dict_to_tags(to_tag),
-            )
-        return pki, {"arn": description.get("ARN") or (secret or {}).get("arn"), "name": name}
+        repair_tags(ctx, "secretsmanager", name, name, tags_to_dict(description.get("Tags")), tags)
+        return wanted, {"arn": description.get("ARN") or (secret or {}).get("arn"), "name": name}
 
     def _describe_owned(self, ctx: Context, name: str, action: str) -> dict[str, Any]:
         """DescribeSecret, refusing secrets the cluster does not own (they are never changed or deleted)."""
-        description = ctx.client("secretsmanager").describe_secret(SecretId=name)
+        description = describe_secret(ctx, name)
+        if description is None:
+            raise ReconcileError(f"secret {name} was deleted while this run read it; run again")
         if not is_owned(tags_to_dict(description.get("Tags")), ctx.cluster):
             raise ReconcileError(
                 f"secret {name} exists without the ownership tag of cluster {ctx.cluster}; it is not ours to {action}"
@@ -159,38 +157,32 @@ class KubeadmTier:
 
     # the kubeconfig -----------------------------------------------------------------------------------------
     def _ensure_kubeconfig(
-        self, ctx: Context, pki: kubeadm.ClusterPki, path: Path, existing: str | None, host: str, port: int
-    ) -> dict[str, Any]:
-        names = kubeadm.kubeconfig_names(ctx.cluster)
-        server = kubeadm.server_url(host, port)
+        self, ctx: Context, current: pki.ClusterPki, path: Path | None, existing: str | None, host: str, port: int
+    ) -> dict[str, Any] | None:
+        if path is None:
+            return None
+        names = admin_kubeconfig.kubeconfig_names(ctx.cluster)
+        server = admin_kubeconfig.server_url(host, port)
         result = {"path": str(path), "server": server, **names, "client_certificate_expires": None}
-        if is_placeholder(host):
-            if not ctx.check_mode:
-                raise ReconcileError(
-                    f"endpoint.host '{host}' is a check-mode placeholder; give the control-plane endpoint"
-                )
-            _plan_file(ctx, "file:WriteFile", path, "control-plane endpoint not created yet")
-            return result
-        problem = kubeadm.kubeconfig_problem(existing, pki, ctx.cluster, server)
+        if is_placeholder(host):  # check mode only: the runner refuses placeholders outside it
+            problem: str | None = "control-plane endpoint not created yet"
+        else:
+            problem = admin_kubeconfig.kubeconfig_problem(existing, current, ctx.cluster, server)
         if problem is None:
-            result["client_certificate_expires"] = kubeadm.client_cert_expiry(existing or "", ctx.cluster)
+            # A valid kubeconfig is kept as it is: no certificate is minted, nothing is written.
+            result["client_certificate_expires"] = admin_kubeconfig.client_cert_expiry(existing or "", ctx.cluster)
             return result
-        _plan_file(ctx, "file:WriteFile", path, problem)
-        if ctx.check_mode:
-            return result
-        cert, key = kubeadm.new_admin_credentials(pki)
-        write_private(path, kubeadm.render_kubeconfig(pki, ctx.cluster, server, cert, key))
-        result["client_certificate_expires"] = kubeadm.cert_expiry(cert)
+        cert, key = admin_kubeconfig.new_admin_credentials(current)
+        text = admin_kubeconfig.render_kubeconfig(current, ctx.cluster, server, cert, key)
+        ctx.ops.write_file(path, text, "kubeconfig", reason=problem)
+        if not ctx.check_mode:
+            result["client_certificate_expires"] = pki.cert_expiry(cert)
         return result
 
     # state: absent ------------------------------------------------------------------------------------------
-    def _delete(self, ctx: Context, path: Path) -> tuple[Any, Any]:
-        client = ctx.client("secretsmanager")
-        name = kubeadm.secret_name(ctx.cluster)
-        try:
-            description = client.describe_secret(SecretId=name)
-        except client.raw.exceptions.ResourceNotFoundException:
-            description = None
+    def _delete(self, ctx: Context, path: Path | None) -> tuple[Any, Any]:
+        name = pki.secret_name(ctx.cluster)
+        description = describe_secret(ctx, name)
         existing = _read_text(path)
         before = {
             "pki": {"secret_name": name, "secret_arn": description.get("ARN")} if description else None,
@@ -199,7 +191,7 @@ class KubeadmTier:
         if description is not None:
             if is_owned(tags_to_dict(description.get("Tags")), ctx.cluster):
                 ctx.ops.call(
-                    client,
+                    ctx.client("secretsmanager"),
                     "delete_secret",
                     resource=name,
                     reason="state absent",
@@ -208,39 +200,28 @@ class KubeadmTier:
                 )
             else:
                 ctx.warn(f"secret {name} is not owned by cluster {ctx.cluster}; left alone")
-        if existing is not None:
-            _plan_file(ctx, "file:DeleteFile", path, "state absent")
-            if not ctx.check_mode:
-                path.unlink()
-                try:
-                    path.parent.rmdir()  # only when empty: other outputs of the cluster may live there
-                except OSError:
-                    pass
+        if path is not None and ctx.ops.delete_file(path, "state absent") and not ctx.check_mode:
+            try:
+                path.parent.rmdir()  # only when empty: other outputs of the cluster may live there
+            except OSError:
+                pass
         return before, {"pki": None, "kubeconfig": None}
 
 
-def kubeadm_placeholder(name: str) -> str:
-    return f"planned:secret:{name}"
-
-
-def _plan_file(ctx: Context, call: str, path: Path, reason: str) -> None:
-    # Local files are not AWS calls, but writing one is a change: it goes into the same plan, and check mode
-    # skips it like any other mutation.
-    ctx.ops.plan.append(PlannedCall(call, str(path), reason))
-
-
-def _pki_result(pki: kubeadm.ClusterPki, secret: dict[str, Any] | None) -> dict[str, Any]:
+def _pki_result(current: pki.ClusterPki, secret: dict[str, Any] | None) -> dict[str, Any]:
     secret = secret or {}
-    return {"secret_name": secret.get("name"), "secret_arn": secret.get("arn"), **kubeadm.pki_metadata(pki)}
+    return {"secret_name": secret.get("name"), "secret_arn": secret.get("arn"), **pki.pki_metadata(current)}
 
 
-def _kubeconfig_result(text: str | None, path: Path, cluster: str) -> dict[str, Any] | None:
-    if text is None:
+def _kubeconfig_result(text: str | None, path: Path | None, cluster: str) -> dict[str, Any] | None:
+    if text is None or path is None:
         return None
-    return {"path": str(path), "client_certificate_expires": kubeadm.client_cert_expiry(text, cluster)}
+    return {"path": str(path), "client_certificate_expires": admin_kubeconfig.client_cert_expiry(text, cluster)}
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: Path | None) -> str | None:
+    if path is None:
+        return None
     try:
         return path.read_text()
     except FileNotFoundError:

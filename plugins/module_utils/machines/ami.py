@@ -1,17 +1,17 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Private: the machine image of a group (CAPA pkg/cloud/services/ec2/ami.go).
+"""Private: the image of a machine - of a group, a pool or a fleet (CAPA pkg/cloud/services/ec2/ami.go).
 
-Either the AMI given by id, or CAPA's lookup: the newest available HVM image of the instance type's architecture
-owned by ``owner`` whose name matches the name format with the base OS and the Kubernetes version filled in. The
-bastion looks up Canonical's Ubuntu 24.04 by description instead. One ``DescribeInstanceTypes`` and one
-``DescribeImages`` per run, whatever the size of the group.
+:func:`resolve_image` is the one way a machine's image is chosen: the AMI given by id; for an EKS node without
+lookup fields the EKS-optimised Amazon Linux 2023 image AWS publishes as a public SSM parameter (as CAPA's EKS AMI
+lookup does); otherwise CAPA's lookup - the newest available HVM image of the instance type's architecture owned
+by ``owner`` whose name matches the name format with the base OS and the Kubernetes version filled in. The bastion
+looks up Canonical's Ubuntu 24.04 by description instead. One ``DescribeInstanceTypes`` and one ``DescribeImages``
+per run (plus one ``GetParameters`` for the EKS image), whatever the size of the group.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 try:
@@ -19,9 +19,13 @@ try:
 except ImportError:
     pass
 
-from ..aws.errors import error_code
+from ..aws.errors import error_code, missing_as_none
+from ..aws.ssm import parameter_values
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
+from .machine_spec import VERSION, Image, MachineSpec, eks_minor
+
+__all__ = ["VERSION", "Image", "resolve_image"]
 
 CAPA_OWNER = "819546954734"
 CANONICAL_OWNER = "099720109477"
@@ -31,25 +35,7 @@ DEFAULT_NAME_FORMAT = "capa-ami-{base_os}-?{k8s_version}-*"
 GO_PLACEHOLDERS = {"{{.BaseOS}}": "{base_os}", "{{.K8sVersion}}": "{k8s_version}"}
 BASTION_DESCRIPTION = "Canonical, Ubuntu, 24.04, {arch} noble image*"
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
-VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
-
-
-@dataclass(frozen=True)
-class Image:
-    id: str
-    name: str
-    root_device_name: str
-    root_size: int | None
-    architecture: str
-
-    @classmethod
-    def from_aws(cls, image: Mapping[str, Any]) -> Image:
-        root = image.get("RootDeviceName") or "/dev/sda1"
-        size = None
-        for mapping in image.get("BlockDeviceMappings") or []:
-            if mapping.get("DeviceName") == root and "Ebs" in mapping:
-                size = mapping["Ebs"].get("VolumeSize")
-        return cls(image["ImageId"], image.get("Name", ""), root, size, image.get("Architecture", "x86_64"))
+EKS_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/standard/recommended/image_id"
 
 
 # pure ------------------------------------------------------------------------------------------------------------
@@ -65,6 +51,10 @@ def name_patterns(name_format: str, base_os: str, kubernetes_version: str) -> li
     bare = kubernetes_version.lstrip("v")
     values = [fmt.replace("{base_os}", base_os).replace("{k8s_version}", v) for v in (bare, f"v{bare}")]
     return list(dict.fromkeys(values))
+
+
+def eks_image_parameter(kubernetes_version: str, architecture: str) -> str:
+    return EKS_PARAMETER.format(minor=eks_minor(kubernetes_version), arch=architecture)
 
 
 def newest(images: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -90,16 +80,53 @@ def architecture_of(ctx: Context, instance_type: str) -> str:
     return "arm64" if "arm64" in supported and "x86_64" not in supported else "x86_64"
 
 
+def resolve_image(ctx: Context, machine: MachineSpec) -> Image:
+    """The machine's image (given, EKS-optimised, or looked up), checked against its root volume size."""
+    if machine.ami.id:
+        image = by_id(ctx, machine.ami.id)
+    elif machine.uses_eks_image:
+        image = eks_optimized_image(ctx, machine.instance_type or "", machine.kubernetes_version or "")
+    else:
+        image = look_up(
+            ctx,
+            machine.instance_type or "",
+            kubernetes_version=machine.kubernetes_version,
+            base_os=machine.ami.base_os or DEFAULT_BASE_OS,
+            owner=machine.ami.owner or "",
+            name_format=machine.ami.name_format or "",
+            bastion=machine.bastion,
+        )
+    size = machine.root_volume.size
+    if size is not None and image.root_size and size < image.root_size:
+        raise ReconcileError(f"root_volume.size: {size} GiB is smaller than the AMI's {image.root_size} GiB")
+    return image
+
+
 def by_id(ctx: Context, ami_id: str) -> Image:
+    missing = ReconcileError(f"ami.id: image {ami_id} does not exist or is not visible")
     try:
-        images = ctx.client("ec2").describe_images(ImageIds=[ami_id]).get("Images", [])
+        answer = missing_as_none(ctx.client("ec2").describe_images, ImageIds=[ami_id])
     except botocore.exceptions.ClientError as e:
+        # InvalidAMIID.Malformed / .Unavailable: no image this account can launch, as good as missing.
         if error_code(e).startswith("InvalidAMIID"):
-            raise ReconcileError(f"ami.id: image {ami_id} does not exist or is not visible") from e
+            raise missing from e
         raise
+    images = (answer or {}).get("Images", [])
     if not images:
-        raise ReconcileError(f"ami.id: image {ami_id} does not exist or is not visible")
+        raise missing
     return Image.from_aws(images[0])
+
+
+def eks_optimized_image(ctx: Context, instance_type: str, kubernetes_version: str) -> Image:
+    """The EKS-optimised AL2023 image of the instance type's architecture, from AWS's public SSM parameter."""
+    name = eks_image_parameter(kubernetes_version, architecture_of(ctx, instance_type))
+    found = parameter_values(ctx, [name])
+    if name not in found:
+        raise ReconcileError(
+            f"ami: no EKS-optimised image for Kubernetes {eks_minor(kubernetes_version)} in this region "
+            f"(public SSM parameter {name} not found; set ami.id)"
+        )
+    return by_id(ctx, found[name])
 
 
 def look_up(

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ..aws.ssm import parameter_values
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
-from .ami import VERSION, name_patterns, newest
+from .ami import EKS_PARAMETER, VERSION, name_patterns, newest
 
 BASE_OSES = ("centos-7", "ubuntu-24.04", "ubuntu-22.04", "amazon-2", "flatcar-stable", "rhel-8")
 LIST_NAME_FORMAT = "capa-ami-{base_os}-{k8s_version}-*"
 EKS_BASE_OS = "eks-al2023"
-EKS_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/standard/recommended/image_id"
-SSM_BATCH = 10
 
 
 # pure ------------------------------------------------------------------------------------------------------------
@@ -76,9 +75,9 @@ def newest_per_group(
             groups.setdefault((*key, image.get("Architecture", "x86_64")), []).append(image)
     found = []
     for (base_os, version, arch), members in groups.items():
-        image = newest(members)
-        if image is not None:
-            found.append(image_entry(region, base_os, version, arch, image))
+        chosen = newest(members)
+        if chosen is not None:
+            found.append(image_entry(region, base_os, version, arch, chosen))
     return found
 
 
@@ -151,13 +150,7 @@ def capa_images(
 
 def eks_images(ctx: Context, region: str, versions: list[str], architectures: list[str]) -> list[dict[str, Any]]:
     wanted = eks_parameters(versions, architectures)
-    ssm = ctx.client("ssm", region)
-    names = list(wanted)
-    ids: dict[str, tuple[str, str]] = {}
-    for start in range(0, len(names), SSM_BATCH):
-        answer = ssm.get_parameters(Names=names[start : start + SSM_BATCH])
-        for parameter in answer.get("Parameters", []):
-            ids[parameter["Value"]] = wanted[parameter["Name"]]
+    ids = {image_id: wanted[name] for name, image_id in parameter_values(ctx, list(wanted), region).items()}
     if not ids:
         return []
     described = ctx.client("ec2", region).describe_images(ImageIds=sorted(ids)).get("Images", [])

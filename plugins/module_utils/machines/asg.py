@@ -19,21 +19,20 @@ bootstrap document, hence its hash, is rendered from). ``DescribeInstanceRefresh
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import uuid
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 try:
     import botocore.exceptions
 except ImportError:
     pass
 
-from ..aws.ec2 import ensure_tags, tags_of
-from ..aws.errors import error_code
+from ..aws.autoscaling import auto_scaling_group, instance_refreshes, lifecycle_hooks
+from ..aws.ec2 import launch_template, tags_of
+from ..aws.errors import missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
-from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.idempotency import new_client_token
+from ..kernel.operations import placeholder
 from ..kernel.tags import (
     OWNED,
     ROLE_NODE,
@@ -41,17 +40,17 @@ from ..kernel.tags import (
     cluster_tag_key,
     dict_to_tags,
     is_owned,
-    missing_tags,
+    repair_tags,
 )
 from ..kernel.waiting import wait_until
-from . import ami as _ami
 from . import bootstrap_data as _bootstrap_data
-from . import node_bootstrap as _node_bootstrap
+from .ami import Image, resolve_image
 from .asg_plan import (
     ACTIVE_REFRESH_STATES,
     BOOTSTRAP_HASH_TAG,
     GROUP_TAG,
     LATEST,
+    PROCESSES,
     PoolSpec,
     bootstrap_hash,
     bootstrap_ref_of,
@@ -61,7 +60,6 @@ from .asg_plan import (
     group_update,
     hook_changes,
     hook_request,
-    launch_template_data,
     mixed_policy_view,
     needs_refresh,
     process_changes,
@@ -69,17 +67,21 @@ from .asg_plan import (
     validate,
     versions_to_prune,
 )
-from .bootstrap_data import BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
+from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+from .machine_spec import NONE, SECRETS_MANAGER, asg_argument_spec
+from .node_bootstrap import NodeBootstrap
 
-# The spot/termination watcher: the drain hook's name and the cloud-config that installs the node-side watcher.
-from .termination import lifecycle_hook_name, with_watcher
+# The drain hook's name: the auto scaling group and its nodes' termination watcher must agree on it.
+from .termination import lifecycle_hook_name
 
-try:
-    import yaml
-except ImportError:  # only needed with the watcher, which needs it too
-    yaml = None  # type: ignore[assignment]
+__all__ = ["PROCESSES", "AsgTier", "machine_argument_spec"]
 
 MAX_PRUNE_BATCH = 200  # DeleteLaunchTemplateVersions takes at most 200 versions
+
+
+def machine_argument_spec() -> dict[str, Any]:
+    """The machine options of ``capa_asg`` (doc fragments ``clusterapi.aws.machine`` and ``.asg``)."""
+    return asg_argument_spec()
 
 
 def drain_hook_name(pool: str) -> str:
@@ -91,16 +93,6 @@ def spec_from_params(params: Mapping[str, Any]) -> PoolSpec:
 
 
 # observing ---------------------------------------------------------------------------------------------------------
-def observe_template(ctx: Context, name: str) -> dict[str, Any] | None:
-    try:
-        found = ctx.client("ec2").describe_launch_templates(LaunchTemplateNames=[name]).get("LaunchTemplates", [])
-    except botocore.exceptions.ClientError as e:
-        if "NotFound" in error_code(e):
-            return None
-        raise
-    return found[0] if found else None
-
-
 def observe_versions(ctx: Context, template: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
     """Every version of the template, by number, from one paginated describe."""
     if template is None:
@@ -113,49 +105,23 @@ def observe_versions(ctx: Context, template: Mapping[str, Any] | None) -> dict[i
     return {v["VersionNumber"]: v for v in versions}
 
 
-def observe_group(ctx: Context, name: str) -> dict[str, Any] | None:
-    groups = (
-        ctx.client("autoscaling")
-        .paginate("describe_auto_scaling_groups", AutoScalingGroupNames=[name])
-        .get("AutoScalingGroups", [])
-    )
-    return groups[0] if groups else None
-
-
-def observe_hooks(ctx: Context, group: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    if group is None:
-        return []
-    answer = ctx.client("autoscaling").describe_lifecycle_hooks(AutoScalingGroupName=group["AutoScalingGroupName"])
-    return answer.get("LifecycleHooks", [])
-
-
 def active_refreshes(ctx: Context, name: str) -> list[dict[str, Any]]:
-    refreshes = (
-        ctx.client("autoscaling")
-        .paginate("describe_instance_refreshes", AutoScalingGroupName=name)
-        .get("InstanceRefreshes", [])
-    )
-    return [r for r in refreshes if r.get("Status") in ACTIVE_REFRESH_STATES]
-
-
-def _group_tags(group: Mapping[str, Any] | None) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in (group or {}).get("Tags") or []}
+    return [r for r in instance_refreshes(ctx, name) if r.get("Status") in ACTIVE_REFRESH_STATES]
 
 
 class Observed:
     """What one run read: the template, its versions, the group and its hooks."""
 
     def __init__(self, ctx: Context, name: str) -> None:
-        self.template = observe_template(ctx, name)
+        self.template = launch_template(ctx, name)
         self.versions = observe_versions(ctx, self.template)
-        self.group = observe_group(ctx, name)
-        self.hooks = observe_hooks(ctx, self.group)
+        self.group = auto_scaling_group(ctx, name)
+        self.hooks = lifecycle_hooks(ctx, name) if self.group is not None else []
 
     @property
     def latest(self) -> dict[str, Any] | None:
-        if not self.template:
-            return None
-        return self.versions.get(self.template.get("LatestVersionNumber"))
+        number = (self.template or {}).get("LatestVersionNumber")
+        return self.versions.get(number) if number is not None else None
 
 
 # the tier ----------------------------------------------------------------------------------------------------------
@@ -189,11 +155,12 @@ class PoolRun:
         self.refresh_reason = "InstanceRefreshNotNeeded"
         self.differences: list[str] = []
         self.group_changed = False
+        self.boot = NodeBootstrap(ctx, spec.machine)
 
     def reconcile(self) -> None:
         ctx, spec = self.ctx, self.spec
         self._check_owned()
-        image = self._resolve_image()
+        image = resolve_image(ctx, spec.machine)
         document = self._document()
         digest = bootstrap_hash(document)
         instance_tags = ctx.tags(
@@ -205,9 +172,9 @@ class PoolRun:
         # only their backend counts (the hash tag says whether the data changed).
         compared_tags, hook = dict(instance_tags), None
         if document is not None:
-            compared_tags[BOOTSTRAP_TAG] = BootstrapRef(spec.bootstrap["backend"], "compared", 1).tag_value()
+            compared_tags[BOOTSTRAP_TAG] = BootstrapRef(spec.machine.bootstrap.backend, "compared", 1).tag_value()
             hook = "boot-hook"
-        desired = launch_template_data(spec, image, compared_tags, hook)
+        desired = spec.machine.launch_template_data(image, tags=compared_tags, user_data=hook)
         latest = self.observed.latest
         self.differences = template_differences(desired, latest["LaunchTemplateData"] if latest else None)
         refresh_due = self.group is not None and needs_refresh(self.differences)
@@ -224,7 +191,7 @@ class PoolRun:
             self._start_refresh()
         if self.group_changed and not ctx.check_mode:
             # The ARN, the instances launched so far and AWS's own desired capacity, as AWS now reports them.
-            self.group = observe_group(ctx, spec.name) or self.group
+            self.group = auto_scaling_group(ctx, spec.name) or self.group
 
     # ownership ---------------------------------------------------------------------------------------------------
     def _check_owned(self) -> None:
@@ -233,52 +200,22 @@ class PoolRun:
             raise ReconcileError(
                 f"launch template {self.spec.name} exists but is not owned by cluster {cluster}; not changing it"
             )
-        if self.group and not is_owned(_group_tags(self.group), cluster):
+        if self.group and not is_owned(tags_of(self.group), cluster):
             raise ReconcileError(
                 f"auto scaling group {self.spec.name} exists but is not owned by cluster {cluster}; not changing it"
             )
 
     # launch template ---------------------------------------------------------------------------------------------
-    def _resolve_image(self) -> _ami.Image:
-        spec = self.spec
-        return _node_bootstrap.resolve_image(
-            self.ctx,
-            ami=spec.ami,
-            instance_type=spec.instance_type or "",
-            kubernetes_version=spec.kubernetes_version,
-            root_volume=spec.root_volume,
-            bootstrap_type=spec.bootstrap["type"],
-        )
-
     def _document(self) -> bytes | None:
-        """The raw bootstrap data (deterministic: its sha256 decides whether bootstrap data changed)."""
+        """The raw bootstrap data (deterministic: its sha256 decides whether bootstrap data changed); the watcher
+        drains nodes on spot interruption and, with the drain hook, on scale-in."""
         spec = self.spec
-        document = _node_bootstrap.document(
-            self.ctx, spec.bootstrap, name=spec.name, kubernetes_version=spec.kubernetes_version
-        )
-        if document is None or document == _node_bootstrap.PLANNED:
-            return document
-        return self._with_watcher(document)
-
-    def _with_watcher(self, document: bytes) -> bytes:
-        """The watcher drains nodes on spot interruption and, with the drain hook, on scale-in."""
-        spec = self.spec
+        document = self.boot.document(spec.name)
         if not (spec.drain_on_scale_in or spec.uses_spot):
             return document
-        hook = spec.drain_hook_name if spec.drain_on_scale_in else None
-        try:
-            merged = with_watcher(
-                document, lifecycle_hook=hook, kubeconfig=_node_bootstrap.watcher_kubeconfig(spec.bootstrap["type"])
-            )
-        except (ValueError, yaml.YAMLError):
-            # Not the parser's message: it quotes the document, which holds secrets.
-            self.ctx.warn("bootstrap data is not a valid cloud-config mapping: no termination watcher added")
-            return document
-        if merged == document:
-            self.ctx.warn("bootstrap data is not #cloud-config: no termination watcher added")
-        return merged
+        return self.boot.add_watcher(document, lifecycle_hook=spec.drain_hook_name if spec.drain_on_scale_in else None)
 
-    def _new_version(self, instance_tags: dict[str, str], document: bytes | None, image: _ami.Image) -> None:
+    def _new_version(self, instance_tags: dict[str, str], document: bytes | None, image: Image) -> None:
         ctx, spec = self.ctx, self.spec
         tags = dict(instance_tags)
         ref = None
@@ -287,14 +224,18 @@ class PoolRun:
             self._sweep_entries()
             entry_tags = {k: v for k, v in tags.items() if k != BOOTSTRAP_HASH_TAG}
             ref = _bootstrap_data.store(
-                ctx, spec.bootstrap["backend"], f"{spec.name}/{tags[BOOTSTRAP_HASH_TAG][:16]}", document, entry_tags
+                ctx,
+                spec.machine.bootstrap.backend,
+                f"{spec.name}/{tags[BOOTSTRAP_HASH_TAG][:16]}",
+                document,
+                entry_tags,
             )
             tags[BOOTSTRAP_TAG] = ref.tag_value()
             hook = _bootstrap_data.boot_script(ctx.region or "", ref, delete_after_fetch=False)
-            user_data = base64.b64encode(_bootstrap_data.user_data(hook).encode()).decode()
-        data = launch_template_data(spec, image, tags, user_data)
+            user_data = _bootstrap_data.user_data(hook)
+        data = spec.machine.launch_template_data(image, tags=tags, user_data=user_data)
         reason = ", ".join(self.differences)
-        token = _token(ctx.cluster, spec.name, ref.prefix if ref else str(uuid.uuid4()))
+        token = new_client_token()
         try:
             if self.template is None:
                 answer = ctx.ops.call(
@@ -308,15 +249,13 @@ class PoolRun:
                             "LaunchTemplateName": spec.name,
                             "DefaultVersionNumber": 1,
                             "LatestVersionNumber": 1,
-                            "Tags": dict_to_tags(self._template_tags()),
+                            "Tags": dict_to_tags(self._pool_tags()),
                         }
                     },
                     LaunchTemplateName=spec.name,
                     LaunchTemplateData=data,
                     ClientToken=token,
-                    TagSpecifications=[
-                        {"ResourceType": "launch-template", "Tags": dict_to_tags(self._template_tags())}
-                    ],
+                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": dict_to_tags(self._pool_tags())}],
                 )
                 self.template = answer["LaunchTemplate"]
                 number = 1
@@ -350,18 +289,15 @@ class PoolRun:
         kept = {ref.prefix for ref in map(bootstrap_ref_of_version, self.observed.versions.values()) if ref}
         _sweep_pool_entries(self.ctx, self.spec, kept)
 
-    def _template_tags(self) -> dict[str, str]:
+    def _pool_tags(self) -> dict[str, str]:
+        """The tags of the template and of the group (their instances get theirs from the template)."""
         return self.ctx.tags(ROLE_NODE, self.spec.name, {cloud_provider_tag_key(self.ctx.cluster): OWNED})
 
     def _ensure_template_tags(self) -> None:
-        if self.template and not is_placeholder(self.template["LaunchTemplateId"]):
-            ensure_tags(
-                self.ctx,
-                self.template["LaunchTemplateId"],
-                f"launch template {self.spec.name}",
-                tags_of(self.template),
-                self._template_tags(),
-            )
+        if self.template:
+            label = f"launch template {self.spec.name}"
+            current = tags_of(self.template)
+            repair_tags(self.ctx, "ec2", self.template["LaunchTemplateId"], label, current, self._pool_tags())
 
     def _prune(self) -> None:
         if not self.template:
@@ -387,14 +323,11 @@ class PoolRun:
             _delete_entries(self.ctx, self.spec.name, self.versions.pop(number))
 
     # group ---------------------------------------------------------------------------------------------------------
-    def _group_tags(self) -> dict[str, str]:
-        return self.ctx.tags(ROLE_NODE, self.spec.name, {cloud_provider_tag_key(self.ctx.cluster): OWNED})
-
     def _reconcile_group(self) -> None:
         ctx, spec = self.ctx, self.spec
         client = ctx.client("autoscaling")
         if self.group is None:
-            request = create_request(spec, spec.name, self._group_tags())
+            request = create_request(spec, spec.name, self._pool_tags())
             ctx.ops.call(client, "create_auto_scaling_group", resource=spec.name, reason="no group", **request)
             self.group = _predicted_group(ctx, spec, request)
             self.group_changed = True
@@ -415,50 +348,28 @@ class PoolRun:
         self._reconcile_hooks()
 
     def _ensure_group_tags(self) -> None:
-        todo = missing_tags(_group_tags(self.group), self._group_tags())
-        if todo:
-            self.ctx.ops.call(
-                self.ctx.client("autoscaling"),
-                "create_or_update_tags",
-                resource=self.spec.name,
-                reason=f"tags differ: {', '.join(sorted(todo))}",
-                Tags=[
-                    {
-                        "Key": k,
-                        "Value": v,
-                        "PropagateAtLaunch": False,
-                        "ResourceId": self.spec.name,
-                        "ResourceType": "auto-scaling-group",
-                    }
-                    for k, v in todo.items()
-                ],
-            )
-            self.group = {**self.group, "Tags": dict_to_tags({**_group_tags(self.group), **todo})}
+        group = self.group or {}
+        tags = repair_tags(self.ctx, "autoscaling", self.spec.name, self.spec.name, tags_of(group), self._pool_tags())
+        self.group = {**group, "Tags": dict_to_tags(tags)}
 
     def _reconcile_processes(self) -> None:
         suspend, resume = process_changes(self.spec.suspended_processes, self.group)
-        client = self.ctx.client("autoscaling")
-        if suspend:
-            self.ctx.ops.call(
-                client,
-                "suspend_processes",
-                resource=self.spec.name,
-                reason=f"suspended_processes: {', '.join(suspend)}",
-                AutoScalingGroupName=self.spec.name,
-                ScalingProcesses=suspend,
-            )
-        if resume:
-            self.ctx.ops.call(
-                client,
-                "resume_processes",
-                resource=self.spec.name,
-                reason=f"not in suspended_processes: {', '.join(resume)}",
-                AutoScalingGroupName=self.spec.name,
-                ScalingProcesses=resume,
-            )
+        for method, processes, why in (
+            ("suspend_processes", suspend, "suspended_processes"),
+            ("resume_processes", resume, "not in suspended_processes"),
+        ):
+            if processes:
+                self.ctx.ops.call(
+                    self.ctx.client("autoscaling"),
+                    method,
+                    resource=self.spec.name,
+                    reason=f"{why}: {', '.join(processes)}",
+                    AutoScalingGroupName=self.spec.name,
+                    ScalingProcesses=processes,
+                )
         if suspend or resume:
             self.group = {
-                **self.group,
+                **(self.group or {}),
                 "SuspendedProcesses": [{"ProcessName": p} for p in self.spec.suspended_processes],
             }
 
@@ -487,20 +398,17 @@ class PoolRun:
     # instance refresh --------------------------------------------------------------------------------------------
     def _cancel_refreshes(self) -> None:
         ctx, name = self.ctx, self.spec.name
-        client = ctx.client("autoscaling")
         running = active_refreshes(ctx, name)
         if any(r.get("Status") in ("Pending", "InProgress") for r in running):
-            try:
-                ctx.ops.call(
-                    client,
-                    "cancel_instance_refresh",
-                    resource=name,
-                    reason="the launch template changes under it",
-                    AutoScalingGroupName=name,
-                )
-            except botocore.exceptions.ClientError as e:
-                if error_code(e) != "ActiveInstanceRefreshNotFound":  # it ended meanwhile
-                    raise
+            # ActiveInstanceRefreshNotFound: it ended meanwhile.
+            missing_as_none(
+                ctx.ops.call,
+                ctx.client("autoscaling"),
+                "cancel_instance_refresh",
+                resource=name,
+                reason="the launch template changes under it",
+                AutoScalingGroupName=name,
+            )
         if running and not ctx.check_mode:
             wait_until(lambda: active_refreshes(ctx, name), lambda found: not found, ctx, f"{name}: refresh to stop")
 
@@ -538,7 +446,7 @@ class PoolDeletion:
     def run(self) -> None:
         ctx, name = self.ctx, self.spec.name
         group, template = self.observed.group, self.observed.template
-        if group is not None and not is_owned(_group_tags(group), ctx.cluster):
+        if group is not None and not is_owned(tags_of(group), ctx.cluster):
             ctx.warn(f"auto scaling group {name} is not owned by cluster {ctx.cluster}; left alone")
             group = None
         if template is not None and not is_owned(tags_of(template), ctx.cluster):
@@ -555,7 +463,7 @@ class PoolDeletion:
                     ForceDelete=True,
                 )
             if ctx.wait and not ctx.check_mode:
-                wait_until(lambda: observe_group(ctx, name), lambda g: g is None, ctx, f"group {name} to go", 10.0)
+                wait_until(lambda: auto_scaling_group(ctx, name), lambda g: g is None, ctx, f"group {name} to go", 10.0)
         if template is not None:
             for version in self.observed.versions.values():
                 _delete_entries(ctx, name, version)
@@ -570,17 +478,13 @@ class PoolDeletion:
 
 
 # helpers -----------------------------------------------------------------------------------------------------------
-def _token(cluster: str, name: str, unique: str) -> str:
-    """Idempotency token of one template write: a retried request never makes a second version."""
-    return "capa-" + hashlib.sha256(f"{cluster}/{name}/{unique}".encode()).hexdigest()[:40]
-
-
 def bootstrap_ref_of_version(version: Mapping[str, Any]) -> BootstrapRef | None:
     return bootstrap_ref_of(version.get("LaunchTemplateData") or {})
 
 
 def _sweep_pool_entries(ctx: Context, spec: PoolSpec, kept: set[str]) -> None:
-    if ctx.check_mode or spec.bootstrap.get("type") == "none" or spec.bootstrap.get("backend") != SECRETS_MANAGER:
+    bootstrap = spec.machine.bootstrap
+    if ctx.check_mode or bootstrap.type == NONE or bootstrap.backend != SECRETS_MANAGER:
         return
     owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
     # Machine groups' entries carry MachineName; a pool's do not (one set per template version).
@@ -628,7 +532,7 @@ def _result(
     template: Mapping[str, Any] | None,
     versions: Mapping[int, Mapping[str, Any]],
     group: Mapping[str, Any] | None,
-    hooks: list[Mapping[str, Any]],
+    hooks: Sequence[Mapping[str, Any]],
     refresh: Mapping[str, Any] | None,
     refresh_reason: str,
 ) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: the pure decisions of a machine pool (CAPA's AWSMachinePool: launch template + auto scaling group).
 
-No AWS calls here. The pool tier (``_asg``) observes AWS, and these functions decide: the launch template data a
-spec asks for, whether the latest version differs from it and whether that difference needs an instance refresh
-(anything but bootstrap data does), which old versions to prune, which auto scaling group fields drifted, which
-processes to suspend or resume and which lifecycle hooks to put or delete.
+No AWS calls here. The pool tier (``asg``) observes AWS, and these functions decide: whether the latest launch
+template version differs from the data the pool's machine asks for (``MachineSpec.launch_template_data``) and
+whether that difference needs an instance refresh (anything but bootstrap data does), which old versions to prune,
+which auto scaling group fields drifted, which processes to suspend or resume and which lifecycle hooks to put or
+delete.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..kernel.errors import SpecError
-from ..kernel.validation import check_availability_zone, check_resource_id
-from . import ami as _ami
-from .bootstrap_data import BACKENDS, BOOTSTRAP_TAG, SECRETS_MANAGER, BootstrapRef
-from .node_bootstrap import KUBEADM, check_bootstrap, check_image_inputs
-from .plan import default_failure_domains
+from ..kernel.validation import check_availability_zone
+from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+from .machine_spec import MachineSpec
+from .plan import check_placement_inputs, default_failure_domains
 
 # CAPA's tag on pool instances: sha256 of the raw bootstrap data. It alone says whether bootstrap data changed
 # (the entries' names are random per version).
@@ -67,7 +67,7 @@ INSTANCE_REFRESH_STARTED = "InstanceRefreshStarted"
 
 @dataclass
 class PoolSpec:
-    """The module's options as plain values, defaults resolved."""
+    """The pool's options as plain values, defaults resolved; its machines' own in ``machine``."""
 
     state: str
     name: str
@@ -77,15 +77,7 @@ class PoolSpec:
     max_size: int
     desired_capacity: int | None
     externally_managed: bool
-    instance_type: str | None
-    kubernetes_version: str | None
-    ami: dict[str, Any]
-    root_volume: dict[str, Any]
-    ssh_key_name: str | None
-    iam_instance_profile: str | None
-    security_group_ids: list[str]
-    imds: dict[str, Any]
-    spot: dict[str, Any] | None
+    machine: MachineSpec
     mixed: dict[str, Any] | None
     suspended_processes: list[str]
     capacity_rebalance: bool
@@ -94,7 +86,6 @@ class PoolSpec:
     refresh: dict[str, Any]
     lifecycle_hooks: list[dict[str, Any]]
     drain_on_scale_in: bool
-    bootstrap: dict[str, Any]
     drain_hook_name: str = ""
     hooks: list[dict[str, Any]] = field(default_factory=list)
 
@@ -102,14 +93,9 @@ class PoolSpec:
     def from_params(cls, params: Mapping[str, Any], drain_hook_name: str) -> PoolSpec:
         subnets = [dict(s) for s in params.get("subnets") or []]
         domains = list(params.get("failure_domains") or []) or default_failure_domains(subnets, public=False)
-        bootstrap = dict(params.get("bootstrap") or {})
-        bootstrap["type"] = bootstrap.get("type") or KUBEADM
-        bootstrap["backend"] = bootstrap.get("backend") or SECRETS_MANAGER
-        bootstrap["endpoint_port"] = bootstrap.get("endpoint_port") or 6443
         refresh = dict(params.get("refresh_preferences") or {})
         refresh.setdefault("disable", False)
         refresh["min_healthy_percentage"] = refresh.get("min_healthy_percentage", 90)
-        spot = params.get("spot_market_options")
         mixed = _mixed_from_params(params.get("mixed_instances_policy"))
         drain = params.get("drain_on_scale_in")
         spec = cls(
@@ -121,15 +107,7 @@ class PoolSpec:
             max_size=params.get("max_size", 1),
             desired_capacity=params.get("desired_capacity"),
             externally_managed=bool(params.get("externally_managed_replicas")),
-            instance_type=params.get("instance_type") or None,
-            kubernetes_version=params.get("kubernetes_version") or None,
-            ami=dict(params.get("ami") or {}),
-            root_volume=dict(params.get("root_volume") or {"encrypted": True, "type": "gp3"}),
-            ssh_key_name=params.get("ssh_key_name") or None,
-            iam_instance_profile=params.get("iam_instance_profile") or None,
-            security_group_ids=list(params.get("security_group_ids") or []),
-            imds=dict(params.get("imds") or {"http_tokens": "required", "http_put_response_hop_limit": 1}),
-            spot=dict(spot) if spot is not None else None,
+            machine=MachineSpec.from_params(params),
             mixed=mixed,
             suspended_processes=list(dict.fromkeys(params.get("suspended_processes") or [])),
             capacity_rebalance=bool(params.get("capacity_rebalance")),
@@ -138,7 +116,6 @@ class PoolSpec:
             refresh=refresh,
             lifecycle_hooks=[_hook_from_params(h) for h in params.get("lifecycle_hooks") or []],
             drain_on_scale_in=False,
-            bootstrap=bootstrap,
             drain_hook_name=drain_hook_name,
         )
         # Draining matters most where instances vanish at two minutes' notice: on by default with spot.
@@ -148,7 +125,7 @@ class PoolSpec:
 
     @property
     def uses_spot(self) -> bool:
-        if self.spot is not None:
+        if self.machine.spot is not None:
             return True
         if self.mixed is None:
             return False
@@ -211,19 +188,13 @@ def validate(spec: PoolSpec, region: str | None) -> None:
             f"'{spec.name}' must be {POOL_NAME_MIN} to {POOL_NAME_MAX} lower-case letters, digits, '.' and '-' "
             "(it names the launch template and the auto scaling group)",
         )
-    for index, subnet in enumerate(spec.subnets):
-        if not subnet.get("id") or not subnet.get("availability_zone"):
-            raise SpecError(f"subnets[{index}]", "needs id and availability_zone (as capa_subnet returns them)")
-        check_resource_id(subnet["id"], "subnet", f"subnets[{index}].id")
-    for index, group in enumerate(spec.security_group_ids):
-        check_resource_id(group, "sg", f"security_group_ids[{index}]")
+    check_placement_inputs(spec.subnets, spec.machine.security_group_ids)
     if spec.state == "absent":
         return
     _validate_sizes(spec)
-    _validate_machine(spec)
+    spec.machine.validate()
     _validate_market(spec)
     _validate_group(spec)
-    _validate_bootstrap(spec)
     if not spec.failure_domains:
         raise SpecError("failure_domains", "none given and the subnets have no private subnet")
     for index, zone in enumerate(spec.failure_domains):
@@ -246,22 +217,10 @@ def _validate_sizes(spec: PoolSpec) -> None:
         raise SpecError("desired_capacity", "must not be negative")
 
 
-def _validate_machine(spec: PoolSpec) -> None:
-    if not spec.instance_type:
-        raise SpecError("instance_type", "is required")
-    check_image_inputs(spec.bootstrap["type"], spec.ami, spec.kubernetes_version)
-    size = spec.root_volume.get("size")
-    if size is not None and size < 8:
-        raise SpecError("root_volume.size", "must be at least 8 GiB")
-    hops = spec.imds.get("http_put_response_hop_limit", 1)
-    if not 1 <= hops <= 64:
-        raise SpecError("imds.http_put_response_hop_limit", "must be between 1 and 64")
-
-
 def _validate_market(spec: PoolSpec) -> None:
     if spec.mixed is None:
         return
-    if spec.spot is not None:
+    if spec.machine.spot is not None:
         # AWS refuses a mixed instances policy whose launch template requests spot itself.
         raise SpecError(
             "spot_market_options", "cannot be combined with mixed_instances_policy (use its instances_distribution)"
@@ -301,67 +260,10 @@ def _validate_group(spec: PoolSpec) -> None:
             raise SpecError(f"{where}.heartbeat_timeout", "must be between 30 and 7200 seconds")
 
 
-def _validate_bootstrap(spec: PoolSpec) -> None:
-    check_bootstrap(spec.bootstrap, spec.kubernetes_version)
-    if spec.bootstrap["backend"] not in BACKENDS:
-        raise SpecError("bootstrap.backend", f"must be one of {', '.join(BACKENDS)}")
-
-
 # launch template ---------------------------------------------------------------------------------------------------
 def bootstrap_hash(document: bytes | None) -> str:
     """CAPA's bootstrap-data-hash: sha256 of the raw bootstrap data ('' without bootstrap data)."""
     return hashlib.sha256(document).hexdigest() if document is not None else ""
-
-
-def metadata_options(imds: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "HttpTokens": imds.get("http_tokens") or "required",
-        "HttpPutResponseHopLimit": imds.get("http_put_response_hop_limit") or 1,
-        "HttpEndpoint": "enabled",
-    }
-
-
-def market_options(spot: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if spot is None:
-        return None
-    options: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
-    if spot.get("max_price"):
-        options["MaxPrice"] = str(spot["max_price"])
-    return {"MarketType": "spot", "SpotOptions": options}
-
-
-def launch_template_data(
-    spec: PoolSpec, image: _ami.Image, instance_tags: Mapping[str, str], user_data: str | None
-) -> dict[str, Any]:
-    """The LaunchTemplateData a spec asks for. ``user_data`` is the base64 boot hook (no secret in it)."""
-    volume = {
-        "VolumeSize": spec.root_volume.get("size") or image.root_size,
-        "VolumeType": spec.root_volume.get("type") or "gp3",
-        "Encrypted": spec.root_volume.get("encrypted", True),
-        "DeleteOnTermination": True,
-    }
-    tags = [{"Key": k, "Value": v} for k, v in instance_tags.items()]
-    data: dict[str, Any] = {
-        "ImageId": image.id,
-        "InstanceType": spec.instance_type,
-        "MetadataOptions": metadata_options(spec.imds),
-        "BlockDeviceMappings": [
-            {"DeviceName": image.root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
-        ],
-        "TagSpecifications": [{"ResourceType": kind, "Tags": tags} for kind in ("instance", "volume")],
-    }
-    if spec.ssh_key_name:
-        data["KeyName"] = spec.ssh_key_name
-    if spec.iam_instance_profile:
-        data["IamInstanceProfile"] = {"Name": spec.iam_instance_profile}
-    if spec.security_group_ids:
-        data["SecurityGroupIds"] = list(spec.security_group_ids)
-    market = market_options(spec.spot)
-    if market:
-        data["InstanceMarketOptions"] = market
-    if user_data:
-        data["UserData"] = user_data
-    return data
 
 
 def _tag_sets(data: Mapping[str, Any]) -> dict[str, dict[str, str]]:

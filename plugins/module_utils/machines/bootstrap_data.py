@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import gzip
 import uuid
-from dataclasses import dataclass
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 from typing import Any, Mapping
@@ -25,14 +24,13 @@ except ImportError:
     pass
 
 from ..aws.errors import error_code
+from ..aws.secretsmanager import delete_secret
 from ..kernel.context import Context
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import dict_to_tags
+from .machine_spec import BACKENDS, BOOTSTRAP_TAG, SECRETS_MANAGER, SSM, BootstrapRef
 
-SECRETS_MANAGER = "secrets-manager"
-SSM = "ssm-parameter-store"
-BACKENDS = (SECRETS_MANAGER, SSM)
-BOOTSTRAP_TAG = "clusterapi.aws/bootstrap-data"
+__all__ = ["BACKENDS", "BOOTSTRAP_TAG", "SECRETS_MANAGER", "SSM", "BootstrapRef"]
 
 # Secrets Manager holds 10 KiB per secret once base64-encoded on the wire; SSM standard parameters 4 KiB.
 SECRETS_MANAGER_CHUNK = 7000
@@ -40,32 +38,6 @@ SSM_CHUNK = 4000
 SSM_DELETE_BATCH = 10  # DeleteParameters takes at most 10 names
 MIME_BOUNDARY = "MIMEBOUNDARY"
 USERDATA_FILE = "/etc/secret-userdata.txt"
-
-
-@dataclass(frozen=True)
-class BootstrapRef:
-    """Where one machine's bootstrap data is stored."""
-
-    backend: str
-    prefix: str
-    count: int
-
-    def entry_names(self) -> list[str]:
-        if self.backend == SSM:
-            return [f"{self.prefix}/{i}" for i in range(self.count)]
-        return [f"{self.prefix}-{i}" for i in range(self.count)]
-
-    def tag_value(self) -> str:
-        return f"{self.backend}:{self.prefix}:{self.count}"
-
-    @classmethod
-    def from_tag(cls, value: str | None) -> BootstrapRef | None:
-        if not value:
-            return None
-        parts = value.split(":")
-        if len(parts) != 3 or parts[0] not in BACKENDS or not parts[2].isdigit() or int(parts[2]) < 1:
-            return None
-        return cls(parts[0], parts[1], int(parts[2]))
 
 
 # pure ------------------------------------------------------------------------------------------------------------
@@ -89,9 +61,6 @@ def chunks_for(backend: str, document: bytes) -> list[Any]:
 def new_prefix(backend: str, unique: uuid.UUID) -> str:
     # CAPA strips the leading "aws." for SSM, whose names are paths.
     return f"/cluster.x-k8s.io/{unique}" if backend == SSM else f"aws.cluster.x-k8s.io/{unique}"
-
-
-request_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 def boot_script(region: str, ref: BootstrapRef, delete_after_fetch: bool = True) -> str:
@@ -177,10 +146,10 @@ def _create_secret(
     ctx: Context, name: str, part: bytes, tags: Mapping[str, str], machine_name: str, index: int
 ) -> None:
     client = ctx.client("secretsmanager")
-    params = dict(
+    params: dict[str, Any] = dict(
         Name=name,
         SecretBinary=part,
-        ClientRequestToken=request_token(),
+        ClientRequestToken=new_client_token(),
         Tags=dict_to_tags(tags),
         Description=f"bootstrap data of {machine_name}",
     )
@@ -249,18 +218,7 @@ def unreferenced_secrets(
 def delete_named(ctx: Context, names: list[str], reason: str) -> None:
     """Remove Secrets Manager entries by name; one already gone is fine."""
     for name in names:
-        try:
-            ctx.ops.call(
-                ctx.client("secretsmanager"),
-                "delete_secret",
-                resource=name,
-                reason=reason,
-                SecretId=name,
-                ForceDeleteWithoutRecovery=True,
-            )
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) != "ResourceNotFoundException":
-                raise
+        delete_secret(ctx, name, reason)
 
 
 def delete(ctx: Context, ref: BootstrapRef, machine_name: str) -> None:

@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: a machine pool kept by an EC2 Fleet of type ``maintain`` (``capa_fleet``).
 
-Order, as CAPA does for AWSMachinePool: the launch template first (:mod:`._launch_template`: a new version when
+Order, as CAPA does for AWSMachinePool: the launch template first (:mod:`.launch_template`: a new version when
 the pool's template hash changes, bootstrap data in Secrets Manager/SSM with the termination watcher merged in,
 since fleet capacity is mostly spot), then the fleet - ``CreateFleet`` when there is none, ``ModifyFleet`` when
 the target capacity, the template version or the type x subnet overrides drifted. Fields AWS cannot modify
@@ -22,26 +22,31 @@ from typing import Any, Mapping
 from ..aws.ec2 import describe, tags_of
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
+from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import OWNED, ROLE_NODE, cloud_provider_tag_key, is_owned, tag_specifications
 from ..kernel.waiting import wait_until
-from . import ami as _ami
 from . import launch_template as _launch_template
-from . import node_bootstrap as _node_bootstrap
+from .ami import resolve_image
 from .fleet_plan import (
     GONE_STATES,
     FleetSpec,
     drift,
-    fleet_client_token,
     launch_template_configs,
     modify_request,
     target_capacity,
     validate,
 )
-from .termination import with_watcher
+from .machine_spec import fleet_argument_spec
+from .node_bootstrap import NodeBootstrap
 
 POOL_TAG = "clusterapi.aws/machine-pool"
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+
+
+def machine_argument_spec() -> dict[str, Any]:
+    """The machine options of ``capa_fleet`` (doc fragments ``clusterapi.aws.machine`` and ``.fleet``)."""
+    return fleet_argument_spec()
 
 
 class FleetTier:
@@ -97,24 +102,10 @@ def pool_tags(ctx: Context, name: str) -> dict[str, str]:
     return ctx.tags(ROLE_NODE, name, {POOL_TAG: name, cloud_provider_tag_key(ctx.cluster): OWNED})
 
 
-def resolve_image(ctx: Context, spec: FleetSpec) -> _ami.Image:
-    return _node_bootstrap.resolve_image(
-        ctx,
-        ami=spec.ami,
-        instance_type=spec.instance_type or spec.instance_types[0],
-        kubernetes_version=spec.kubernetes_version,
-        root_volume=spec.root_volume,
-        bootstrap_type=spec.bootstrap["type"],
-    )
-
-
 def document(ctx: Context, spec: FleetSpec) -> bytes | None:
     """The pool's bootstrap document with the termination watcher (a fleet's capacity is spot), or None."""
-    kind = spec.bootstrap["type"]
-    raw = _node_bootstrap.document(ctx, spec.bootstrap, name=spec.name, kubernetes_version=spec.kubernetes_version)
-    if raw is None or raw == _node_bootstrap.PLANNED:
-        return raw
-    return with_watcher(raw, kubeconfig=_node_bootstrap.watcher_kubeconfig(kind))
+    boot = NodeBootstrap(ctx, spec.machine)
+    return boot.add_watcher(boot.document(spec.name))
 
 
 def create_request(ctx: Context, spec: FleetSpec, template: _launch_template.Ensured) -> dict[str, Any]:
@@ -122,7 +113,7 @@ def create_request(ctx: Context, spec: FleetSpec, template: _launch_template.Ens
     # A maintain fleet takes only fleet tags; instances are tagged by the launch template.
     return {
         "Type": "maintain",
-        "ClientToken": fleet_client_token(),
+        "ClientToken": new_client_token(),
         "TagSpecifications": tag_specifications("fleet", tags),
         "LaunchTemplateConfigs": launch_template_configs(template.id, template.version, spec),
         "TargetCapacitySpecification": target_capacity(
@@ -144,8 +135,8 @@ def present(
     fleet: dict[str, Any] | None,
     instances: list[dict[str, Any]],
     template: _launch_template.Template | None,
-) -> dict[str, Any]:
-    image = resolve_image(ctx, spec)
+) -> dict[str, Any] | None:
+    image = resolve_image(ctx, spec.machine)
     template_hash = spec.template_hash(image.id)
     if fleet is not None:
         # Refuse before making a template version the fleet could never use.
@@ -161,22 +152,14 @@ def present(
         ctx,
         template,
         name=spec.name,
-        data=_launch_template.launch_template_data(
-            image_id=image.id,
-            root_device_name=image.root_device_name,
-            instance_type=spec.instance_type or spec.instance_types[0],
-            root_volume=spec.root_volume,
-            imds=spec.imds,
-            security_group_ids=spec.security_group_ids,
-            ssh_key_name=spec.ssh_key_name,
-            iam_instance_profile=spec.iam_instance_profile,
-            default_root_size=image.root_size,
+        render=lambda instance_tags, user_data: spec.machine.launch_template_data(
+            image, tags=instance_tags, user_data=user_data
         ),
         template_hash=template_hash,
         tags=tags,
         instance_tags=tags,
         document=lambda: document(ctx, spec),
-        backend=spec.bootstrap["backend"],
+        backend=spec.machine.bootstrap.backend,
     )
     request = create_request(ctx, spec, ensured)
     fleet = apply_fleet(ctx, spec.name, fleet, request)

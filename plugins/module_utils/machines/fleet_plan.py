@@ -9,17 +9,15 @@ are every instance type in every pool subnet, a spot/on-demand split and an allo
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
-from ..kernel.idempotency import new_client_token
-from ..kernel.validation import check_availability_zone, check_resource_id
-from .node_bootstrap import EKS, KUBEADM, RAW, check_bootstrap, check_image_inputs
-from .plan import default_failure_domains
+from ..kernel.validation import check_availability_zone
+from .machine_spec import MachineSpec
+from .plan import check_placement_inputs, default_failure_domains
 
 SPOT, ON_DEMAND = "spot", "on-demand"
 SPOT_STRATEGIES = (
@@ -40,7 +38,7 @@ WATCHER_REVISION = 1  # bump when the termination watcher must reach existing po
 
 @dataclass
 class FleetSpec:
-    """The module's options as plain values, defaults resolved."""
+    """The pool's options as plain values, defaults resolved; its machines' own in ``machine``."""
 
     state: str
     name: str
@@ -51,15 +49,7 @@ class FleetSpec:
     default_target_capacity_type: str
     instance_types: list[str]
     spot_allocation_strategy: str
-    instance_type: str | None
-    kubernetes_version: str | None
-    ami: dict[str, Any]
-    root_volume: dict[str, Any]
-    ssh_key_name: str | None
-    iam_instance_profile: str | None
-    security_group_ids: list[str]
-    imds: dict[str, Any]
-    bootstrap: dict[str, Any]
+    machine: MachineSpec
     replace_unhealthy_instances: bool
 
     @classmethod
@@ -67,11 +57,9 @@ class FleetSpec:
         subnets = [dict(s) for s in params.get("subnets") or []]
         domains = list(params.get("failure_domains") or []) or default_failure_domains(subnets, public=False)
         types = list(params.get("instance_types") or [])
-        bootstrap = dict(params.get("bootstrap") or {})
-        bootstrap["type"] = bootstrap.get("type") or KUBEADM
-        bootstrap["backend"] = bootstrap.get("backend") or "secrets-manager"
-        bootstrap["endpoint_port"] = bootstrap.get("endpoint_port") or 6443
-        imds = dict(params.get("imds") or {})
+        machine = MachineSpec.from_params(params)
+        if machine.instance_type is None and types:
+            machine = machine.but(instance_type=types[0])  # the template's type picks the image architecture
         return cls(
             state=params["state"],
             name=params["name"],
@@ -82,18 +70,7 @@ class FleetSpec:
             default_target_capacity_type=params.get("default_target_capacity_type") or SPOT,
             instance_types=types,
             spot_allocation_strategy=params.get("spot_allocation_strategy") or SPOT_STRATEGIES[0],
-            instance_type=params.get("instance_type") or (types[0] if types else None),
-            kubernetes_version=params.get("kubernetes_version"),
-            ami=dict(params.get("ami") or {}),
-            root_volume=dict(params.get("root_volume") or {"encrypted": True, "type": "gp3"}),
-            ssh_key_name=params.get("ssh_key_name") or None,
-            iam_instance_profile=params.get("iam_instance_profile") or None,
-            security_group_ids=list(params.get("security_group_ids") or []),
-            imds={
-                "http_tokens": imds.get("http_tokens") or "required",
-                "http_put_response_hop_limit": imds.get("http_put_response_hop_limit") or 1,
-            },
-            bootstrap=bootstrap,
+            machine=machine,
             replace_unhealthy_instances=bool(params.get("replace_unhealthy_instances", True)),
         )
 
@@ -104,31 +81,14 @@ class FleetSpec:
         ]
 
     def definition(self, ami_id: str) -> dict[str, Any]:
-        """What defines the pool's machines: a change makes a new launch template version."""
-        bootstrap: dict[str, Any] = {"type": self.bootstrap["type"], "watcher": WATCHER_REVISION}
-        if self.bootstrap["type"] == KUBEADM:
-            bootstrap.update(
-                endpoint_host=self.bootstrap.get("endpoint_host"),
-                endpoint_port=self.bootstrap["endpoint_port"],
-                kubernetes_version=self.kubernetes_version,
-            )
-        elif self.bootstrap["type"] == EKS:
-            bootstrap.update(
-                eks_cluster_name=self.bootstrap.get("eks_cluster_name"), kubernetes_version=self.kubernetes_version
-            )
-        elif self.bootstrap["type"] == RAW:
-            # A digest, never the document: it holds secrets.
-            bootstrap["data_sha256"] = hashlib.sha256((self.bootstrap.get("data") or "").encode()).hexdigest()
+        """What defines the pool's machines: a change makes a new launch template version (the watcher is part of
+        every fleet machine's document, and its revision of the definition)."""
+        machine = self.machine
         return {
-            "ami_id": ami_id,
-            "instance_type": self.instance_type,
-            "root_volume": self.root_volume,
-            "ssh_key_name": self.ssh_key_name,
-            "iam_instance_profile": self.iam_instance_profile,
-            "security_group_ids": frozenset(self.security_group_ids),
-            "imds": self.imds,
-            "bootstrap": bootstrap,
-            "backend": self.bootstrap["backend"],
+            **machine.definition(ami_id),
+            "imds": machine.imds.as_dict(),
+            "bootstrap": {**machine.bootstrap.definition(machine.kubernetes_version), "watcher": WATCHER_REVISION},
+            "backend": machine.bootstrap.backend,
         }
 
     def template_hash(self, ami_id: str) -> str:
@@ -140,16 +100,12 @@ def validate(params: Mapping[str, Any], region: str | None) -> None:
     spec = FleetSpec.from_params(params)
     if not POOL_NAME.match(spec.name) or len(spec.name) > POOL_NAME_MAX:
         raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {POOL_NAME_MAX}")
-    for index, subnet in enumerate(spec.subnets):
-        if not subnet.get("id") or not subnet.get("availability_zone"):
-            raise SpecError(f"subnets[{index}]", "needs id and availability_zone (as capa_subnet returns them)")
-        check_resource_id(subnet["id"], "subnet", f"subnets[{index}].id")
-    for index, group in enumerate(spec.security_group_ids):
-        check_resource_id(group, "sg", f"security_group_ids[{index}]")
+    check_placement_inputs(spec.subnets, spec.machine.security_group_ids)
     if spec.state == "absent":
         return
     _validate_capacity(spec)
-    _validate_machine(spec, region)
+    spec.machine.validate()
+    _validate_placement(spec, region)
 
 
 def _validate_capacity(spec: FleetSpec) -> None:
@@ -170,14 +126,7 @@ def _validate_capacity(spec: FleetSpec) -> None:
         raise SpecError("instance_types", "lists an instance type twice")
 
 
-def _validate_machine(spec: FleetSpec, region: str | None) -> None:
-    check_image_inputs(spec.bootstrap["type"], spec.ami, spec.kubernetes_version)
-    size = spec.root_volume.get("size")
-    if size is not None and size < 8:
-        raise SpecError("root_volume.size", "must be at least 8 GiB")
-    if not 1 <= spec.imds["http_put_response_hop_limit"] <= 64:
-        raise SpecError("imds.http_put_response_hop_limit", "must be between 1 and 64")
-    check_bootstrap(spec.bootstrap, spec.kubernetes_version)
+def _validate_placement(spec: FleetSpec, region: str | None) -> None:
     for index, zone in enumerate(spec.failure_domains):
         check_availability_zone(zone, region, f"failure_domains[{index}]")
         if not any(s.get("availability_zone") == zone and not s.get("is_public") for s in spec.subnets):
@@ -190,11 +139,6 @@ def _validate_machine(spec: FleetSpec, region: str | None) -> None:
 
 
 # request shape ---------------------------------------------------------------------------------------------------
-def overrides(instance_types: Sequence[str], subnets: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """One override per instance type per subnet: the fleet may use any type anywhere in the pool's subnets."""
-    return [{"InstanceType": kind, "SubnetId": subnet["id"]} for kind in instance_types for subnet in subnets]
-
-
 def target_capacity(total: int, on_demand: int, default_type: str) -> dict[str, Any]:
     """The split as AWS stores it: on-demand first, the rest in the default type (spot unless said otherwise)."""
     return {
@@ -209,12 +153,9 @@ def launch_template_configs(template_id: str, version: int, spec: FleetSpec) -> 
     return [
         {
             "LaunchTemplateSpecification": {"LaunchTemplateId": template_id, "Version": str(version)},
-            "Overrides": overrides(spec.instance_types, spec.pool_subnets()),
+            "Overrides": spec.machine.fleet_overrides(spec.pool_subnets(), spec.instance_types),
         }
     ]
-
-
-fleet_client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 def _override_set(configs: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:

@@ -7,13 +7,13 @@ machine-set behaviour it relies on: replicas spread over failure domains, rollin
 template changed, deletion policy, control-plane load-balancer registration, bootstrap data kept in Secrets
 Manager or SSM. One run observes the group with one paginated ``DescribeInstances`` (plus one AMI lookup and, for
 a control plane, one read of each load balancer), so a run that changes nothing makes the same requests for 2
-machines and for 200. The decisions live in ``_machine_plan``; this file observes and applies.
+machines and for 200. The decisions live in ``plan``, the machines' own options in ``machine_spec``; this file
+observes and applies.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
 import random
 import re
 from dataclasses import dataclass, field
@@ -25,10 +25,11 @@ except ImportError:
     pass
 
 from ..aws.ec2 import describe, tags_of
-from ..aws.errors import error_code
+from ..aws.errors import error_code, is_not_found, missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.hashing import template_hash
+from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import (
     OWNED,
@@ -38,14 +39,17 @@ from ..kernel.tags import (
     cloud_provider_tag_key,
     cluster_tag_key,
     dict_to_tags,
-    missing_tags,
+    repair_tags,
     tag_specifications,
 )
-from ..kernel.validation import check_availability_zone, check_resource_id
+from ..kernel.validation import check_availability_zone
 from ..kernel.waiting import wait_until
-from . import ami as _ami
+from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
 from . import bootstrap_data as _bootstrap_data
-from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+from .ami import Image, resolve_image
+from .bootstrap_data import BOOTSTRAP_TAG
+from .machine_spec import BASTION, KUBEADM, NONE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
+from .node_bootstrap import NodeBootstrap
 from .plan import (
     DELETION_POLICIES,
     LEAVING_STATES,
@@ -53,8 +57,8 @@ from .plan import (
     Machine,
     Remediation,
     Step,
+    check_placement_inputs,
     choose_zone,
-    client_token,
     default_failure_domains,
     health_reason,
     instance_ready,
@@ -64,12 +68,6 @@ from .plan import (
     plan_step,
     subnet_for_zone,
 )
-from .termination import with_watcher
-
-try:
-    from ..kubeadm.pki import check_upgrade_step, load_cluster_pki, render_cloud_init
-except ImportError:  # the kubeadm helper ships separately; raw and none bootstrap work without it
-    check_upgrade_step = load_cluster_pki = render_cloud_init = None  # type: ignore[assignment]
 
 GROUP_TAG = "clusterapi.aws/machine-group"
 HASH_TAG = "clusterapi.aws/template-hash"
@@ -80,36 +78,27 @@ MACHINE_NAME_TAG = "MachineName"
 FROZEN_TAGS = (HASH_TAG, BOOTSTRAP_TAG, VERSION_TAG)
 GROUP_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 GROUP_NAME_MAX = 40
-BASTION_INSTANCE_TYPE = "t3.micro"
-KUBEADM, RAW, NONE = "kubeadm", "raw", "none"
 ROLE_TAGS = {"control-plane": ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
 MAX_STEPS = 100
 STATUS_IDS_MAX = 100
 
 
+def machine_argument_spec() -> dict[str, Any]:
+    """The machine options of ``capa_instance`` (doc fragments ``clusterapi.aws.machine`` and ``.instance``)."""
+    return instance_argument_spec()
+
+
 @dataclass
 class GroupSpec:
-    """The module's options as plain values, defaults resolved per role."""
+    """The group's options as plain values, defaults resolved per role; the machines' own in ``machine``."""
 
     state: str
     name: str
-    role: str
     replicas: int
     subnets: list[dict[str, Any]]
     failure_domains: list[str]
     public_ip: bool
-    kubernetes_version: str | None
-    ami: dict[str, Any]
-    instance_type: str | None
-    root_volume: dict[str, Any]
-    ssh_key_name: str | None
-    iam_instance_profile: str | None
-    security_group_ids: list[str]
-    spot: dict[str, Any] | None
-    tenancy: str
-    placement_group_name: str | None
-    imds: dict[str, Any]
-    bootstrap: dict[str, Any]
+    machine: MachineSpec
     load_balancers: list[dict[str, Any]]
     max_surge: int
     max_unavailable: int
@@ -118,45 +107,32 @@ class GroupSpec:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
-        role = params["role"]
+        machine = MachineSpec.from_params(params)
         public_ip = params.get("public_ip")
-        public_ip = role == "bastion" if public_ip is None else public_ip
+        public_ip = machine.bastion if public_ip is None else public_ip
         subnets = [dict(s) for s in params.get("subnets") or []]
         domains = list(params.get("failure_domains") or [])
         if not domains:
-            domains = default_failure_domains(subnets, public=public_ip, first_only=role == "bastion")
-        bootstrap = dict(params.get("bootstrap") or {})
-        bootstrap["type"] = bootstrap.get("type") or (NONE if role == "bastion" else KUBEADM)
-        bootstrap.setdefault("backend", _bootstrap_data.SECRETS_MANAGER)
-        bootstrap["backend"] = bootstrap["backend"] or _bootstrap_data.SECRETS_MANAGER
-        bootstrap["endpoint_port"] = bootstrap.get("endpoint_port") or 6443
+            domains = default_failure_domains(subnets, public=public_ip, first_only=machine.bastion)
         rollout = params.get("rollout") or {}
         return cls(
             state=params["state"],
             name=params["name"],
-            role=role,
             replicas=params["replicas"],
             subnets=subnets,
             failure_domains=domains,
             public_ip=public_ip,
-            kubernetes_version=params.get("kubernetes_version"),
-            ami=dict(params.get("ami") or {}),
-            instance_type=params.get("instance_type") or (BASTION_INSTANCE_TYPE if role == "bastion" else None),
-            root_volume=dict(params.get("root_volume") or {"encrypted": True, "type": "gp3"}),
-            ssh_key_name=params.get("ssh_key_name") or None,
-            iam_instance_profile=params.get("iam_instance_profile") or None,
-            security_group_ids=list(params.get("security_group_ids") or []),
-            spot=params.get("spot_market_options"),
-            tenancy=params.get("tenancy") or "default",
-            placement_group_name=params.get("placement_group_name") or None,
-            imds=dict(params.get("imds") or {"http_tokens": "required", "http_put_response_hop_limit": 1}),
-            bootstrap=bootstrap,
+            machine=machine,
             load_balancers=[dict(lb) for lb in params.get("load_balancers") or []],
             max_surge=rollout.get("max_surge", 1),
             max_unavailable=rollout.get("max_unavailable", 0),
             deletion_policy=rollout.get("deletion_policy") or "Random",
             max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
         )
+
+    @property
+    def role(self) -> str:
+        return self.machine.role
 
     @property
     def control_plane(self) -> bool:
@@ -166,30 +142,12 @@ class GroupSpec:
     def role_tag(self) -> str:
         return ROLE_TAGS[self.role]
 
-    def definition(self, image: _ami.Image) -> dict[str, Any]:
+    def definition(self, image: Image) -> dict[str, Any]:
         """Everything that defines a machine of the group (not its placement, not IMDS: that is repaired in place)."""
-        bootstrap: dict[str, Any] = {"type": self.bootstrap["type"]}
-        if self.bootstrap["type"] == KUBEADM:
-            bootstrap.update(
-                endpoint_host=self.bootstrap.get("endpoint_host"),
-                endpoint_port=self.bootstrap["endpoint_port"],
-                kubernetes_version=self.kubernetes_version,
-            )
-        elif self.bootstrap["type"] == RAW:
-            # A digest of the document, never the document: it holds secrets.
-            bootstrap["data_sha256"] = hashlib.sha256((self.bootstrap.get("data") or "").encode()).hexdigest()
         return {
-            "ami_id": image.id,
-            "instance_type": self.instance_type,
-            "root_volume": self.root_volume,
-            "ssh_key_name": self.ssh_key_name,
-            "iam_instance_profile": self.iam_instance_profile,
-            "security_group_ids": frozenset(self.security_group_ids),
-            "spot": {"max_price": (self.spot or {}).get("max_price") or ""} if self.spot is not None else None,
-            "tenancy": self.tenancy,
-            "placement_group_name": self.placement_group_name,
+            **self.machine.definition(image.id),
+            **self.machine.market_and_placement(),
             "public_ip": self.public_ip,
-            "bootstrap": bootstrap,
         }
 
 
@@ -199,16 +157,12 @@ def validate(params: Mapping[str, Any], region: str | None) -> None:
     if not GROUP_NAME.match(spec.name) or len(spec.name) > GROUP_NAME_MAX:
         raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {GROUP_NAME_MAX}")
     _validate_rollout(spec)
-    for index, subnet in enumerate(spec.subnets):
-        if not subnet.get("id") or not subnet.get("availability_zone"):
-            raise SpecError(f"subnets[{index}]", "needs id and availability_zone (as capa_subnet returns them)")
-        check_resource_id(subnet["id"], "subnet", f"subnets[{index}].id")
-    for index, group in enumerate(spec.security_group_ids):
-        check_resource_id(group, "sg", f"security_group_ids[{index}]")
+    check_placement_inputs(spec.subnets, spec.machine.security_group_ids)
     _validate_load_balancers(spec)
     if spec.state == "absent" or spec.replicas == 0:
         return
-    _validate_machine(spec, region)
+    spec.machine.validate()
+    _validate_placement(spec, region)
 
 
 def _validate_rollout(spec: GroupSpec) -> None:
@@ -216,7 +170,7 @@ def _validate_rollout(spec: GroupSpec) -> None:
         raise SpecError("replicas", "must not be negative")
     if spec.control_plane and spec.state == "present" and spec.replicas % 2 == 0 and spec.replicas:
         raise SpecError("replicas", f"{spec.replicas}: a control plane needs an odd number of machines (etcd quorum)")
-    if spec.role == "bastion" and spec.replicas > 1:
+    if spec.role == BASTION and spec.replicas > 1:
         raise SpecError("replicas", "a cluster has at most one bastion")
     if spec.max_surge < 0 or spec.max_unavailable < 0:
         raise SpecError("rollout", "max_surge and max_unavailable must not be negative")
@@ -247,21 +201,7 @@ def _validate_load_balancers(spec: GroupSpec) -> None:
             raise SpecError(f"{where}.target_group_arns", "is required for a network load balancer")
 
 
-def _validate_machine(spec: GroupSpec, region: str | None) -> None:
-    if not spec.instance_type:
-        raise SpecError("instance_type", "is required")
-    if not spec.ami.get("id") and spec.role != "bastion":
-        if not spec.kubernetes_version:
-            raise SpecError("kubernetes_version", "is required to look up the AMI (or give ami.id)")
-        if not _ami.VERSION.match(spec.kubernetes_version):
-            raise SpecError("kubernetes_version", f"'{spec.kubernetes_version}' is not a version like v1.31.2")
-    size = spec.root_volume.get("size")
-    if size is not None and size < 8:
-        raise SpecError("root_volume.size", "must be at least 8 GiB")
-    hops = spec.imds.get("http_put_response_hop_limit", 1)
-    if not 1 <= hops <= 64:
-        raise SpecError("imds.http_put_response_hop_limit", "must be between 1 and 64")
-    _validate_bootstrap(spec)
+def _validate_placement(spec: GroupSpec, region: str | None) -> None:
     if not spec.subnets:
         raise SpecError("subnets", "at least one subnet is needed to place machines")
     if not spec.failure_domains:
@@ -274,21 +214,6 @@ def _validate_machine(spec: GroupSpec, region: str | None) -> None:
             raise SpecError(f"failure_domains[{index}]", f"no {kind} subnet in {zone} among subnets")
 
 
-def _validate_bootstrap(spec: GroupSpec) -> None:
-    kind = spec.bootstrap["type"]
-    if kind == KUBEADM:
-        if spec.role == "bastion":
-            raise SpecError("bootstrap.type", "a bastion is not a Kubernetes node; use none or raw")
-        if not spec.bootstrap.get("endpoint_host"):
-            raise SpecError("bootstrap.endpoint_host", "is required for kubeadm bootstrap (the API endpoint)")
-        if not spec.kubernetes_version:
-            raise SpecError("kubernetes_version", "is required for kubeadm bootstrap")
-        if render_cloud_init is None:
-            raise SpecError("bootstrap.type", "kubeadm bootstrap needs the collection's _kubeadm module_utils")
-    if kind == RAW and not spec.bootstrap.get("data"):
-        raise SpecError("bootstrap.data", "is required for raw bootstrap")
-
-
 # observing ---------------------------------------------------------------------------------------------------------
 def _iso(value: Any) -> str:
     if isinstance(value, datetime.datetime):
@@ -298,16 +223,29 @@ def _iso(value: Any) -> str:
 
 def to_machine(instance: Mapping[str, Any]) -> Machine:
     tags = tags_of(instance)
-    return Machine(
+    machine = Machine(
         id=instance["InstanceId"],
         name=tags.get("Name", instance["InstanceId"]),
         zone=instance.get("Placement", {}).get("AvailabilityZone", ""),
-        state=instance.get("State", {}).get("Name", "pending"),
+        state="pending",
         launch_time=_iso(instance.get("LaunchTime")),
         template_hash=tags.get(HASH_TAG, ""),
         subnet_id=instance.get("SubnetId", ""),
-        extra={"instance": dict(instance), "tags": tags},
+        tags=tags,
     )
+    refresh(machine, instance)
+    return machine
+
+
+def refresh(machine: Machine, instance: Mapping[str, Any]) -> None:
+    """What AWS now says about the machine's instance: its state, addresses, image, type and metadata options."""
+    machine.state = instance.get("State", {}).get("Name", "pending")
+    machine.subnet_id = machine.subnet_id or instance.get("SubnetId", "")
+    machine.private_ip = instance.get("PrivateIpAddress")
+    machine.public_ip = instance.get("PublicIpAddress")
+    machine.image_id = instance.get("ImageId")
+    machine.instance_type = instance.get("InstanceType")
+    machine.metadata_options = dict(instance.get("MetadataOptions") or {})
 
 
 def observe(ctx: Context, group: str) -> list[Machine]:
@@ -372,7 +310,7 @@ class Registrations:
                     .get("LoadBalancerDescriptions", [])
                 )
             except botocore.exceptions.ClientError as e:
-                if error_code(e) not in ("LoadBalancerNotFound", "AccessPointNotFound"):
+                if not is_not_found(e):
                     raise
                 if not ctx.check_mode:
                     raise ReconcileError(f"load_balancers: {e.response['Error'].get('Message', 'not found')}") from e
@@ -432,37 +370,37 @@ class Registrations:
         """Before termination (CAPA 4.6): the load balancer stops sending to it first."""
         for name, ids in self.classic.items():
             if machine.id in ids:
-                _ignore_not_found(
-                    lambda n=name: ctx.ops.call(
-                        ctx.client("elb"),
-                        "deregister_instances_from_load_balancer",
-                        resource=machine.name,
-                        reason=f"machine goes; deregistered from {n} first",
-                        LoadBalancerName=n,
-                        Instances=[{"InstanceId": machine.id}],
-                    )
+                _deregistered(
+                    ctx.ops.call,
+                    ctx.client("elb"),
+                    "deregister_instances_from_load_balancer",
+                    resource=machine.name,
+                    reason=f"machine goes; deregistered from {name} first",
+                    LoadBalancerName=name,
+                    Instances=[{"InstanceId": machine.id}],
                 )
                 ids.discard(machine.id)
         for arn, ids in self.target_groups.items():
             if machine.id in ids:
-                _ignore_not_found(
-                    lambda a=arn: ctx.ops.call(
-                        ctx.client("elbv2"),
-                        "deregister_targets",
-                        resource=machine.name,
-                        reason="machine goes; deregistered first",
-                        TargetGroupArn=a,
-                        Targets=[{"Id": machine.id}],
-                    )
+                _deregistered(
+                    ctx.ops.call,
+                    ctx.client("elbv2"),
+                    "deregister_targets",
+                    resource=machine.name,
+                    reason="machine goes; deregistered first",
+                    TargetGroupArn=arn,
+                    Targets=[{"Id": machine.id}],
                 )
                 ids.discard(machine.id)
 
 
-def _ignore_not_found(call: Callable[[], Any]) -> None:
+def _deregistered(call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """``call(*args, **kwargs)``; the load balancer (or target group) being gone is fine, and so is a classic
+    load balancer that no longer knows the instance (``InvalidInstance``: terminated behind our back)."""
     try:
-        call()
+        missing_as_none(call, *args, **kwargs)
     except botocore.exceptions.ClientError as e:
-        if "NotFound" not in error_code(e) and error_code(e) != "InvalidInstance":
+        if error_code(e) != "InvalidInstance":
             raise
 
 
@@ -506,7 +444,7 @@ class InstanceTier:
         machines: list[Machine],
         group_hash: str | None,
         regs: Registrations,
-        image: _ami.Image | None = None,
+        image: Image | None = None,
     ) -> dict[str, Any]:
         views = [_view(m, regs if spec.control_plane and spec.load_balancers else None) for m in machines]
         live = [m for m in machines if not m.leaving]
@@ -530,21 +468,23 @@ class GroupRun:
     spec: GroupSpec
     rng: random.Random
     machines: list[Machine]
-    image: _ami.Image | None = None
+    image: Image | None = None
     group_hash: str | None = None
     registrations: Registrations = field(default_factory=Registrations)
     health: Remediation = field(default_factory=Remediation)
     names: dict[str, str] = field(default_factory=dict)
-    _pki: Any = None
-    _pki_loaded: bool = False
+
+    def __post_init__(self) -> None:
+        self.boot = NodeBootstrap(self.ctx, self.spec.machine)
 
     def reconcile(self) -> None:
         live = [m for m in self.machines if not m.leaving]
-        if self.spec.bootstrap["type"] == KUBEADM and check_upgrade_step is not None:
-            running = [m.extra["tags"].get(VERSION_TAG, "") for m in live]
-            check_upgrade_step([v for v in running if v], self.spec.kubernetes_version or "")
+        kubeadm = self.spec.machine.bootstrap.type == KUBEADM
+        if kubeadm:
+            running = [m.tags.get(VERSION_TAG, "") for m in live]
+            check_upgrade_step([v for v in running if v], self.spec.machine.kubernetes_version or "")
         if self.spec.replicas or live:
-            self.image = self._resolve_image()
+            self.image = resolve_image(self.ctx, self.spec.machine)
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash
@@ -552,8 +492,8 @@ class GroupRun:
         self.registrations = Registrations.observe(self.ctx, self.spec)
         if self.spec.replicas:
             self.registrations.check_zones(self.spec.failure_domains)
-        if sum(m.updated for m in live) < self.spec.replicas and self.spec.bootstrap["type"] == KUBEADM:
-            self._load_pki()  # before the first change: a missing PKI must not leave a rollout half done
+        if sum(m.updated for m in live) < self.spec.replicas and kubeadm:
+            self.boot.pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
         swept = False
         for _attempt in range(MAX_STEPS):
@@ -599,26 +539,6 @@ class GroupRun:
                 machine.unhealthy = self.health.unhealthy[machine.id]
                 machine.updated = False
 
-    # image -----------------------------------------------------------------------------------------------------
-    def _resolve_image(self) -> _ami.Image:
-        spec = self.spec
-        if spec.ami.get("id"):
-            image = _ami.by_id(self.ctx, spec.ami["id"])
-        else:
-            image = _ami.look_up(
-                self.ctx,
-                spec.instance_type or BASTION_INSTANCE_TYPE,
-                kubernetes_version=spec.kubernetes_version,
-                base_os=spec.ami.get("base_os") or _ami.DEFAULT_BASE_OS,
-                owner=spec.ami.get("owner") or "",
-                name_format=spec.ami.get("name_format") or "",
-                bastion=spec.role == "bastion",
-            )
-        size = spec.root_volume.get("size")
-        if size is not None and image.root_size and size < image.root_size:
-            raise ReconcileError(f"root_volume.size: {size} GiB is smaller than the AMI's {image.root_size} GiB")
-        return image
-
     # steps -----------------------------------------------------------------------------------------------------
     def _apply(self, step: Step) -> None:
         # Removals first: the group then never exceeds replicas + max_surge, even for a moment.
@@ -637,7 +557,9 @@ class GroupRun:
             self.machines.append(self._launch())
 
     def _launch(self) -> Machine:
-        ctx, spec = self.ctx, self.spec
+        ctx, spec, machine_spec = self.ctx, self.spec, self.spec.machine
+        if self.image is None:
+            raise ReconcileError("no AMI was resolved before launching (a bug)")
         live = [m for m in self.machines if not m.leaving]
         zone = choose_zone(self.machines, spec.failure_domains)
         subnet = subnet_for_zone(spec.subnets, zone, spec.public_ip) or {}
@@ -652,16 +574,22 @@ class GroupRun:
                 HASH_TAG: self.group_hash or "",
             },
         )
-        if spec.bootstrap["type"] == KUBEADM:
-            tags[VERSION_TAG] = spec.kubernetes_version or ""
-        request = self._run_request(name, zone, subnet.get("id", ""), tags)
+        if machine_spec.bootstrap.type == KUBEADM:
+            tags[VERSION_TAG] = machine_spec.kubernetes_version or ""
+        request = machine_spec.run_instances_request(
+            self.image,
+            zone=zone,
+            subnet_id=subnet.get("id", ""),
+            public_ip=spec.public_ip,
+            client_token=new_client_token(),
+        )
         ref = None
-        document = self._document(name, init=not live)
-        if document is not None and spec.spot is not None:  # drain the node on a spot interruption notice
-            document = with_watcher(document)
+        document = self.boot.document(name, kubeadm_role=self._kubeadm_role(first=not live))
+        if machine_spec.spot is not None:  # drain the node on a spot interruption notice
+            document = self.boot.add_watcher(document)
         if document is not None:
             entry_tags = {k: v for k, v in tags.items() if k not in (HASH_TAG, VERSION_TAG)}
-            ref = _bootstrap_data.store(ctx, spec.bootstrap["backend"], name, document, entry_tags)
+            ref = _bootstrap_data.store(ctx, machine_spec.bootstrap.backend, name, document, entry_tags)
             tags[BOOTSTRAP_TAG] = ref.tag_value()
             request["UserData"] = _bootstrap_data.user_data(_bootstrap_data.boot_script(ctx.region or "", ref))
         request["TagSpecifications"] = [
@@ -698,88 +626,14 @@ class GroupRun:
         machine = to_machine(answer["Instances"][0])
         machine.name, machine.created, machine.updated = name, True, True
         machine.template_hash = self.group_hash or ""
-        machine.extra["tags"] = tags
+        machine.tags = tags
         return machine
 
-    def _run_request(self, name: str, zone: str, subnet_id: str, tags: Mapping[str, str]) -> dict[str, Any]:
-        spec, image = self.spec, self.image
-        if image is None:
-            raise ReconcileError("no AMI was resolved before launching (a bug)")
-        volume = {
-            "VolumeSize": spec.root_volume.get("size") or image.root_size,
-            "VolumeType": spec.root_volume.get("type") or "gp3",
-            "Encrypted": spec.root_volume.get("encrypted", True),
-            "DeleteOnTermination": True,
-        }
-        request: dict[str, Any] = {
-            "ImageId": image.id,
-            "InstanceType": spec.instance_type,
-            "MinCount": 1,
-            "MaxCount": 1,
-            "ClientToken": client_token(),
-            "BlockDeviceMappings": [
-                {"DeviceName": image.root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
-            ],
-            "MetadataOptions": _metadata_options(spec.imds),
-        }
-        if spec.public_ip:
-            request["NetworkInterfaces"] = [
-                {
-                    "DeviceIndex": 0,
-                    "SubnetId": subnet_id,
-                    "Groups": spec.security_group_ids,
-                    "AssociatePublicIpAddress": True,
-                    "DeleteOnTermination": True,
-                }
-            ]
-        else:
-            request["SubnetId"] = subnet_id
-            if spec.security_group_ids:
-                request["SecurityGroupIds"] = spec.security_group_ids
-        placement: dict[str, Any] = {"AvailabilityZone": zone}
-        if spec.tenancy != "default":
-            placement["Tenancy"] = spec.tenancy
-        if spec.placement_group_name:
-            placement["GroupName"] = spec.placement_group_name
-        request["Placement"] = placement
-        if spec.ssh_key_name:
-            request["KeyName"] = spec.ssh_key_name
-        if spec.iam_instance_profile:
-            request["IamInstanceProfile"] = {"Name": spec.iam_instance_profile}
-        if spec.spot is not None:
-            options: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
-            if spec.spot.get("max_price"):
-                options["MaxPrice"] = str(spec.spot["max_price"])
-            request["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": options}
-        return request
-
-    def _document(self, name: str, init: bool) -> bytes | None:
-        kind = self.spec.bootstrap["type"]
-        if kind == NONE:
-            return None
-        if kind == RAW:
-            return self.spec.bootstrap["data"].encode()
-        pki = self._load_pki()
-        if pki is None:  # check mode before capa_kubeadm ran: plan the entries without content
-            return b"planned"
-        role = "join-worker"
-        if self.spec.control_plane:
-            role = "init" if init else "join-control-plane"
-        return render_cloud_init(
-            pki,
-            role,
-            cluster=self.ctx.cluster,
-            endpoint_host=self.spec.bootstrap["endpoint_host"],
-            endpoint_port=self.spec.bootstrap["endpoint_port"],
-            kubernetes_version=self.spec.kubernetes_version,
-            machine_name=name,
-        )
-
-    def _load_pki(self) -> Any:
-        if not self._pki_loaded:
-            self._pki = load_cluster_pki(self.ctx, self.ctx.cluster, missing_ok=self.ctx.check_mode)
-            self._pki_loaded = True
-        return self._pki
+    def _kubeadm_role(self, first: bool) -> str:
+        """The first machine of an empty control plane runs kubeadm init; the others join."""
+        if not self.spec.control_plane:
+            return ROLE_JOIN_WORKER
+        return ROLE_INIT if first else ROLE_JOIN_CONTROL_PLANE
 
     # waiting and registration --------------------------------------------------------------------------------
     def _wait_pending(self) -> None:
@@ -792,9 +646,7 @@ class GroupRun:
             return
         found = _wait_for(self.ctx, pending, lambda s: s == "running", "to run", failed_states=LEAVING_STATES)
         for machine in pending:
-            instance = found[machine.id]
-            machine.state = instance["State"]["Name"]
-            machine.extra["instance"] = dict(instance)
+            refresh(machine, found[machine.id])
 
     def _register_running(self) -> None:
         if not self.spec.control_plane:
@@ -805,11 +657,11 @@ class GroupRun:
 
     # in-place repairs ------------------------------------------------------------------------------------------
     def _repair(self, kept: list[Machine]) -> None:
-        desired_options = _metadata_options(self.spec.imds)
+        desired_options = self.spec.machine.metadata_options()
         for machine in kept:
             if is_placeholder(machine.id):
                 continue
-            current = machine.extra.get("instance", {}).get("MetadataOptions") or {}
+            current = machine.metadata_options
             drift = [k for k, v in desired_options.items() if current.get(k) != v]
             if drift:
                 self.ctx.ops.call(
@@ -820,38 +672,19 @@ class GroupRun:
                     InstanceId=machine.id,
                     **desired_options,
                 )
-                machine.extra["instance"]["MetadataOptions"] = {**current, **desired_options}
+                machine.metadata_options = {**current, **desired_options}
             self._repair_tags(machine)
 
     def _repair_tags(self, machine: Machine) -> None:
-        current = machine.extra.get("tags") or {}
         desired = self.ctx.tags(
             self.spec.role_tag,
             machine.name,
             {cloud_provider_tag_key(self.ctx.cluster): OWNED, MACHINE_NAME_TAG: f"{self.ctx.cluster}/{machine.name}"},
         )
-        todo = {k: v for k, v in missing_tags(current, desired).items() if k not in FROZEN_TAGS}
-        if todo:
-            self.ctx.ops.call(
-                self.ctx.client("ec2"),
-                "create_tags",
-                resource=machine.name,
-                reason=f"tags differ: {', '.join(sorted(todo))}",
-                Resources=[machine.id],
-                Tags=dict_to_tags(todo),
-            )
-            current.update(todo)
+        machine.tags = repair_tags(self.ctx, "ec2", machine.id, machine.name, machine.tags, desired, frozen=FROZEN_TAGS)
 
 
 # shared helpers ----------------------------------------------------------------------------------------------------
-def _metadata_options(imds: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "HttpTokens": imds.get("http_tokens") or "required",
-        "HttpPutResponseHopLimit": imds.get("http_put_response_hop_limit") or 1,
-        "HttpEndpoint": "enabled",
-    }
-
-
 def _terminate(ctx: Context, machines: list[Machine], reason: str) -> None:
     # Only instances that are not already going: moto (not AWS) fails on terminating a terminated instance.
     ids = [m.id for m in machines if not m.leaving and not is_placeholder(m.id)]
@@ -869,22 +702,19 @@ def _terminate(ctx: Context, machines: list[Machine], reason: str) -> None:
 def _sweep_bootstrap(ctx: Context, spec: GroupSpec, machines: list[Machine]) -> None:
     """Delete the group's bootstrap entries that no machine refers to (a run killed between storing them and
     RunInstances, or between TerminateInstances and deleting them, leaves such entries behind)."""
-    if spec.bootstrap["type"] == NONE or spec.bootstrap["backend"] != _bootstrap_data.SECRETS_MANAGER:
+    bootstrap = spec.machine.bootstrap
+    if bootstrap.type == NONE or bootstrap.backend != SECRETS_MANAGER:
         return
     if ctx.check_mode:
         return  # what a check run would sweep depends on machines it only planned
-    kept = set()
-    for machine in machines:
-        ref = BootstrapRef.from_tag((machine.extra.get("tags") or {}).get(BOOTSTRAP_TAG))
-        if ref is not None:
-            kept.add(ref.prefix)
+    kept = {m.bootstrap_ref.prefix for m in machines if m.bootstrap_ref is not None}
     owner = {cluster_tag_key(ctx.cluster): OWNED, GROUP_TAG: spec.name}
     stray = _bootstrap_data.unreferenced_secrets(ctx, owner, kept, MACHINE_NAME_TAG)
     _bootstrap_data.delete_named(ctx, stray, "bootstrap data no machine refers to")
 
 
 def _delete_bootstrap(ctx: Context, machine: Machine) -> None:
-    ref = BootstrapRef.from_tag((machine.extra.get("tags") or {}).get(BOOTSTRAP_TAG))
+    ref = machine.bootstrap_ref
     if ref is not None:
         _bootstrap_data.delete(ctx, ref, machine.name)
 
@@ -900,12 +730,9 @@ def _wait_for(
     ids = [m.id for m in machines]
 
     def poll() -> dict[str, dict[str, Any]]:
-        try:
-            reservations = ctx.client("ec2").paginate("describe_instances", InstanceIds=ids).get("Reservations", [])
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) == "InvalidInstanceID.NotFound":  # just launched, not visible yet
-                return {}
-            raise
+        # Just launched instances may not be visible yet: not found is "not yet".
+        answer = missing_as_none(ctx.client("ec2").paginate, "describe_instances", InstanceIds=ids)
+        reservations = (answer or {}).get("Reservations", [])
         return {i["InstanceId"]: i for r in reservations for i in r.get("Instances", [])}
 
     def done(found: dict[str, dict[str, Any]]) -> bool:
@@ -923,19 +750,18 @@ def _wait_for(
 
 
 def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
-    instance = machine.extra.get("instance", {})
-    view = {
+    view: dict[str, Any] = {
         "id": machine.id,
         "name": machine.name,
         "availability_zone": machine.zone,
-        "subnet_id": machine.subnet_id or instance.get("SubnetId"),
-        "private_ip": instance.get("PrivateIpAddress"),
-        "public_ip": instance.get("PublicIpAddress"),
+        "subnet_id": machine.subnet_id or None,
+        "private_ip": machine.private_ip,
+        "public_ip": machine.public_ip,
         "state": machine.state,
         "launch_time": machine.launch_time or None,
         "template_hash": machine.template_hash,
-        "ami_id": instance.get("ImageId"),
-        "instance_type": instance.get("InstanceType"),
+        "ami_id": machine.image_id,
+        "instance_type": machine.instance_type,
         "status": {"InstanceReady": instance_ready(machine.state, machine.created)},
     }
     if regs is not None:

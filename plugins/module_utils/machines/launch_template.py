@@ -1,6 +1,6 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Private: the launch template of a machine pool (CAPA pkg/cloud/services/ec2/launchtemplate.go), shared by pools.
+"""Private: the launch template of a fleet pool (CAPA pkg/cloud/services/ec2/launchtemplate.go).
 
 One template per pool, named after the pool and tagged as owned. A new version is made when the pool's template
 hash (everything that defines its machines) differs from the latest version's; CAPA's pruning keeps at most three
@@ -14,17 +14,16 @@ Observing is one ``DescribeLaunchTemplates`` (by name) and one ``DescribeLaunchT
 
 from __future__ import annotations
 
-import base64
-import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 try:
     import botocore.exceptions
 except ImportError:
     pass
 
-from ..aws.errors import error_code
+from ..aws.ec2 import launch_template
+from ..aws.errors import missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.idempotency import new_client_token
@@ -32,6 +31,10 @@ from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import is_owned, tag_specifications, tags_to_dict
 from . import bootstrap_data as _bootstrap_data
 from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
+from .machine_spec import SECRETS_MANAGER
+
+# What a version's data is made of: its instance tags and the boot hook's user data (MachineSpec's renderer).
+Render = Callable[[Mapping[str, str], Optional[str]], dict[str, Any]]
 
 HASH_TAG = "clusterapi.aws/template-hash"
 MAX_VERSIONS = 3  # CAPA prunes before creating a version once this many exist
@@ -87,63 +90,12 @@ def versions_to_prune(template: Template) -> list[dict[str, Any]]:
     return candidates[: max(0, excess)]
 
 
-def metadata_options(imds: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "HttpTokens": imds.get("http_tokens") or "required",
-        "HttpPutResponseHopLimit": imds.get("http_put_response_hop_limit") or 1,
-        "HttpEndpoint": "enabled",
-    }
-
-
-def launch_template_data(
-    *,
-    image_id: str,
-    root_device_name: str,
-    instance_type: str,
-    root_volume: Mapping[str, Any],
-    imds: Mapping[str, Any],
-    security_group_ids: list[str],
-    ssh_key_name: str | None = None,
-    iam_instance_profile: str | None = None,
-    default_root_size: int | None = None,
-) -> dict[str, Any]:
-    """A version's data without user data and tags (those come with the version, see :func:`ensure`)."""
-    volume = {
-        "VolumeSize": root_volume.get("size") or default_root_size,
-        "VolumeType": root_volume.get("type") or "gp3",
-        "Encrypted": root_volume.get("encrypted", True),
-        "DeleteOnTermination": True,
-    }
-    data: dict[str, Any] = {
-        "ImageId": image_id,
-        "InstanceType": instance_type,
-        "BlockDeviceMappings": [
-            {"DeviceName": root_device_name, "Ebs": {k: v for k, v in volume.items() if v is not None}}
-        ],
-        "MetadataOptions": metadata_options(imds),
-    }
-    if security_group_ids:
-        data["SecurityGroupIds"] = list(security_group_ids)
-    if ssh_key_name:
-        data["KeyName"] = ssh_key_name
-    if iam_instance_profile:
-        data["IamInstanceProfile"] = {"Name": iam_instance_profile}
-    return data
-
-
-client_token = new_client_token  # a fresh token per create intent (see _reconcile)
-
-
 # AWS -------------------------------------------------------------------------------------------------------------
 def observe(ctx: Context, name: str) -> Template | None:
     """The pool's template by name; one that exists without the owned tag is an error (never touched)."""
-    found = ctx.client("ec2").paginate(
-        "describe_launch_templates", Filters=[{"Name": "launch-template-name", "Values": [name]}]
-    )
-    templates = found.get("LaunchTemplates", [])
-    if not templates:
+    lt = launch_template(ctx, name)
+    if lt is None:
         return None
-    lt = templates[0]
     tags = tags_to_dict(lt.get("Tags"))
     if not is_owned(tags, ctx.cluster):
         raise ReconcileError(f"launch template {name} exists but is not owned by cluster {ctx.cluster}")
@@ -167,17 +119,18 @@ def ensure(
     observed: Template | None,
     *,
     name: str,
-    data: Mapping[str, Any],
+    render: Render,
     template_hash: str,
     tags: Mapping[str, str],
     instance_tags: Mapping[str, str],
     document: Callable[[], bytes | None],
-    backend: str = _bootstrap_data.SECRETS_MANAGER,
+    backend: str = SECRETS_MANAGER,
 ) -> Ensured:
     """The template whose latest version has ``template_hash``: created, given a new version, or left alone.
 
-    ``document`` renders the bootstrap document only when a version is made. ``tags`` go on the template,
-    ``instance_tags`` (plus the hash and bootstrap tags) on the instances and volumes it launches.
+    ``document`` renders the bootstrap document only when a version is made; ``render`` makes the version's data
+    from its instance tags and user data. ``tags`` go on the template, ``instance_tags`` (plus the hash and
+    bootstrap tags) on the instances and volumes it launches.
     """
     if observed is not None and version_hash(observed.latest()) == template_hash:
         return Ensured(observed.id, name, observed.latest_version, template_hash)
@@ -185,19 +138,17 @@ def ensure(
         for version in versions_to_prune(observed):
             _delete_version(ctx, observed, version)
 
-    version_data = dict(data)
     instance = {**instance_tags, HASH_TAG: template_hash}
     content = document()
     ref = None
+    user_data = None
     if content is not None:
-        ref = _bootstrap_data.store(ctx, backend, f"{name}@{template_hash}", content, instance_tags, uuid.uuid4())
+        ref = _bootstrap_data.store(ctx, backend, f"{name}@{template_hash}", content, instance_tags)
         instance[BOOTSTRAP_TAG] = ref.tag_value()
         script = _bootstrap_data.boot_script(ctx.region or "", ref, delete_after_fetch=False)
-        version_data["UserData"] = base64.b64encode(_bootstrap_data.user_data(script).encode()).decode()
-    version_data["TagSpecifications"] = [
-        s for resource in ("instance", "volume") for s in tag_specifications(resource, instance)
-    ]
-    token = client_token()
+        user_data = _bootstrap_data.user_data(script)
+    version_data = render(instance, user_data)
+    token = new_client_token()
     try:
         if observed is None:
             answer = ctx.ops.call(
@@ -250,17 +201,14 @@ def delete(ctx: Context, template: Template | None) -> None:
     """The template and every version's bootstrap entries (instances using it must be gone already)."""
     if template is None or is_placeholder(template.id):
         return
-    try:
-        ctx.ops.call(
-            ctx.client("ec2"),
-            "delete_launch_template",
-            resource=template.name,
-            reason="machine pool deleted",
-            LaunchTemplateId=template.id,
-        )
-    except botocore.exceptions.ClientError as e:
-        if not error_code(e).startswith("InvalidLaunchTemplate"):
-            raise
+    missing_as_none(  # gone already (a delete whose answer was lost, or someone else's)
+        ctx.ops.call,
+        ctx.client("ec2"),
+        "delete_launch_template",
+        resource=template.name,
+        reason="machine pool deleted",
+        LaunchTemplateId=template.id,
+    )
     for version in template.versions:
         ref = version_ref(version)
         if ref is not None:

@@ -2,10 +2,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: the pure decisions of a machine group (no AWS calls).
 
-Cluster API's machine-set semantics as plain functions: machine names and idempotency tokens, the template hash
-that tells an up-to-date machine from an outdated one, failure-domain placement, deletion order, and the next
-step of a rolling update bounded by ``max_surge`` / ``max_unavailable``. The instance tier observes AWS, turns
-instances into :class:`Machine` values, and applies what these functions decide.
+Cluster API's machine-set semantics as plain functions: machine names, failure-domain placement, health,
+deletion order, and the next step of a rolling update bounded by ``max_surge`` / ``max_unavailable``. The
+instance tier observes AWS, turns instances into :class:`Machine` values, and applies what these functions decide
+(the template hash that tells an up-to-date machine from an outdated one is ``GroupSpec.definition``'s).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..kernel.idempotency import new_client_token
+from ..kernel.errors import SpecError
+from ..kernel.validation import check_resource_id
+from .machine_spec import BOOTSTRAP_TAG, BootstrapRef
 
 # States a machine of the group can be in while it still counts (DescribeInstances filter values).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -39,7 +41,7 @@ REASON_TERMINATED = "InstanceTerminated"
 
 @dataclass
 class Machine:
-    """One instance of the group, as the planner needs it."""
+    """One instance of the group: what the planner decides on, and what AWS last said about the instance."""
 
     id: str
     name: str
@@ -51,7 +53,17 @@ class Machine:
     updated: bool = True
     created: bool = False  # launched by this run
     unhealthy: str = ""  # why the machine is to be remediated (set only when remediation is allowed)
-    extra: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    private_ip: str | None = None
+    public_ip: str | None = None
+    image_id: str | None = None
+    instance_type: str | None = None
+    metadata_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bootstrap_ref(self) -> BootstrapRef | None:
+        """Where the machine's bootstrap entries are (its bootstrap-data tag), so they go with it."""
+        return BootstrapRef.from_tag(self.tags.get(BOOTSTRAP_TAG))
 
     @property
     def available(self) -> bool:
@@ -74,7 +86,7 @@ class Step:
         return not self.create and not self.delete
 
 
-# names and tokens ----------------------------------------------------------------------------------------------
+# names ---------------------------------------------------------------------------------------------------------------
 def machine_name(cluster: str, group: str, taken: Iterable[str], rng: random.Random) -> str:
     """``<cluster>-<group>-<5 random [a-z0-9]>``, as CAPI names a MachineSet's machines, never one in use."""
     taken = set(taken)
@@ -83,9 +95,6 @@ def machine_name(cluster: str, group: str, taken: Iterable[str], rng: random.Ran
         name = f"{cluster}-{group}-{suffix}"
         if name not in taken:
             return name
-
-
-client_token = new_client_token  # a fresh token per create intent (see _reconcile)
 
 
 # status ----------------------------------------------------------------------------------------------------------
@@ -211,6 +220,16 @@ def subnet_for_zone(subnets: Sequence[Mapping[str, Any]], zone: str, public: boo
         if subnet.get("availability_zone") == zone and bool(subnet.get("is_public")) == public:
             return subnet
     return None
+
+
+def check_placement_inputs(subnets: Sequence[Mapping[str, Any]], security_group_ids: Sequence[str]) -> None:
+    """The subnets (as capa_subnet returns them) and security group ids a machine module was given."""
+    for index, subnet in enumerate(subnets):
+        if not subnet.get("id") or not subnet.get("availability_zone"):
+            raise SpecError(f"subnets[{index}]", "needs id and availability_zone (as capa_subnet returns them)")
+        check_resource_id(subnet["id"], "subnet", f"subnets[{index}].id")
+    for index, group in enumerate(security_group_ids):
+        check_resource_id(group, "sg", f"security_group_ids[{index}]")
 
 
 def default_failure_domains(subnets: Sequence[Mapping[str, Any]], public: bool, first_only: bool = False) -> list[str]:

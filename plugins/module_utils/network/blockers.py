@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ..aws.ec2 import describe, tags_of
+from ..aws import elb as _elb
+from ..aws import elbv2 as _elbv2
+from ..aws.ec2 import describe, describe_kind, kind, tags_of
 from ..kernel.context import Context
 from ..kernel.tags import CAPA_TAG_PREFIX, OWNED, ROLE_TAG, cloud_provider_tag_key, cluster_tag_key, tags_to_dict
 
 OTHER_CLUSTER_PREFIX = CAPA_TAG_PREFIX + "cluster/"
 CLOUD_PROVIDER_PREFIX = "kubernetes.io/cluster/"
-ELB_TAGS_CHUNK = 20  # DescribeTags (classic and v2) takes at most 20 names / ARNs.
 # Load balancer ENIs are untagged; their description names the load balancer ("ELB <name>", "ELB net/<name>/<id>").
 ELB_ENI_PREFIX = "ELB "
 
@@ -120,7 +121,7 @@ def _eni_filter(scope: Scope) -> list[dict[str, Any]]:
 
 
 def _network_interfaces(ctx: Context, scope: Scope, lbs: Mapping[str, Blocker]) -> list[Blocker]:
-    enis = describe(ctx, "describe_network_interfaces", "NetworkInterfaces", Filters=_eni_filter(scope))
+    enis = describe_kind(ctx, "network_interface", _eni_filter(scope))
     instance_ids = sorted({e["Attachment"]["InstanceId"] for e in enis if e.get("Attachment", {}).get("InstanceId")})
     instances = _instance_tags(ctx, instance_ids)
     return [eni_blocker(ctx.cluster, e, instances, lbs) for e in enis]
@@ -160,17 +161,13 @@ def lb_of_eni(description: str) -> str | None:
 def _instance_tags(ctx: Context, ids: list[str]) -> dict[str, dict[str, str]]:
     if not ids:
         return {}
-    reservations = describe(ctx, "describe_instances", "Reservations", InstanceIds=ids)
+    instances = kind("instance")
+    reservations = describe(ctx, instances.describe, instances.list_key, InstanceIds=ids)
     return {i["InstanceId"]: tags_of(i) for r in reservations for i in r.get("Instances", [])}
 
 
 def _referencing_groups(ctx: Context, group_id: str) -> list[Blocker]:
-    groups = describe(
-        ctx,
-        "describe_security_groups",
-        "SecurityGroups",
-        Filters=[{"Name": "ip-permission.group-id", "Values": [group_id]}],
-    )
+    groups = describe_kind(ctx, "security_group", [{"Name": "ip-permission.group-id", "Values": [group_id]}])
     return [
         Blocker(
             g["GroupId"],
@@ -183,59 +180,64 @@ def _referencing_groups(ctx: Context, group_id: str) -> list[Blocker]:
     ]
 
 
+@dataclass(frozen=True)
+class _Member:
+    """A kind of the EC2 table that can live in a VPC and keep it from going."""
+
+    kind: str
+    label: str
+    about: Callable[[Mapping[str, Any]], str] = lambda item: ""
+    # The main route table and the default security group go with the VPC; deleted NAT gateways and endpoints
+    # stay listed for a while.
+    counts: Callable[[Mapping[str, Any]], bool] = lambda item: True
+    # An internet gateway is in a VPC by its attachment; everything else by its vpc-id.
+    vpc_filter: str = "vpc-id"
+
+
+_VPC_MEMBERS = (
+    _Member("subnet", "subnet", lambda s: s.get("CidrBlock", "")),
+    _Member(
+        "security_group", "security group", lambda g: g.get("GroupName", ""), lambda g: g.get("GroupName") != "default"
+    ),
+    _Member("route_table", "route table", counts=lambda t: not any(a.get("Main") for a in t.get("Associations", []))),
+    _Member("internet_gateway", "internet gateway", lambda g: "attached", vpc_filter="attachment.vpc-id"),
+    _Member(
+        "nat_gateway",
+        "NAT gateway",
+        lambda n: n.get("State", ""),
+        lambda n: n.get("State") not in ("deleted", "deleting"),
+    ),
+    _Member(
+        "vpc_endpoint",
+        "VPC endpoint",
+        lambda e: e.get("ServiceName", ""),
+        lambda e: e.get("State", "").lower() not in ("deleted", "deleting"),
+    ),
+)
+
+
 def _vpc_members(ctx: Context, vpc_id: str) -> list[Blocker]:
-    in_vpc = [{"Name": "vpc-id", "Values": [vpc_id]}]
-    cluster = ctx.cluster
-    found = [
-        Blocker(s["SubnetId"], "subnet", s.get("CidrBlock", ""), owner_of(tags_of(s), cluster))
-        for s in describe(ctx, "describe_subnets", "Subnets", Filters=in_vpc)
-    ]
-    found += [
-        Blocker(g["GroupId"], "security group", g.get("GroupName", ""), owner_of(tags_of(g), cluster))
-        for g in describe(ctx, "describe_security_groups", "SecurityGroups", Filters=in_vpc)
-        if g.get("GroupName") != "default"
-    ]
-    found += [
-        Blocker(t["RouteTableId"], "route table", "", owner_of(tags_of(t), cluster))
-        for t in describe(ctx, "describe_route_tables", "RouteTables", Filters=in_vpc)
-        if not any(a.get("Main") for a in t.get("Associations", []))
-    ]
-    found += [
-        Blocker(g["InternetGatewayId"], "internet gateway", "attached", owner_of(tags_of(g), cluster))
-        for g in describe(
-            ctx,
-            "describe_internet_gateways",
-            "InternetGateways",
-            Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}],
-        )
-    ]
-    found += [
-        Blocker(n["NatGatewayId"], "NAT gateway", n.get("State", ""), owner_of(tags_of(n), cluster))
-        for n in describe(ctx, "describe_nat_gateways", "NatGateways", Filter=in_vpc)
-        if n.get("State") not in ("deleted", "deleting")
-    ]
-    found += [
-        Blocker(e["VpcEndpointId"], "VPC endpoint", e.get("ServiceName", ""), owner_of(tags_of(e), cluster))
-        for e in describe(ctx, "describe_vpc_endpoints", "VpcEndpoints", Filters=in_vpc)
-        if e.get("State", "").lower() not in ("deleted", "deleting")
-    ]
+    found = []
+    for member in _VPC_MEMBERS:
+        id_key = kind(member.kind).id_key
+        found += [
+            Blocker(item[id_key], member.label, member.about(item), owner_of(tags_of(item), ctx.cluster))
+            for item in describe_kind(ctx, member.kind, [{"Name": member.vpc_filter, "Values": [vpc_id]}])
+            if member.counts(item)
+        ]
     return found
 
 
 def _load_balancers(ctx: Context, scope: Scope) -> dict[str, Blocker]:
     """Classic and v2 load balancers in the scope's VPC, subnet or security group, by name."""
     found: dict[str, Blocker] = {}
-    elb = ctx.client("elb")
-    classic = [
-        lb for lb in elb.paginate("describe_load_balancers").get("LoadBalancerDescriptions", []) if _in(scope, lb)
-    ]
-    classic_tags = _elb_tags(elb, "LoadBalancerNames", [lb["LoadBalancerName"] for lb in classic], "LoadBalancerName")
+    classic = [lb for lb in _elb.describe_load_balancers(ctx) if _in(scope, lb)]
+    classic_tags = _elb.describe_tags(ctx, [lb["LoadBalancerName"] for lb in classic])
     for lb in classic:
         name = lb["LoadBalancerName"]
         found[name] = Blocker(name, "classic load balancer", "", owner_of(classic_tags.get(name), ctx.cluster))
-    v2 = ctx.client("elbv2")
-    modern = [lb for lb in v2.paginate("describe_load_balancers").get("LoadBalancers", []) if _in(scope, lb)]
-    modern_tags = _elb_tags(v2, "ResourceArns", [lb["LoadBalancerArn"] for lb in modern], "ResourceArn")
+    modern = [lb for lb in _elbv2.describe_load_balancers(ctx) if _in(scope, lb)]
+    modern_tags = _elbv2.describe_tags(ctx, [lb["LoadBalancerArn"] for lb in modern])
     for lb in modern:
         found[lb["LoadBalancerName"]] = Blocker(
             lb["LoadBalancerArn"],
@@ -248,10 +250,9 @@ def _load_balancers(ctx: Context, scope: Scope) -> dict[str, Blocker]:
 
 def _target_group_users(ctx: Context, arn: str) -> list[Blocker]:
     """The load balancers whose listeners still forward to a target group."""
-    v2 = ctx.client("elbv2")
-    groups = v2.paginate("describe_target_groups", TargetGroupArns=[arn]).get("TargetGroups", [])
+    groups = _elbv2.describe_target_groups(ctx, [arn])
     users = sorted({a for g in groups for a in g.get("LoadBalancerArns", [])})
-    tags = _elb_tags(v2, "ResourceArns", users, "ResourceArn")
+    tags = _elbv2.describe_tags(ctx, users)
     return [
         Blocker(
             a, "load balancer", f"a listener forwards to {arn.rsplit('/', 2)[-2]}", owner_of(tags.get(a), ctx.cluster)
@@ -267,12 +268,3 @@ def _in(scope: Scope, lb: Mapping[str, Any]) -> bool:
     if scope.subnet_id:
         return scope.subnet_id in subnets
     return scope.vpc_id in (lb.get("VPCId"), lb.get("VpcId"))
-
-
-def _elb_tags(client: Any, param: str, keys: list[str], key_field: str) -> dict[str, dict[str, str]]:
-    tags: dict[str, dict[str, str]] = {}
-    for start in range(0, len(keys), ELB_TAGS_CHUNK):
-        answer = client.describe_tags(**{param: keys[start : start + ELB_TAGS_CHUNK]})
-        for item in answer.get("TagDescriptions", []):
-            tags[item[key_field]] = tags_to_dict(item.get("Tags"))
-    return tags

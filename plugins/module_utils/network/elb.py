@@ -23,19 +23,13 @@ try:
 except ImportError:
     pass
 
-from ..aws.errors import error_code
+from ..aws import elb as _elb
+from ..aws import elbv2 as _elbv2
+from ..aws.errors import error_code, missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
-from ..kernel.tags import (
-    OWNED,
-    ROLE_APISERVER,
-    cloud_provider_tag_key,
-    dict_to_tags,
-    is_owned,
-    missing_tags,
-    tags_to_dict,
-)
+from ..kernel.tags import OWNED, ROLE_APISERVER, cloud_provider_tag_key, dict_to_tags, is_owned, repair_tags
 from ..kernel.waiting import wait_until
 from .blockers import finder
 from .elb_plan import (
@@ -52,7 +46,6 @@ from .elb_plan import (
     attribute_drift,
     attributes_as_dict,
     choose_subnets,
-    chunks,
     classic_attribute_drift,
     classic_attributes,
     classic_health_check,
@@ -70,13 +63,8 @@ from .elb_plan import (
     target_group_name,
 )
 
-NOT_FOUND = ("LoadBalancerNotFound", "AccessPointNotFound", "TargetGroupNotFound", "ListenerNotFound")
 WAIT_DNS = "WaitForDNSName"
 WAIT_EXTERNAL = "WaitForExternalControlPlaneEndpoint"
-
-
-def _not_found(error: Exception) -> bool:
-    return error_code(error) in NOT_FOUND
 
 
 class ElbTier:
@@ -133,13 +121,12 @@ def refuse_type_change(ctx: Context, lb: LbSpec) -> None:
     changed the type. That would move the API endpoint every certificate and kubeconfig names, so it is refused
     (read-only requests only; checked when creating, so a steady run makes no extra request)."""
     if lb.type == CLASSIC:
-        other = describe_v2(ctx, [lb.name]).get(lb.name)
-        tags = describe_v2_tags(ctx, [other["LoadBalancerArn"]]).get(other["LoadBalancerArn"], {}) if other else {}
+        other = _elbv2.describe_load_balancers_by_name(ctx, [lb.name]).get(lb.name)
+        tags = _elbv2.describe_tags(ctx, [other["LoadBalancerArn"]]).get(other["LoadBalancerArn"], {}) if other else {}
         kind = "network (nlb)"
     else:
-        other = describe_classic(ctx, lb.name)
-        described = ctx.client("elb").describe_tags(LoadBalancerNames=[lb.name])["TagDescriptions"] if other else []
-        tags = tags_to_dict(described[0].get("Tags")) if described else {}
+        other = _elb.describe_load_balancer(ctx, lb.name)
+        tags = _elb.describe_tags(ctx, [lb.name]).get(lb.name, {}) if other else {}
         kind = "classic"
     if other is not None and is_owned(tags, ctx.cluster):
         raise SpecError(
@@ -147,46 +134,6 @@ def refuse_type_change(ctx: Context, lb: LbSpec) -> None:
             f"'{lb.type}': cluster {ctx.cluster} already has the {kind} load balancer '{lb.name}'; the type of the "
             "control-plane load balancer cannot change (the API endpoint would move)",
         )
-
-
-def describe_classic(ctx: Context, name: str) -> dict[str, Any] | None:
-    try:
-        found = ctx.client("elb").describe_load_balancers(LoadBalancerNames=[name])["LoadBalancerDescriptions"]
-    except botocore.exceptions.ClientError as e:
-        if _not_found(e):
-            return None
-        raise
-    return found[0] if found else None
-
-
-def describe_v2(ctx: Context, names: list[str]) -> dict[str, dict[str, Any]]:
-    """elbv2 load balancers by name, one request when they all exist.
-
-    AWS answers LoadBalancerNotFound for the whole request when any name is missing, so only then is each name
-    asked for on its own.
-    """
-    if not names:
-        return {}
-    client = ctx.client("elbv2")
-    try:
-        return {lb["LoadBalancerName"]: lb for lb in client.describe_load_balancers(Names=names)["LoadBalancers"]}
-    except botocore.exceptions.ClientError as e:
-        if not _not_found(e):
-            raise
-    if len(names) == 1:
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    for name in names:
-        found.update(describe_v2(ctx, [name]))
-    return found
-
-
-def describe_v2_tags(ctx: Context, arns: list[str]) -> dict[str, dict[str, str]]:
-    tags: dict[str, dict[str, str]] = {}
-    for chunk in chunks([a for a in arns if not is_placeholder(a)]):
-        for item in ctx.client("elbv2").describe_tags(ResourceArns=chunk)["TagDescriptions"]:
-            tags[item["ResourceArn"]] = tags_to_dict(item.get("Tags"))
-    return tags
 
 
 # present ---------------------------------------------------------------------------------------------------------
@@ -201,7 +148,7 @@ class _Build:
         key = {"primary": "load_balancer", "secondary": "secondary_load_balancer"}
         ready = Conditions(status=False, reason=WAIT_EXTERNAL, message="no load balancer (type disabled)")
         nlbs = [lb for lb in self.spec.load_balancers if lb.type == NLB]
-        v2_found = describe_v2(self.ctx, [lb.name for lb in nlbs]) if nlbs else {}
+        v2_found = _elbv2.describe_load_balancers_by_name(self.ctx, [lb.name for lb in nlbs]) if nlbs else {}
         v2_states = _V2Observer(self.ctx).observe(v2_found, managed_only=False) if v2_found else {}
         for lb in self.spec.load_balancers:
             if lb.type == DISABLED:
@@ -240,17 +187,16 @@ def _readiness(after: Mapping[str, Any]) -> Conditions:
 
 def _external(ctx: Context, spec: ElbSpec, lb: LbSpec) -> tuple[Any, Any]:
     """An existing load balancer, validated and used as it is: never tagged, changed or deleted."""
-    found = describe_classic(ctx, lb.name)
+    found = _elb.describe_load_balancer(ctx, lb.name)
     if found is not None:
         _check_identity(lb, found.get("VPCId"), found.get("Scheme"), spec.vpc_id)
         summary = _classic_summary(lb, found, managed=False)
         return summary, summary
-    v2 = describe_v2(ctx, [lb.name]).get(lb.name)
+    v2 = _elbv2.describe_load_balancers_by_name(ctx, [lb.name]).get(lb.name)
     if v2 is None:
         raise ReconcileError(f"name: no load balancer named '{lb.name}' exists in region {ctx.region}")
     _check_identity(lb, v2.get("VpcId"), v2.get("Scheme"), spec.vpc_id)
-    groups = ctx.client("elbv2").paginate("describe_target_groups", LoadBalancerArn=v2["LoadBalancerArn"])
-    state = V2State(description=v2, managed=False, target_groups=groups.get("TargetGroups", []))
+    state = V2State(description=v2, managed=False, target_groups=_elbv2.target_groups_of(ctx, v2["LoadBalancerArn"]))
     summary = _v2_summary(lb, state)
     return summary, summary
 
@@ -266,14 +212,13 @@ class _ClassicLb:
         self.groups = list(spec.security_group_ids)
 
     def observe(self) -> ClassicState | None:
-        found = describe_classic(self.ctx, self.lb.name)
+        found = _elb.describe_load_balancer(self.ctx, self.lb.name)
         if found is None:
             return None
         _check_identity(self.lb, found.get("VPCId"), found.get("Scheme"), self.spec.vpc_id)
-        described = self.client.describe_tags(LoadBalancerNames=[self.lb.name])["TagDescriptions"]
-        tags = tags_to_dict(described[0].get("Tags")) if described else {}
-        attributes = self.client.describe_load_balancer_attributes(LoadBalancerName=self.lb.name)
-        return ClassicState(found, tags, attributes.get("LoadBalancerAttributes"), is_owned(tags, self.ctx.cluster))
+        tags = _elb.describe_tags(self.ctx, [self.lb.name]).get(self.lb.name, {})
+        attributes = _elb.describe_attributes(self.ctx, self.lb.name)
+        return ClassicState(found, tags, attributes, is_owned(tags, self.ctx.cluster))
 
     def run(self) -> tuple[Any, Any]:
         state = self.observe()
@@ -328,16 +273,7 @@ class _ClassicLb:
         if check_drift:
             self._configure_health_check(f"health check differs: {', '.join(check_drift)}")
             description["HealthCheck"] = classic_health_check(self.lb)
-        todo = missing_tags(state.tags, self.ctx.tags(ROLE_APISERVER, name))
-        if todo:
-            self.ctx.ops.call(
-                self.client,
-                "add_tags",
-                resource=name,
-                reason=f"tags differ: {', '.join(sorted(todo))}",
-                LoadBalancerNames=[name],
-                Tags=dict_to_tags(todo),
-            )
+        repair_tags(self.ctx, "elb", name, name, state.tags, self.ctx.tags(ROLE_APISERVER, name))
         self._converge_listeners(description)
         self._converge_subnets(description)
         remove, add = set_drift(description.get("SecurityGroups") or [], self.groups)
@@ -457,27 +393,24 @@ class _V2Observer:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.client = ctx.client("elbv2")
 
     def observe(self, found: Mapping[str, dict[str, Any]], managed_only: bool) -> dict[str, V2State]:
+        ctx = self.ctx
         states = {name: V2State(description=d, managed=False) for name, d in found.items()}
         for state in states.values():
-            state.target_groups = self.client.paginate("describe_target_groups", LoadBalancerArn=state.arn).get(
-                "TargetGroups", []
-            )
-            state.listeners = self.client.paginate("describe_listeners", LoadBalancerArn=state.arn).get("Listeners", [])
+            state.target_groups = _elbv2.target_groups_of(ctx, state.arn)
+            state.listeners = _elbv2.listeners_of(ctx, state.arn)
         arns = [a for s in states.values() for a in _arns_of(s)]
-        tags = describe_v2_tags(self.ctx, arns)
+        tags = _elbv2.describe_tags(ctx, arns)
         for state in states.values():
             state.tags = {a: tags.get(a, {}) for a in _arns_of(state)}
-            state.managed = is_owned(state.tags.get(state.arn), self.ctx.cluster)
+            state.managed = is_owned(state.tags.get(state.arn), ctx.cluster)
             if managed_only or not state.managed:
                 continue
-            attributes = self.client.describe_load_balancer_attributes(LoadBalancerArn=state.arn)
-            state.attributes = attributes_as_dict(attributes.get("Attributes"))
+            state.attributes = attributes_as_dict(_elbv2.attributes_of_load_balancer(ctx, state.arn))
             for group in _own_target_groups(state):
-                answer = self.client.describe_target_group_attributes(TargetGroupArn=group["TargetGroupArn"])
-                state.target_group_attributes[group["TargetGroupArn"]] = attributes_as_dict(answer.get("Attributes"))
+                arn = group["TargetGroupArn"]
+                state.target_group_attributes[arn] = attributes_as_dict(_elbv2.attributes_of_target_group(ctx, arn))
         return states
 
 
@@ -559,16 +492,13 @@ class _NetworkLb:
         if self.ctx.check_mode or not self.ctx.wait or _state_code(state.description) == "active":
             return
 
-        def describe() -> dict[str, Any]:
-            return self.client.describe_load_balancers(LoadBalancerArns=[state.arn])["LoadBalancers"][0]
-
         state.description = wait_until(
-            describe,
-            lambda d: _state_code(d) == "active",
+            lambda: _elbv2.describe_load_balancer(self.ctx, state.arn),
+            lambda d: d is not None and _state_code(d) == "active",
             self.ctx,
             f"load balancer {self.lb.name} to become active",
             delay=10.0,
-            failed=lambda d: (d.get("State") or {}).get("Reason") if _state_code(d) == "failed" else None,
+            failed=_activation_failure,
         )
 
     def _converge_lb(self, state: V2State) -> None:
@@ -613,16 +543,7 @@ class _NetworkLb:
         state.attributes.update(values)
 
     def _ensure_tags(self, state: V2State, arn: str, label: str) -> None:
-        todo = missing_tags(state.tags.get(arn, {}), self.tags)
-        if todo and not is_placeholder(arn):
-            self.ctx.ops.call(
-                self.client,
-                "add_tags",
-                resource=label,
-                reason=f"tags differ: {', '.join(sorted(todo))}",
-                ResourceArns=[arn],
-                Tags=dict_to_tags(todo),
-            )
+        repair_tags(self.ctx, "elbv2", arn, label, state.tags.get(arn, {}), self.tags)
 
     # target groups and listeners -----------------------------------------------------------------------------
     def _converge_listeners(self, state: V2State) -> None:
@@ -771,6 +692,12 @@ def _state_code(description: Mapping[str, Any]) -> str | None:
     return (description.get("State") or {}).get("Code")
 
 
+def _activation_failure(description: Mapping[str, Any] | None) -> str | None:
+    if description is None:
+        return "it no longer exists"
+    return (description.get("State") or {}).get("Reason") if _state_code(description) == "failed" else None
+
+
 def _v2_summary(lb: LbSpec, state: V2State) -> dict[str, Any]:
     d = state.description
     api = next((g for g in state.target_groups if g["TargetGroupName"].startswith(TARGET_GROUP_PREFIXES[0])), None)
@@ -822,7 +749,7 @@ class _Deletion:
     def run(self) -> tuple[Any, Any]:
         classic = self._classic_to_delete()
         nlbs = [lb for lb in self.spec.load_balancers if lb.type == NLB]
-        found = describe_v2(self.ctx, [lb.name for lb in nlbs]) if nlbs else {}
+        found = _elbv2.describe_load_balancers_by_name(self.ctx, [lb.name for lb in nlbs]) if nlbs else {}
         states = _V2Observer(self.ctx).observe(found, managed_only=True) if found else {}
         by_name = {lb.name: lb for lb in self.spec.load_balancers}
         before = {
@@ -856,12 +783,8 @@ class _Deletion:
         ELBs everywhere (moto, air-gapped partitions); DescribeLoadBalancers and DescribeTags in chunks of 20 (the
         API's limit) is CAPA's fallback and works everywhere.
         """
-        everything = self.elb.paginate("describe_load_balancers").get("LoadBalancerDescriptions", [])
-        names = [d["LoadBalancerName"] for d in everything]
-        tags: dict[str, dict[str, str]] = {}
-        for chunk in chunks(names):
-            for item in self.elb.describe_tags(LoadBalancerNames=chunk)["TagDescriptions"]:
-                tags[item["LoadBalancerName"]] = tags_to_dict(item.get("Tags"))
+        everything = _elb.describe_load_balancers(self.ctx)
+        tags = _elb.describe_tags(self.ctx, [d["LoadBalancerName"] for d in everything])
         primary = self.spec.primary
         keep = primary.name if primary.type == EXTERNAL else None
         provider_key = cloud_provider_tag_key(self.ctx.cluster)
@@ -894,8 +817,13 @@ class _Deletion:
                 continue
             label = f"{lb.name}/{group['TargetGroupName']}"
             self._retry_in_use(
-                lambda arn=group["TargetGroupArn"], label=label: self.ctx.ops.call(
-                    self.elbv2, "delete_target_group", resource=label, reason="cluster deleted", TargetGroupArn=arn
+                lambda arn=group["TargetGroupArn"], label=label: missing_as_none(
+                    self.ctx.ops.call,
+                    self.elbv2,
+                    "delete_target_group",
+                    resource=label,
+                    reason="cluster deleted",
+                    TargetGroupArn=arn,
                 ),
                 label,
                 blockers=finder(self.ctx, target_group_arn=group["TargetGroupArn"]),
@@ -909,8 +837,6 @@ class _Deletion:
                 attempt()
                 return
             except botocore.exceptions.ClientError as e:
-                if _not_found(e):
-                    return
                 if error_code(e) != "ResourceInUse" or not self.ctx.wait or self.ctx.remaining() <= 0:
                     blocked = f"; blocked by: {blockers()}" if blockers and error_code(e) == "ResourceInUse" else ""
                     raise ReconcileError(f"cannot delete target group {label}: {e}{blocked}") from e
@@ -922,7 +848,17 @@ class _Deletion:
             return
         for description in classic:
             name = description["LoadBalancerName"]
-            wait_until(lambda n=name: describe_classic(self.ctx, n), lambda d: d is None, self.ctx, f"{name} deleted")
+            wait_until(
+                lambda n=name: _elb.describe_load_balancer(self.ctx, n),
+                lambda d: d is None,
+                self.ctx,
+                f"{name} deleted",
+            )
         for state in v2:
             name = state.description["LoadBalancerName"]
-            wait_until(lambda n=name: describe_v2(self.ctx, [n]), lambda d: not d, self.ctx, f"{name} deleted")
+            wait_until(
+                lambda n=name: _elbv2.describe_load_balancers_by_name(self.ctx, [n]),
+                lambda d: not d,
+                self.ctx,
+                f"{name} deleted",
+            )

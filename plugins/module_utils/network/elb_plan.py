@@ -14,7 +14,7 @@ import random
 import re
 import string
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from ..kernel.errors import SpecError
 from ..kernel.validation import check_resource_id
@@ -39,7 +39,6 @@ HC_UNHEALTHY = 6
 CLASSIC_IDLE_TIMEOUT = 600
 NAME_MAX = 32
 ELB_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$")
-DESCRIBE_TAGS_CHUNK = 20  # DescribeTags accepts at most 20 load balancers (or ARNs) per request
 
 API_TARGET_GROUP_PREFIX = "apiserver-target-"
 ADDITIONAL_TARGET_GROUP_PREFIX = "additional-listener-"
@@ -74,10 +73,6 @@ def target_group_name(prefix: str, rng: random.Random | None = None) -> str:
     """A target group name as CAPA generates it: the prefix and 5 random characters (found later by prefix)."""
     rng = rng or random.SystemRandom()
     return prefix + "".join(rng.choice(_NAME_SUFFIX_CHARS) for _position in range(5))
-
-
-def chunks(items: Sequence[Any], size: int = DESCRIBE_TAGS_CHUNK) -> list[list[Any]]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
 # spec ----------------------------------------------------------------------------------------------------------

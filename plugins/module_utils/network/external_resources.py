@@ -20,23 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-try:
-    import botocore.exceptions
-except ImportError:
-    pass
-
+from ..aws import elb as _elb
+from ..aws import elbv2 as _elbv2
 from ..aws.ec2 import delete_when_free, describe, tags_of
-from ..aws.errors import error_code
+from ..aws.errors import missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
 from ..kernel.tags import OWNED, cloud_provider_tag_key, is_owned, tags_to_dict
 from ..kernel.waiting import wait_until
-from .blockers import ELB_TAGS_CHUNK, finder, is_cloud_provider_owned, owner_of
+from .blockers import finder, is_cloud_provider_owned, owner_of
 
 LOAD_BALANCER, TARGET_GROUP, SECURITY_GROUP = "load-balancer", "target-group", "security-group"
 TASKS = (LOAD_BALANCER, TARGET_GROUP, SECURITY_GROUP)
 TAGGED_TYPES = ("elasticloadbalancing:loadbalancer", "elasticloadbalancing:targetgroup", "ec2:security-group")
-ELB_GONE_CODES = ("LoadBalancerNotFound", "AccessPointNotFound", "TargetGroupNotFound")
 
 
 @dataclass
@@ -147,17 +143,9 @@ def cloud_provider_tagged(ctx: Context, types: Iterable[str]) -> list[dict[str, 
 
 
 def _classic(ctx: Context) -> list[str]:
-    client = ctx.client("elb")
-    names = [
-        lb["LoadBalancerName"] for lb in client.paginate("describe_load_balancers").get("LoadBalancerDescriptions", [])
-    ]
-    out = []
-    for start in range(0, len(names), ELB_TAGS_CHUNK):
-        answer = client.describe_tags(LoadBalancerNames=names[start : start + ELB_TAGS_CHUNK])
-        for item in answer.get("TagDescriptions", []):
-            if is_cloud_provider_owned(tags_to_dict(item.get("Tags")), ctx.cluster):
-                out.append(item["LoadBalancerName"])
-    return sorted(out)
+    names = [lb["LoadBalancerName"] for lb in _elb.describe_load_balancers(ctx)]
+    tags = _elb.describe_tags(ctx, names)
+    return sorted(name for name, own in tags.items() if is_cloud_provider_owned(own, ctx.cluster))
 
 
 @dataclass
@@ -173,14 +161,13 @@ class GarbageCollection:
     def _load_balancers(self) -> None:
         ctx = self.ctx
         for lb in self.found.v2:
-            _ignore_gone(
-                lambda lb=lb: ctx.ops.call(
-                    ctx.client("elbv2"),
-                    "delete_load_balancer",
-                    resource=lb["name"],
-                    reason="made by the in-cluster cloud provider; cluster deleted",
-                    LoadBalancerArn=lb["arn"],
-                )
+            missing_as_none(
+                ctx.ops.call,
+                ctx.client("elbv2"),
+                "delete_load_balancer",
+                resource=lb["name"],
+                reason="made by the in-cluster cloud provider; cluster deleted",
+                LoadBalancerArn=lb["arn"],
             )
         for name in self.found.classic:
             ctx.ops.call(
@@ -192,7 +179,12 @@ class GarbageCollection:
             )
         if self.found.v2 and ctx.wait and not ctx.check_mode:
             arns = [lb["arn"] for lb in self.found.v2]
-            wait_until(lambda: _v2_left(ctx, arns), lambda left: not left, ctx, "cloud-provider load balancers deleted")
+            wait_until(
+                lambda: _elbv2.existing_load_balancer_arns(ctx, arns),
+                lambda left: not left,
+                ctx,
+                "cloud-provider load balancers deleted",
+            )
 
     def _target_groups(self) -> None:
         ctx = self.ctx
@@ -212,7 +204,7 @@ class GarbageCollection:
                 continue
             delete_when_free(
                 ctx,
-                lambda attempt=attempt: _ignore_gone(attempt),
+                attempt,
                 f"target group {group['name']}",
                 blockers=finder(ctx, target_group_arn=group["arn"]),
             )
@@ -253,31 +245,3 @@ class GarbageCollection:
                 attempt()
                 continue
             delete_when_free(ctx, attempt, f"security group {group_id}", blockers=finder(ctx, group_id=group_id))
-
-
-def _ignore_gone(call: Any) -> None:
-    try:
-        call()
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) not in ELB_GONE_CODES:
-            raise
-
-
-def _v2_left(ctx: Context, arns: list[str]) -> list[str]:
-    try:
-        answer = ctx.client("elbv2").paginate("describe_load_balancers", LoadBalancerArns=arns)
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) in ELB_GONE_CODES:  # any one missing fails the whole call: ask one by one
-            return [a for a in arns if _v2_exists(ctx, a)]
-        raise
-    return [lb["LoadBalancerArn"] for lb in answer.get("LoadBalancers", [])]
-
-
-def _v2_exists(ctx: Context, arn: str) -> bool:
-    try:
-        ctx.client("elbv2").describe_load_balancers(LoadBalancerArns=[arn])
-    except botocore.exceptions.ClientError as e:
-        if error_code(e) in ELB_GONE_CODES:
-            return False
-        raise
-    return True

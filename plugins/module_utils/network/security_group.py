@@ -19,7 +19,7 @@ import ipaddress
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from ..aws.ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, tags_of
+from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
@@ -27,6 +27,7 @@ from ..kernel.tags import (
     OWNED,
     cloud_provider_tag_key,
     is_owned,
+    repair_tags,
     security_group_description,
     security_group_name,
     tag_specifications,
@@ -513,7 +514,7 @@ class SecurityGroupTier:
     def _observe_overrides(self, ctx: Context, spec: SecurityGroupSpec, vpc_id: str | None) -> dict[str, _Group]:
         if not spec.overrides:
             return {}
-        found = describe_by_ids(
+        found = require_by_ids(
             ctx, "describe_security_groups", "SecurityGroups", "GroupIds", list(spec.overrides.values())
         )
         by_id = {g["GroupId"]: g for g in found}
@@ -548,7 +549,7 @@ class SecurityGroupTier:
             if group is None:
                 group = self._create(ctx, role, name, vpc_id, tags)
             else:
-                ensure_tags(ctx, group.group_id, name, group.tags, tags)
+                repair_tags(ctx, "ec2", group.group_id, name, group.tags, tags)
             group.role = role
             groups[role] = group
         return groups

@@ -2,26 +2,28 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: the cluster's subnets, NAT gateways, Elastic IPs and route tables.
 
-CAPA pkg/cloud/services/network/{subnets,natgateways,eips,routetables}.go. The shape of the network (zones,
-CIDRs, NAT placement, route targets) is decided by the pure functions of ``_subnet_plan``; this file observes
-AWS with one filtered describe per resource type, applies the decisions through ``ctx.ops.call`` and deletes in
-dependency order.
+CAPA pkg/cloud/services/network/{subnets,natgateways,eips,routetables}.go. The tier skeleton: :class:`SubnetSpec`
+(the options, once) -> :func:`observe` (one filtered describe per resource type, into the typed values
+:class:`Subnet`, :class:`RouteTable`, :class:`NatGateway`, :class:`Address`) -> the pure decisions of
+``subnet_plan`` (zones, CIDRs, NAT placement, route targets) -> apply through ``ctx.ops`` in CAPA's order, and
+delete in dependency order -> :func:`summary` (the one view of the tier).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
 
 try:
     import botocore.exceptions
 except ImportError:
     pass
 
-from ..aws.ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, tags_of
+from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import (
     ELB_ROLE_TAG,
@@ -34,11 +36,10 @@ from ..kernel.tags import (
     SHARED,
     cloud_provider_tag_key,
     cluster_tag_key,
-    dict_to_tags,
     eip_name,
     is_owned,
-    missing_tags,
     nat_gateway_name,
+    repair_tags,
     route_table_name,
     subnet_name,
     tag_specifications,
@@ -58,10 +59,8 @@ from .subnet_plan import (
     choose_zones,
     current_default_route,
     default_subnets,
-    explicit_route_tables,
     explicit_subnets,
-    has_public_route,
-    nat_client_token,
+    is_public_target,
     place_nat_gateways,
     route_target,
 )
@@ -75,6 +74,7 @@ AZ_FILTERS = [
 ]
 
 
+# spec ------------------------------------------------------------------------------------------------------------
 @dataclass
 class SubnetSpec:
     """The module's options as plain values."""
@@ -102,7 +102,8 @@ class SubnetSpec:
         )
 
 
-@dataclass
+# observed state (typed, built once from AWS's answers) -----------------------------------------------------------
+@dataclass(frozen=True)
 class VpcView:
     id: str
     cidrs: list[str]
@@ -113,31 +114,362 @@ class VpcView:
         return is_placeholder(self.id)
 
 
+@dataclass(frozen=True)
+class Subnet:
+    id: str
+    zone: str
+    cidr: str
+    tags: dict[str, str]
+    map_public_ip: bool
+
+    @classmethod
+    def from_aws(cls, subnet: Mapping[str, Any]) -> Subnet:
+        return cls(
+            subnet["SubnetId"],
+            subnet["AvailabilityZone"],
+            subnet["CidrBlock"],
+            tags_of(subnet),
+            bool(subnet.get("MapPublicIpOnLaunch")),
+        )
+
+    @property
+    def label(self) -> str:
+        return self.tags.get("Name") or self.id
+
+
+@dataclass(frozen=True)
+class Association:
+    id: str | None
+    subnet_id: str | None
+    main: bool = False
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    id: str
+    tags: dict[str, str]
+    associations: tuple[Association, ...]
+    default_route: tuple[str, str] | None  # (CreateRoute parameter, target id) of its 0.0.0.0/0 route
+
+    @classmethod
+    def from_aws(cls, table: Mapping[str, Any]) -> RouteTable:
+        associations = tuple(
+            Association(a.get("RouteTableAssociationId"), a.get("SubnetId"), bool(a.get("Main")))
+            for a in table.get("Associations", [])
+        )
+        return cls(table["RouteTableId"], tags_of(table), associations, current_default_route(table))
+
+    @property
+    def main(self) -> bool:
+        return any(a.main for a in self.associations)
+
+    @property
+    def subnet_ids(self) -> list[str]:
+        return [a.subnet_id for a in self.associations if a.subnet_id]
+
+    def explicitly_associated_with(self, subnet_id: str) -> bool:
+        return any(a.subnet_id == subnet_id and not a.main for a in self.associations)
+
+    @property
+    def public(self) -> bool:
+        """CAPA: 0.0.0.0/0 to an internet (or carrier) gateway makes the table's subnets public."""
+        return is_public_target(self.default_route)
+
+
+@dataclass(frozen=True)
+class NatAddress:
+    allocation_id: str | None
+    public_ip: str | None
+
+
+@dataclass(frozen=True)
+class NatGateway:
+    id: str
+    subnet_id: str | None
+    state: str | None
+    tags: dict[str, str]
+    addresses: tuple[NatAddress, ...]
+
+    @classmethod
+    def from_aws(cls, nat: Mapping[str, Any]) -> NatGateway:
+        addresses = tuple(
+            NatAddress(a.get("AllocationId"), a.get("PublicIp")) for a in nat.get("NatGatewayAddresses") or []
+        )
+        return cls(nat["NatGatewayId"], nat.get("SubnetId"), nat.get("State"), tags_of(nat), addresses)
+
+    @property
+    def live(self) -> bool:
+        return self.state not in GONE_NAT_STATES
+
+
+@dataclass(frozen=True)
+class Address:
+    allocation_id: str
+    public_ip: str | None
+    association_id: str | None
+    tags: dict[str, str]
+
+    @classmethod
+    def from_aws(cls, address: Mapping[str, Any]) -> Address:
+        return cls(address["AllocationId"], address.get("PublicIp"), address.get("AssociationId"), tags_of(address))
+
+
 @dataclass
 class SubnetState:
-    """A desired subnet joined with what AWS has (``observed``), filled in as the run goes."""
+    """A desired subnet joined with what AWS has (``observed``); the run fills in what it makes."""
 
     desired: DesiredSubnet
-    observed: dict[str, Any] | None = None
+    observed: Subnet | None = None
     is_public: bool = False
     managed: bool = True
-    route_table: dict[str, Any] | None = None
+    route_table: RouteTable | None = None
     nat_gateway_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
-        return self.observed["SubnetId"] if self.observed else ""
+        return self.observed.id if self.observed else ""
 
     @property
     def zone(self) -> str:
-        return self.observed["AvailabilityZone"] if self.observed else self.desired.availability_zone or ""
+        return self.observed.zone if self.observed else self.desired.availability_zone or ""
 
     @property
     def cidr(self) -> str:
-        return self.observed["CidrBlock"] if self.observed else self.desired.cidr_block or ""
+        return self.observed.cidr if self.observed else self.desired.cidr_block or ""
+
+    @property
+    def label(self) -> str:
+        return (self.observed.tags.get("Name") if self.observed else None) or self.id or self.cidr
 
 
+@dataclass
+class Observed:
+    """What a ``state=present`` run found, with the desired subnets joined to it."""
+
+    vpc: VpcView
+    states: list[SubnetState]
+    unassociated_tables: list[RouteTable] = field(default_factory=list)  # ours, left by an interrupted run
+    nats: list[NatGateway] = field(default_factory=list)  # live ones
+    addresses: list[Address] = field(default_factory=list)
+
+    @property
+    def zones(self) -> list[str]:
+        return sorted({s.zone for s in self.states if s.zone})
+
+    def zone_of_subnet(self) -> dict[str, str]:
+        return {s.id: s.zone for s in self.states if s.observed}
+
+
+# observe ---------------------------------------------------------------------------------------------------------
+def observe(ctx: Context, spec: SubnetSpec) -> Observed:
+    """The VPC, its subnets, the zones (only when a subnet must be placed or created) and the route tables, each
+    with one describe, and the desired subnets joined to what exists (:func:`observe_egress` adds the rest)."""
+    vpc = _vpc(ctx, spec)
+    existing = (
+        []
+        if vpc.planned
+        else [Subnet.from_aws(s) for s in describe(ctx, "describe_subnets", "Subnets", Filters=_vpc_filter(vpc.id))]
+    )
+    zones = _available_zones(ctx) if _needs_zones(spec, vpc, existing) else []
+    states = join(ctx.cluster, vpc, existing, desired_subnets(ctx.cluster, spec, vpc, existing, zones), zones)
+    tables = [RouteTable.from_aws(t) for t in _route_tables(ctx, vpc, states)]
+    return Observed(vpc, states, classify(ctx.cluster, states, tables))
+
+
+def observe_egress(ctx: Context, observed: Observed) -> None:
+    """The NAT gateways and Elastic IPs of a managed VPC, read once the network's shape passed its checks."""
+    vpc = observed.vpc
+    if not vpc.managed or vpc.planned:
+        return
+    nats = describe(ctx, "describe_nat_gateways", "NatGateways", Filter=_vpc_filter(vpc.id) + ctx.owner_filters())
+    observed.nats = [n for n in map(NatGateway.from_aws, nats) if n.live]
+    addresses = describe(ctx, "describe_addresses", "Addresses", Filters=ctx.owner_filters())
+    observed.addresses = [Address.from_aws(a) for a in addresses]
+
+
+def _vpc(ctx: Context, spec: SubnetSpec) -> VpcView:
+    if is_placeholder(spec.vpc_id):
+        return VpcView(spec.vpc_id or "", [spec.vpc_cidr_block or ""], managed=True)
+    vpc = require_by_ids(ctx, "describe_vpcs", "Vpcs", "VpcIds", [spec.vpc_id or ""])[0]
+    cidrs = associated_cidrs(vpc) or [vpc["CidrBlock"]]
+    if spec.vpc_cidr_block and spec.vpc_cidr_block not in cidrs:
+        raise SpecError("vpc_cidr_block", f"'{spec.vpc_cidr_block}' is not a CIDR block of {vpc['VpcId']} ({cidrs})")
+    check_subnet_cidrs([{"cidr_block": s.cidr_block} for s in spec.subnets], cidrs)
+    return VpcView(vpc["VpcId"], cidrs, is_owned(tags_of(vpc), ctx.cluster))
+
+
+def _needs_zones(spec: SubnetSpec, vpc: VpcView, existing: Sequence[Subnet]) -> bool:
+    """The zones are read for the default layout and before creating a subnet, both only in a managed VPC."""
+    if not vpc.managed:
+        return False
+    if not spec.subnets:
+        return True
+    cidrs = {s.cidr for s in existing}
+    return any(not d.id and d.cidr_block not in cidrs for d in spec.subnets)
+
+
+def _available_zones(ctx: Context) -> list[str]:
+    found = describe(ctx, "describe_availability_zones", "AvailabilityZones", Filters=AZ_FILTERS)
+    return sorted(z["ZoneName"] for z in found)
+
+
+def desired_subnets(
+    cluster: str, spec: SubnetSpec, vpc: VpcView, existing: Sequence[Subnet], zones: Sequence[str]
+) -> list[DesiredSubnet]:
+    if spec.subnets:
+        return spec.subnets
+    if not vpc.managed:
+        raise SpecError("subnets", f"VPC {vpc.id} is not owned by cluster {cluster}: list its subnets by id")
+    in_use = {s.zone for s in existing if is_owned(s.tags, cluster)}
+    chosen = choose_zones(zones, spec.zone_limit, spec.zone_selection, cluster, in_use)
+    if not chosen:
+        raise ReconcileError("no availability zone of the region is available for the default subnet layout")
+    return default_subnets(vpc.cidrs[0], chosen)
+
+
+def join(
+    cluster: str,
+    vpc: VpcView,
+    existing: Sequence[Subnet],
+    desired: Sequence[DesiredSubnet],
+    zones: Sequence[str],
+) -> list[SubnetState]:
+    """Match each desired subnet to an existing one: by id (bring your own) or by CIDR (as CAPA does)."""
+    by_id = {s.id: s for s in existing}
+    by_cidr = {s.cidr: s for s in existing}
+    states = []
+    for want in desired:
+        if want.id:
+            found = by_id.get(want.id)
+            if found is None:
+                raise SpecError(f"{want.field}.id", f"subnet {want.id} does not exist in VPC {vpc.id}")
+            _check_matches(want, found)
+        else:
+            found = by_cidr.get(want.cidr_block or "")
+            if found and found.zone != want.availability_zone:
+                raise SpecError(
+                    f"{want.field}.availability_zone",
+                    f"{found.id} with CIDR {want.cidr_block} exists in {found.zone}",
+                )
+            if found is None:
+                _check_creatable(cluster, vpc, want, existing, zones)
+        managed = found is None or is_owned(found.tags, cluster)
+        states.append(SubnetState(want, found, want.is_public, managed))
+    return states
+
+
+def _check_creatable(
+    cluster: str, vpc: VpcView, want: DesiredSubnet, existing: Sequence[Subnet], zones: Sequence[str]
+) -> None:
+    if not vpc.managed:
+        raise SpecError(
+            want.field, f"VPC {vpc.id} is not owned by cluster {cluster}; subnets are only created in a managed VPC"
+        )
+    # A subnet's CIDR cannot change: a new block overlapping one in use is that change (AWS would refuse the
+    # create halfway through the run), so it is refused here, after the reads and before any change.
+    network = ipaddress.ip_network(want.cidr_block or "")
+    for subnet in existing:
+        if network.overlaps(ipaddress.ip_network(subnet.cidr)):
+            raise SpecError(
+                f"{want.field}.cidr_block",
+                f"'{want.cidr_block}' overlaps {subnet.id} ({subnet.cidr}) in {vpc.id}; "
+                "a subnet's CIDR block cannot change",
+            )
+    if want.availability_zone not in zones:
+        raise SpecError(
+            f"{want.field}.availability_zone",
+            f"'{want.availability_zone}' is not an available zone here ({', '.join(zones)})",
+        )
+
+
+def _route_tables(ctx: Context, vpc: VpcView, states: Sequence[SubnetState]) -> list[dict[str, Any]]:
+    """Route tables, one describe: ours in a managed VPC; the ones that classify unowned subnets otherwise."""
+    if vpc.planned:
+        return []
+    unowned = [s.id for s in states if not s.managed and s.observed and s.observed.tags.get(ROLE_TAG) != ROLE_PUBLIC]
+    if vpc.managed and not unowned:
+        filters = _vpc_filter(vpc.id) + ctx.owner_filters()
+    elif vpc.managed:
+        filters = _vpc_filter(vpc.id)  # also the tables of subnets we do not own, for public detection
+    elif unowned:
+        filters = _vpc_filter(vpc.id) + [{"Name": "association.subnet-id", "Values": unowned}]
+    else:
+        return []
+    return describe(ctx, "describe_route_tables", "RouteTables", Filters=filters)
+
+
+def classify(cluster: str, states: Sequence[SubnetState], tables: Sequence[RouteTable]) -> list[RouteTable]:
+    """Give each managed subnet its own route table and tell unowned subnets' public from private; returns our
+    tables associated with no subnet (an interrupted run created them)."""
+    explicit = explicit_route_tables(tables)
+    for state in states:
+        table = explicit.get(state.id) if state.observed else None
+        if state.managed:
+            state.route_table = table if table and is_owned(table.tags, cluster) else None
+            continue
+        # CAPA: a subnet is public by its role tag or by its own route table's 0.0.0.0/0 -> internet gateway.
+        role = state.observed.tags.get(ROLE_TAG) if state.observed else None
+        state.is_public = role == ROLE_PUBLIC or bool(table and table.public)
+    return [t for t in tables if is_owned(t.tags, cluster) and not t.subnet_ids]
+
+
+def explicit_route_tables(tables: Iterable[RouteTable]) -> dict[str, RouteTable]:
+    """Subnet id -> the route table explicitly associated with it (the main table counts for nobody)."""
+    found: dict[str, RouteTable] = {}
+    for table in tables:
+        for association in table.associations:
+            if association.subnet_id and not association.main:
+                found[association.subnet_id] = table
+    return found
+
+
+def check_shape(vpc: VpcView, states: Sequence[SubnetState], spec: SubnetSpec) -> list[NatSlot]:
+    """CAPA's rules on a managed network, checked before the first mutating call; the NAT gateways' places."""
+    if not vpc.managed:
+        return []
+    if not any(s.is_public for s in states):
+        raise SpecError("subnets", "a managed VPC needs at least one public subnet")
+    managed = [s for s in states if s.managed]
+    if any(s.is_public for s in managed) and not spec.internet_gateway_id:
+        raise SpecError("internet_gateway_id", "is required for the route tables of public subnets in a managed VPC")
+    shapes = [DesiredSubnet(s.zone, s.cidr, s.is_public) for s in managed]
+    return place_nat_gateways(shapes, spec.nat_mode)
+
+
+def _check_matches(desired: DesiredSubnet, found: Subnet) -> None:
+    if desired.availability_zone and desired.availability_zone != found.zone:
+        raise SpecError(f"{desired.field}.availability_zone", f"{found.id} is in {found.zone}")
+    if desired.cidr_block and desired.cidr_block != found.cidr:
+        raise SpecError(f"{desired.field}.cidr_block", f"{found.id} has CIDR {found.cidr}")
+
+
+def pick_nat(
+    nats: Sequence[NatGateway], subnet_id: str, zone: str, zone_of_subnet: Mapping[str, str]
+) -> NatGateway | None:
+    """An existing NAT for a slot: the one in the slot's subnet, else one elsewhere in the same AZ."""
+    for nat in nats:
+        if nat.subnet_id == subnet_id:
+            return nat
+    for nat in nats:
+        if zone_of_subnet.get(nat.subnet_id or "") == zone:
+            return nat
+    return None
+
+
+def free_address(addresses: Sequence[Address], nats: Sequence[NatGateway]) -> Address | None:
+    """An owned, unassociated ``common`` EIP no NAT gateway holds (CAPA reuses these)."""
+    used = {a.allocation_id for n in nats for a in n.addresses}
+    for address in addresses:
+        if (
+            address.tags.get(ROLE_TAG) == ROLE_COMMON
+            and not address.association_id
+            and address.allocation_id not in used
+        ):
+            return address
+    return None
+
+
+# the tier --------------------------------------------------------------------------------------------------------
 class SubnetTier:
     # validate (before any AWS call) --------------------------------------------------------------------------
     def validate(self, params: dict[str, Any], region: str | None) -> None:
@@ -173,6 +505,7 @@ class SubnetTier:
         return _Build(ctx, spec).run()
 
 
+# apply: state=present --------------------------------------------------------------------------------------------
 class _Build:
     """One ``state=present`` run: observe, decide, then create/repair in CAPA's order."""
 
@@ -180,188 +513,42 @@ class _Build:
         self.ctx = ctx
         self.spec = spec
         self.ec2 = ctx.client("ec2")
-        self._zones: list[str] | None = None
-        self.nats: list[dict[str, Any]] = []
-        self.addresses: list[dict[str, Any]] = []
 
     def run(self) -> tuple[Any, Any]:
-        vpc = self._vpc()
-        existing = [] if vpc.planned else describe(self.ctx, "describe_subnets", "Subnets", Filters=_vpc_filter(vpc.id))
-        states = self._join(vpc, existing)
-        tables = self._observe_route_tables(vpc, states)
-        self._classify(states, tables)
-        slots = self._check_shape(vpc, states)
-        if vpc.managed and not vpc.planned:
-            self.nats = _live_nats(self._describe_nats(vpc.id))
-            self.addresses = describe(self.ctx, "describe_addresses", "Addresses", Filters=self.ctx.owner_filters())
-        before = _summary(
-            self.ctx.cluster, states, self.nats, self.addresses, self._observed_zones(states), observed_only=True
-        )
-
-        self._ensure_subnets(vpc, states)
-        if vpc.managed:
-            nat_by_zone = self._ensure_nat_gateways(vpc, states, slots)
-            self._ensure_route_tables(vpc, states, nat_by_zone)
-        return before, _summary(self.ctx.cluster, states, self.nats, self.addresses, self._observed_zones(states))
-
-    # observe ---------------------------------------------------------------------------------------------------
-    def _vpc(self) -> VpcView:
-        spec = self.spec
-        if is_placeholder(spec.vpc_id):
-            return VpcView(spec.vpc_id or "", [spec.vpc_cidr_block or ""], managed=True)
-        vpc = describe_by_ids(self.ctx, "describe_vpcs", "Vpcs", "VpcIds", [spec.vpc_id or ""])[0]
-        cidrs = associated_cidrs(vpc) or [vpc["CidrBlock"]]
-        if spec.vpc_cidr_block and spec.vpc_cidr_block not in cidrs:
-            raise SpecError(
-                "vpc_cidr_block", f"'{spec.vpc_cidr_block}' is not a CIDR block of {vpc['VpcId']} ({cidrs})"
-            )
-        entries = [{"cidr_block": s.cidr_block} for s in spec.subnets]
-        check_subnet_cidrs(entries, cidrs)
-        return VpcView(vpc["VpcId"], cidrs, is_owned(tags_of(vpc), self.ctx.cluster))
-
-    def _available_zones(self) -> list[str]:
-        if self._zones is None:
-            found = describe(self.ctx, "describe_availability_zones", "AvailabilityZones", Filters=AZ_FILTERS)
-            self._zones = sorted(z["ZoneName"] for z in found)
-        return self._zones
-
-    def _desired(self, vpc: VpcView, existing: list[dict[str, Any]]) -> list[DesiredSubnet]:
-        if self.spec.subnets:
-            return self.spec.subnets
-        if not vpc.managed:
-            raise SpecError(
-                "subnets", f"VPC {vpc.id} is not owned by cluster {self.ctx.cluster}: list its subnets by id"
-            )
-        in_use = {s["AvailabilityZone"] for s in existing if is_owned(tags_of(s), self.ctx.cluster)}
-        zones = choose_zones(
-            self._available_zones(), self.spec.zone_limit, self.spec.zone_selection, self.ctx.cluster, in_use
-        )
-        if not zones:
-            raise ReconcileError("no availability zone of the region is available for the default subnet layout")
-        return default_subnets(vpc.cidrs[0], zones)
-
-    def _join(self, vpc: VpcView, existing: list[dict[str, Any]]) -> list[SubnetState]:
-        """Match each desired subnet to an existing one: by id (bring your own) or by CIDR (as CAPA does)."""
-        by_id = {s["SubnetId"]: s for s in existing}
-        by_cidr = {s["CidrBlock"]: s for s in existing}
-        states = []
-        for desired in self._desired(vpc, existing):
-            if desired.id:
-                found = by_id.get(desired.id)
-                if found is None:
-                    raise SpecError(f"{desired.field}.id", f"subnet {desired.id} does not exist in VPC {vpc.id}")
-                _check_matches(desired, found)
-            else:
-                found = by_cidr.get(desired.cidr_block or "")
-                if found and found["AvailabilityZone"] != desired.availability_zone:
-                    raise SpecError(
-                        f"{desired.field}.availability_zone",
-                        f"{found['SubnetId']} with CIDR {desired.cidr_block} exists in {found['AvailabilityZone']}",
-                    )
-                if found is None:
-                    self._check_creatable(vpc, desired, existing)
-            managed = found is None or is_owned(tags_of(found), self.ctx.cluster)
-            states.append(SubnetState(desired, found, desired.is_public, managed))
-        return states
-
-    def _check_creatable(self, vpc: VpcView, desired: DesiredSubnet, existing: list[dict[str, Any]]) -> None:
-        if not vpc.managed:
-            raise SpecError(
-                desired.field,
-                f"VPC {vpc.id} is not owned by cluster {self.ctx.cluster}; subnets are only created in a managed VPC",
-            )
-        # A subnet's CIDR cannot change: a new block overlapping one in use is that change (AWS would refuse the
-        # create halfway through the run), so it is refused here, after the reads and before any change.
-        network = ipaddress.ip_network(desired.cidr_block or "")
-        for subnet in existing:
-            if network.overlaps(ipaddress.ip_network(subnet["CidrBlock"])):
-                raise SpecError(
-                    f"{desired.field}.cidr_block",
-                    f"'{desired.cidr_block}' overlaps {subnet['SubnetId']} ({subnet['CidrBlock']}) in {vpc.id}; "
-                    "a subnet's CIDR block cannot change",
-                )
-        if desired.availability_zone not in self._available_zones():
-            raise SpecError(
-                f"{desired.field}.availability_zone",
-                f"'{desired.availability_zone}' is not an available zone here ({', '.join(self._available_zones())})",
-            )
-
-    def _observe_route_tables(self, vpc: VpcView, states: list[SubnetState]) -> list[dict[str, Any]]:
-        """Route tables, one describe: ours in a managed VPC; the ones that classify unowned subnets otherwise."""
-        if vpc.planned:
-            return []
-        unowned = [s.id for s in states if not s.managed and tags_of(s.observed or {}).get(ROLE_TAG) != ROLE_PUBLIC]
-        if vpc.managed and not unowned:
-            filters = _vpc_filter(vpc.id) + self.ctx.owner_filters()
-        elif vpc.managed:
-            filters = _vpc_filter(vpc.id)  # also the tables of subnets we do not own, for public detection
-        elif unowned:
-            filters = _vpc_filter(vpc.id) + [{"Name": "association.subnet-id", "Values": unowned}]
-        else:
-            return []
-        return describe(self.ctx, "describe_route_tables", "RouteTables", Filters=filters)
-
-    def _classify(self, states: list[SubnetState], tables: list[dict[str, Any]]) -> None:
-        explicit = explicit_route_tables(tables)
-        for state in states:
-            table = explicit.get(state.id) if state.observed else None
-            if state.managed:
-                state.route_table = table if table and is_owned(tags_of(table), self.ctx.cluster) else None
-                continue
-            # CAPA: a subnet is public by its role tag or by its own route table's 0.0.0.0/0 -> internet gateway.
-            state.is_public = tags_of(state.observed or {}).get(ROLE_TAG) == ROLE_PUBLIC or has_public_route(table)
-        self._unassociated_tables = [
-            t
-            for t in tables
-            if is_owned(tags_of(t), self.ctx.cluster) and not any(a.get("SubnetId") for a in t.get("Associations", []))
-        ]
-
-    def _check_shape(self, vpc: VpcView, states: list[SubnetState]) -> list[NatSlot]:
-        """CAPA's rules on a managed network, checked before the first mutating call."""
-        if not vpc.managed:
-            return []
-        if not any(s.is_public for s in states):
-            raise SpecError("subnets", "a managed VPC needs at least one public subnet")
-        managed = [s for s in states if s.managed]
-        if any(s.is_public for s in managed) and not self.spec.internet_gateway_id:
-            raise SpecError(
-                "internet_gateway_id", "is required for the route tables of public subnets in a managed VPC"
-            )
-        shapes = [DesiredSubnet(s.zone, s.cidr, s.is_public) for s in managed]
-        return place_nat_gateways(shapes, self.spec.nat_mode)
-
-    def _describe_nats(self, vpc_id: str) -> list[dict[str, Any]]:
-        return describe(
-            self.ctx, "describe_nat_gateways", "NatGateways", Filter=_vpc_filter(vpc_id) + self.ctx.owner_filters()
-        )
-
-    def _observed_zones(self, states: list[SubnetState]) -> list[str]:
-        return sorted({s.zone for s in states if s.zone})
+        observed = observe(self.ctx, self.spec)
+        slots = check_shape(observed.vpc, observed.states, self.spec)
+        observe_egress(self.ctx, observed)
+        before = summary(self.ctx.cluster, observed, observed_only=True)
+        self._ensure_subnets(observed)
+        if observed.vpc.managed:
+            nat_by_zone = self._ensure_nat_gateways(observed, slots)
+            self._ensure_route_tables(observed, nat_by_zone)
+        return before, summary(self.ctx.cluster, observed)
 
     # subnets ---------------------------------------------------------------------------------------------------
-    def _ensure_subnets(self, vpc: VpcView, states: list[SubnetState]) -> None:
+    def _ensure_subnets(self, observed: Observed) -> None:
         created = []
-        for state in states:
+        for state in observed.states:
             if not state.managed:
                 self._tag_unowned_subnet(state)
             elif state.observed is None:
-                state.observed = self._create_subnet(vpc, state)
+                state.observed = self._create_subnet(observed.vpc, state)
                 created.append(state.id)
             else:
-                ensure_tags(self.ctx, state.id, _label(state), tags_of(state.observed), self._subnet_tags(state))
+                repair_tags(self.ctx, "ec2", state.id, state.label, state.observed.tags, self._subnet_tags(state))
         if created and self.ctx.wait and not self.ctx.check_mode:
             _wait(self.ctx, self.ec2, "subnet_available", f"subnets {', '.join(created)}", SubnetIds=created)
-        for state in states:
-            if state.managed and state.is_public and not state.observed.get("MapPublicIpOnLaunch"):
+        for state in observed.states:
+            if state.managed and state.is_public and state.observed and not state.observed.map_public_ip:
                 self.ctx.ops.call(
                     self.ec2,
                     "modify_subnet_attribute",
-                    resource=_label(state),
+                    resource=state.label,
                     reason="public subnet does not map public IPs on launch",
                     SubnetId=state.id,
                     MapPublicIpOnLaunch={"Value": True},
                 )
-                state.observed["MapPublicIpOnLaunch"] = True
+                state.observed = replace(state.observed, map_public_ip=True)
 
     def _subnet_tags(self, state: SubnetState) -> dict[str, str]:
         public = state.is_public
@@ -373,10 +560,10 @@ class _Build:
         name = subnet_name(self.ctx.cluster, public, state.zone)
         return self.ctx.tags(ROLE_PUBLIC if public else ROLE_PRIVATE, name, extra)
 
-    def _create_subnet(self, vpc: VpcView, state: SubnetState) -> dict[str, Any]:
+    def _create_subnet(self, vpc: VpcView, state: SubnetState) -> Subnet:
         tags = self._subnet_tags(state)
         label = tags.get("Name") or state.cidr
-        subnet = self.ctx.ops.call(
+        created = self.ctx.ops.call(
             self.ec2,
             "create_subnet",
             resource=label,
@@ -387,106 +574,77 @@ class _Build:
             CidrBlock=state.desired.cidr_block,
             TagSpecifications=tag_specifications("subnet", tags),
         )["Subnet"]
-        subnet.update(
-            AvailabilityZone=state.desired.availability_zone,
-            CidrBlock=state.desired.cidr_block,
-            Tags=dict_to_tags(tags),
-            MapPublicIpOnLaunch=subnet.get("MapPublicIpOnLaunch", False),
+        return Subnet(
+            created["SubnetId"],
+            state.desired.availability_zone or "",
+            state.desired.cidr_block or "",
+            dict(tags),
+            bool(created.get("MapPublicIpOnLaunch", False)),
         )
-        return subnet
 
     def _tag_unowned_subnet(self, state: SubnetState) -> None:
         """CAPA's TagUnmanagedNetworkResources: the cloud provider's discovery tags, nothing else."""
-        wanted = {
-            cloud_provider_tag_key(self.ctx.cluster): SHARED,
-            ELB_ROLE_TAG if state.is_public else INTERNAL_ELB_ROLE_TAG: "1",
-        }
-        current = tags_of(state.observed or {})
-        todo = missing_tags(current, wanted)
-        if current.get(cloud_provider_tag_key(self.ctx.cluster)) == OWNED:
-            todo.pop(cloud_provider_tag_key(self.ctx.cluster), None)  # someone else's cluster-owned tag stays
-        if todo:
-            self.ctx.ops.call(
-                self.ec2,
-                "create_tags",
-                resource=state.id,
-                reason=f"cloud-provider tags missing: {', '.join(sorted(todo))}",
-                Resources=[state.id],
-                Tags=dict_to_tags(todo),
-            )
-            state.observed.setdefault("Tags", []).extend(dict_to_tags(todo))
+        if state.observed is None:
+            return
+        key = cloud_provider_tag_key(self.ctx.cluster)
+        wanted = {key: SHARED, ELB_ROLE_TAG if state.is_public else INTERNAL_ELB_ROLE_TAG: "1"}
+        # Someone else's cluster-owned tag stays as it is.
+        frozen = (key,) if state.observed.tags.get(key) == OWNED else ()
+        tags = repair_tags(self.ctx, "ec2", state.id, state.id, state.observed.tags, wanted, frozen=frozen)
+        state.observed = replace(state.observed, tags=tags)
 
     # NAT gateways and Elastic IPs ------------------------------------------------------------------------------
-    def _ensure_nat_gateways(self, vpc: VpcView, states: list[SubnetState], slots: list[NatSlot]) -> dict[str, str]:
-        by_cidr = {s.cidr: s for s in states if s.managed}
-        free = list(self.nats)
+    def _ensure_nat_gateways(self, observed: Observed, slots: Sequence[NatSlot]) -> dict[str, str]:
+        by_cidr = {s.cidr: s for s in observed.states if s.managed}
+        free = list(observed.nats)
         nat_by_zone: dict[str, str] = {}
         waiting: list[str] = []
+        name = nat_gateway_name(self.ctx.cluster)
         for slot in slots:
             subnet = by_cidr[slot.subnet_cidr]
-            nat = _pick_nat(free, subnet.id, slot.availability_zone, self._zone_of_subnet(states))
+            nat = pick_nat(free, subnet.id, slot.availability_zone, observed.zone_of_subnet())
             if nat is None:
-                nat = self._create_nat(vpc, subnet)
-                self.nats.append(nat)
+                nat = self._create_nat(observed, subnet)
+                observed.nats.append(nat)
             else:
                 free.remove(nat)
-                tags = self.ctx.tags(ROLE_COMMON, nat_gateway_name(self.ctx.cluster))
-                ensure_tags(self.ctx, nat["NatGatewayId"], nat_gateway_name(self.ctx.cluster), tags_of(nat), tags)
-            if nat.get("State") != "available" and not is_placeholder(nat["NatGatewayId"]):
-                waiting.append(nat["NatGatewayId"])
-            nat_by_zone[slot.availability_zone] = nat["NatGatewayId"]
+                repair_tags(self.ctx, "ec2", nat.id, name, nat.tags, self.ctx.tags(ROLE_COMMON, name))
+            if nat.state != "available" and not is_placeholder(nat.id):
+                waiting.append(nat.id)
+            nat_by_zone[slot.availability_zone] = nat.id
         if free:
-            ids = ", ".join(n["NatGatewayId"] for n in free)
+            ids = ", ".join(n.id for n in free)
             self.ctx.warn(f"NAT gateway(s) {ids} are owned by the cluster but no longer needed; they are kept")
         if waiting and self.ctx.wait and not self.ctx.check_mode:
             _wait(
                 self.ctx, self.ec2, "nat_gateway_available", f"NAT gateways {', '.join(waiting)}", NatGatewayIds=waiting
             )
-            for nat in self.nats:
-                if nat["NatGatewayId"] in waiting:
-                    nat["State"] = "available"
+            observed.nats = [replace(n, state="available") if n.id in waiting else n for n in observed.nats]
         return nat_by_zone
 
-    def _zone_of_subnet(self, states: list[SubnetState]) -> dict[str, str]:
-        return {s.id: s.zone for s in states if s.observed}
-
-    def _create_nat(self, vpc: VpcView, subnet: SubnetState) -> dict[str, Any]:
-        address = self._free_address(subnet.zone)
+    def _create_nat(self, observed: Observed, subnet: SubnetState) -> NatGateway:
+        address = free_address(observed.addresses, observed.nats) or self._allocate_address(observed, subnet.zone)
         name = nat_gateway_name(self.ctx.cluster)
         tags = self.ctx.tags(ROLE_COMMON, name)
-        nat = self.ctx.ops.call(
+        created = self.ctx.ops.call(
             self.ec2,
             "create_nat_gateway",
             resource=f"{name} ({subnet.zone})",
             reason="missing",
             predicted={"NatGateway": {"NatGatewayId": placeholder("nat", subnet.zone), "State": "pending"}},
             SubnetId=subnet.id,
-            AllocationId=address["AllocationId"],
-            ClientToken=nat_client_token(),
+            AllocationId=address.allocation_id,
+            ClientToken=new_client_token(),
             TagSpecifications=tag_specifications("natgateway", tags),
         )["NatGateway"]
-        nat.update(
-            SubnetId=subnet.id,
-            VpcId=vpc.id,
-            Tags=dict_to_tags(tags),
-            NatGatewayAddresses=[{"AllocationId": address["AllocationId"], "PublicIp": address.get("PublicIp")}],
-        )
-        return nat
+        addresses = (NatAddress(address.allocation_id, address.public_ip),)
+        return NatGateway(created["NatGatewayId"], subnet.id, created.get("State"), dict(tags), addresses)
 
-    def _free_address(self, zone: str) -> dict[str, Any]:
-        """An owned, unassociated ``common`` EIP (CAPA reuses these), else a new one."""
-        used = {a.get("AllocationId") for n in self.nats for a in n.get("NatGatewayAddresses", [])}
-        for address in self.addresses:
-            if (
-                tags_of(address).get(ROLE_TAG) == ROLE_COMMON
-                and not address.get("AssociationId")
-                and address["AllocationId"] not in used
-            ):
-                return address
+    def _allocate_address(self, observed: Observed, zone: str) -> Address:
         name = eip_name(self.ctx.cluster)
         tags = self.ctx.tags(ROLE_COMMON, name)
         planned = f"{name}-{zone}"
-        address = self.ctx.ops.call(
+        allocated = self.ctx.ops.call(
             self.ec2,
             "allocate_address",
             resource=name,
@@ -495,52 +653,44 @@ class _Build:
             Domain="vpc",
             TagSpecifications=tag_specifications("elastic-ip", tags),
         )
-        address = {k: v for k, v in address.items() if k in ("AllocationId", "PublicIp", "Domain")}
-        address["Tags"] = dict_to_tags(tags)
-        self.addresses.append(address)
+        address = Address(allocated["AllocationId"], allocated.get("PublicIp"), None, dict(tags))
+        observed.addresses.append(address)
         return address
 
     # route tables ----------------------------------------------------------------------------------------------
-    def _ensure_route_tables(self, vpc: VpcView, states: list[SubnetState], nat_by_zone: dict[str, str]) -> None:
-        for state in states:
+    def _ensure_route_tables(self, observed: Observed, nat_by_zone: Mapping[str, str]) -> None:
+        for state in observed.states:
             if not state.managed:
                 continue
             name = route_table_name(self.ctx.cluster, state.is_public, state.zone)
             tags = self.ctx.tags(ROLE_COMMON, name, {cloud_provider_tag_key(self.ctx.cluster): OWNED})
-            table = state.route_table or self._adopt_unassociated(name)
+            table = state.route_table or _adopt_unassociated(observed, name)
             if table is None:
-                table = self._create_route_table(vpc, name, tags)
+                table = self._create_route_table(observed.vpc, name, tags)
             else:
-                ensure_tags(self.ctx, table["RouteTableId"], name, tags_of(table), tags)
+                table = replace(table, tags=repair_tags(self.ctx, "ec2", table.id, name, table.tags, tags))
             target = route_target(
                 state.is_public, state.zone, self.spec.nat_mode, self.spec.internet_gateway_id, nat_by_zone
             )
-            self._ensure_default_route(table, name, target)
-            if not any(a.get("SubnetId") == state.id for a in table.get("Associations", [])):
-                self.ctx.ops.call(
+            table = self._ensure_default_route(table, name, target)
+            if not any(a.subnet_id == state.id for a in table.associations):
+                answer = self.ctx.ops.call(
                     self.ec2,
                     "associate_route_table",
                     resource=name,
                     reason=f"not associated with {state.id}",
                     predicted={"AssociationId": placeholder("rtbassoc", name)},
-                    RouteTableId=table["RouteTableId"],
+                    RouteTableId=table.id,
                     SubnetId=state.id,
                 )
-                table.setdefault("Associations", []).append({"SubnetId": state.id, "Main": False})
+                association = Association(answer.get("AssociationId"), state.id)
+                table = replace(table, associations=table.associations + (association,))
             state.route_table = table
             if not state.is_public and target:
                 state.nat_gateway_id = target[1]
 
-    def _adopt_unassociated(self, name: str) -> dict[str, Any] | None:
-        # A table an interrupted run created but did not associate: reuse it rather than leave an orphan.
-        for table in self._unassociated_tables:
-            if tags_of(table).get("Name") == name:
-                self._unassociated_tables.remove(table)
-                return table
-        return None
-
-    def _create_route_table(self, vpc: VpcView, name: str, tags: dict[str, str]) -> dict[str, Any]:
-        table = self.ctx.ops.call(
+    def _create_route_table(self, vpc: VpcView, name: str, tags: Mapping[str, str]) -> RouteTable:
+        created = self.ctx.ops.call(
             self.ec2,
             "create_route_table",
             resource=name,
@@ -549,41 +699,49 @@ class _Build:
             VpcId=vpc.id,
             TagSpecifications=tag_specifications("route-table", tags),
         )["RouteTable"]
-        table.update(Tags=dict_to_tags(tags), Associations=[], Routes=[r for r in table.get("Routes", []) if r])
-        return table
+        routes = [r for r in created.get("Routes", []) if r]
+        return RouteTable(created["RouteTableId"], dict(tags), (), current_default_route({"Routes": routes}))
 
-    def _ensure_default_route(self, table: dict[str, Any], name: str, target: tuple[str, str] | None) -> None:
-        current = current_default_route(table)
+    def _ensure_default_route(self, table: RouteTable, name: str, target: tuple[str, str] | None) -> RouteTable:
+        current = table.default_route
         if current == target:
-            return
-        table_id = table["RouteTableId"]
+            return table
         if target is None:
             self.ctx.ops.call(
                 self.ec2,
                 "delete_route",
                 resource=name,
                 reason="no default route wanted (nat_gateways=none)",
-                RouteTableId=table_id,
+                RouteTableId=table.id,
                 DestinationCidrBlock=DEFAULT_ROUTE,
             )
-            table["Routes"] = [r for r in table.get("Routes", []) if r.get("DestinationCidrBlock") != DEFAULT_ROUTE]
-            return
+            return replace(table, default_route=None)
         method, reason = (
             ("create_route", "missing") if current is None else ("replace_route", f"points at {current[1]}")
         )
+        route_to: dict[str, Any] = {target[0]: target[1]}
         self.ctx.ops.call(
             self.ec2,
             method,
             resource=name,
             reason=f"{DEFAULT_ROUTE} -> {target[1]} {reason}",
-            RouteTableId=table_id,
+            RouteTableId=table.id,
             DestinationCidrBlock=DEFAULT_ROUTE,
-            **{target[0]: target[1]},
+            **route_to,
         )
-        routes = [r for r in table.get("Routes", []) if r.get("DestinationCidrBlock") != DEFAULT_ROUTE]
-        table["Routes"] = routes + [{"DestinationCidrBlock": DEFAULT_ROUTE, target[0]: target[1], "State": "active"}]
+        return replace(table, default_route=target)
 
 
+def _adopt_unassociated(observed: Observed, name: str) -> RouteTable | None:
+    # A table an interrupted run created but did not associate: reuse it rather than leave an orphan.
+    for table in observed.unassociated_tables:
+        if table.tags.get("Name") == name:
+            observed.unassociated_tables.remove(table)
+            return table
+    return None
+
+
+# apply: state=absent ---------------------------------------------------------------------------------------------
 class _Deletion:
     """``state=absent``: route tables, NAT gateways (in parallel, then wait), EIPs, subnets - owned ones only."""
 
@@ -596,21 +754,23 @@ class _Deletion:
     def run(self) -> tuple[Any, Any]:
         if is_placeholder(self.spec.vpc_id):
             return None, _empty()  # nothing of a VPC that does not exist yet can exist
-        subnets = self._subnets()
+        ctx = self.ctx
+        subnets = [Subnet.from_aws(s) for s in self._subnets()]
         scope = _vpc_filter(self.vpc_id) if self.vpc_id else []
-        tables = describe(self.ctx, "describe_route_tables", "RouteTables", Filters=scope + self.ctx.owner_filters())
-        nats = describe(self.ctx, "describe_nat_gateways", "NatGateways", Filter=scope + self.ctx.owner_filters())
-        addresses = describe(self.ctx, "describe_addresses", "Addresses", Filters=self.ctx.owner_filters())
-        owned = [s for s in subnets if is_owned(tags_of(s), self.ctx.cluster)]
+        tables = describe(ctx, "describe_route_tables", "RouteTables", Filters=scope + ctx.owner_filters())
+        nats = describe(ctx, "describe_nat_gateways", "NatGateways", Filter=scope + ctx.owner_filters())
+        addresses = describe(ctx, "describe_addresses", "Addresses", Filters=ctx.owner_filters())
+        nat_gateways = [NatGateway.from_aws(n) for n in nats]
+        eips = [Address.from_aws(a) for a in addresses]
         before = {
-            "subnets": [_subnet_summary(self.ctx.cluster, s) for s in subnets],
-            "nat_gateways": [_nat_summary(n, addresses, {}) for n in _live_nats(nats)],
+            "subnets": [subnet_view(ctx.cluster, s) for s in subnets],
+            "nat_gateways": [nat_view(n, eips, {}) for n in nat_gateways if n.live],
         }
-        self._delete_route_tables(tables)
-        self._delete_nat_gateways(nats)
-        self._release_addresses(addresses)
-        self._delete_subnets(owned)
-        self._untag_shared([s for s in subnets if not is_owned(tags_of(s), self.ctx.cluster)])
+        self._delete_route_tables([RouteTable.from_aws(t) for t in tables])
+        self._delete_nat_gateways(nat_gateways)
+        self._release_addresses(eips)
+        self._delete_subnets([s for s in subnets if is_owned(s.tags, ctx.cluster)])
+        self._untag_shared([s for s in subnets if not is_owned(s.tags, ctx.cluster)])
         return before, _empty()
 
     def _subnets(self) -> list[dict[str, Any]]:
@@ -620,117 +780,84 @@ class _Deletion:
         keys = [cluster_tag_key(self.ctx.cluster), cloud_provider_tag_key(self.ctx.cluster)]
         return describe(self.ctx, "describe_subnets", "Subnets", Filters=[{"Name": "tag-key", "Values": keys}])
 
-    def _delete_route_tables(self, tables: list[dict[str, Any]]) -> None:
+    def _delete_route_tables(self, tables: Sequence[RouteTable]) -> None:
         for table in tables:
-            name = tags_of(table).get("Name") or table["RouteTableId"]
-            if any(a.get("Main") for a in table.get("Associations", [])):
+            name = table.tags.get("Name") or table.id
+            if table.main:
                 self.ctx.warn(f"route table {name} is the VPC's main route table; it goes with the VPC")
                 continue
-            for association in table.get("Associations", []):
+            for association in table.associations:
                 self.ctx.ops.call(
                     self.ec2,
                     "disassociate_route_table",
                     resource=name,
-                    reason=f"cluster deleted (associated with {association.get('SubnetId')})",
-                    AssociationId=association["RouteTableAssociationId"],
+                    reason=f"cluster deleted (associated with {association.subnet_id})",
+                    AssociationId=association.id,
                 )
             self.ctx.ops.call(
-                self.ec2,
-                "delete_route_table",
-                resource=name,
-                reason="cluster deleted",
-                RouteTableId=table["RouteTableId"],
+                self.ec2, "delete_route_table", resource=name, reason="cluster deleted", RouteTableId=table.id
             )
 
-    def _delete_nat_gateways(self, nats: list[dict[str, Any]]) -> None:
-        pending = [n["NatGatewayId"] for n in nats if n.get("State") == "deleting"]
-        for nat in _live_nats(nats):
+    def _delete_nat_gateways(self, nats: Sequence[NatGateway]) -> None:
+        pending = [n.id for n in nats if n.state == "deleting"]
+        for nat in nats:
+            if not nat.live:
+                continue
             self.ctx.ops.call(
                 self.ec2,
                 "delete_nat_gateway",
-                resource=f"{nat_gateway_name(self.ctx.cluster)} ({nat['NatGatewayId']})",
+                resource=f"{nat_gateway_name(self.ctx.cluster)} ({nat.id})",
                 reason="cluster deleted",
-                NatGatewayId=nat["NatGatewayId"],
+                NatGatewayId=nat.id,
             )
-            pending.append(nat["NatGatewayId"])
+            pending.append(nat.id)
         # Deleted in parallel, then one wait: their EIPs and ENIs are only released once they are gone.
         if pending and self.ctx.wait and not self.ctx.check_mode:
             _wait(
                 self.ctx, self.ec2, "nat_gateway_deleted", f"NAT gateways {', '.join(pending)}", NatGatewayIds=pending
             )
 
-    def _release_addresses(self, addresses: list[dict[str, Any]]) -> None:
+    def _release_addresses(self, addresses: Sequence[Address]) -> None:
         # InvalidIPAddress.InUse / AuthFailure while AWS releases the NAT's ENI are retried by the client.
         for address in addresses:
             self.ctx.ops.call(
                 self.ec2,
                 "release_address",
-                resource=tags_of(address).get("Name") or address.get("PublicIp", address["AllocationId"]),
+                resource=address.tags.get("Name") or address.public_ip or address.allocation_id,
                 reason="cluster deleted",
-                AllocationId=address["AllocationId"],
+                AllocationId=address.allocation_id,
             )
 
-    def _delete_subnets(self, subnets: list[dict[str, Any]]) -> None:
+    def _delete_subnets(self, subnets: Sequence[Subnet]) -> None:
         for subnet in subnets:
-            subnet_id = subnet["SubnetId"]
-            label = tags_of(subnet).get("Name") or subnet_id
 
-            def attempt(subnet_id: str = subnet_id, label: str = label) -> Any:
+            def attempt(subnet: Subnet = subnet) -> Any:
                 return self.ctx.ops.call(
-                    self.ec2, "delete_subnet", resource=label, reason="cluster deleted", SubnetId=subnet_id
+                    self.ec2, "delete_subnet", resource=subnet.label, reason="cluster deleted", SubnetId=subnet.id
                 )
 
             if self.ctx.check_mode:
                 attempt()
                 continue
-            delete_when_free(
-                self.ctx,
-                attempt,
-                f"subnet {subnet_id}",
-                blockers=finder(self.ctx, subnet_id=subnet_id),
-            )
+            delete_when_free(self.ctx, attempt, f"subnet {subnet.id}", blockers=finder(self.ctx, subnet_id=subnet.id))
 
-    def _untag_shared(self, subnets: list[dict[str, Any]]) -> None:
+    def _untag_shared(self, subnets: Sequence[Subnet]) -> None:
         key = cloud_provider_tag_key(self.ctx.cluster)
         for subnet in subnets:
-            if tags_of(subnet).get(key) == SHARED:
+            if subnet.tags.get(key) == SHARED:
                 self.ctx.ops.call(
                     self.ec2,
                     "delete_tags",
-                    resource=subnet["SubnetId"],
+                    resource=subnet.id,
                     reason="cluster deleted; the subnet is not the cluster's and stays",
-                    Resources=[subnet["SubnetId"]],
+                    Resources=[subnet.id],
                     Tags=[{"Key": key, "Value": SHARED}],
                 )
 
 
-# helpers -----------------------------------------------------------------------------------------------------------
+# helpers ---------------------------------------------------------------------------------------------------------
 def _vpc_filter(vpc_id: str | None) -> list[dict[str, Any]]:
     return [{"Name": "vpc-id", "Values": [vpc_id]}]
-
-
-def _live_nats(nats: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [n for n in nats if n.get("State") not in GONE_NAT_STATES]
-
-
-def _pick_nat(
-    nats: list[dict[str, Any]], subnet_id: str, zone: str, zone_of_subnet: dict[str, str]
-) -> dict[str, Any] | None:
-    """An existing NAT for a slot: the one in the slot's subnet, else one elsewhere in the same AZ."""
-    for nat in nats:
-        if nat.get("SubnetId") == subnet_id:
-            return nat
-    for nat in nats:
-        if zone_of_subnet.get(nat.get("SubnetId", "")) == zone:
-            return nat
-    return None
-
-
-def _check_matches(desired: DesiredSubnet, found: dict[str, Any]) -> None:
-    if desired.availability_zone and desired.availability_zone != found["AvailabilityZone"]:
-        raise SpecError(f"{desired.field}.availability_zone", f"{found['SubnetId']} is in {found['AvailabilityZone']}")
-    if desired.cidr_block and desired.cidr_block != found["CidrBlock"]:
-        raise SpecError(f"{desired.field}.cidr_block", f"{found['SubnetId']} has CIDR {found['CidrBlock']}")
 
 
 def _wait(ctx: Context, client: Any, waiter: str, what: str, delay: int = 2, **params: Any) -> None:
@@ -742,61 +869,46 @@ def _wait(ctx: Context, client: Any, waiter: str, what: str, delay: int = 2, **p
         raise ReconcileError(f"{what}: {waiter} not reached within {ctx.wait_timeout}s ({e.last_response})") from e
 
 
-def _label(state: SubnetState) -> str:
-    return tags_of(state.observed or {}).get("Name") or state.id or state.cidr
-
-
-def _subnet_summary(cluster: str, subnet: dict[str, Any], state: SubnetState | None = None) -> dict[str, Any]:
-    tags = tags_of(subnet)
-    public = state.is_public if state else tags.get(ROLE_TAG) == ROLE_PUBLIC
+# view ------------------------------------------------------------------------------------------------------------
+def subnet_view(cluster: str, subnet: Subnet, state: SubnetState | None = None) -> dict[str, Any]:
+    public = state.is_public if state else subnet.tags.get(ROLE_TAG) == ROLE_PUBLIC
     table = state.route_table if state else None
     return {
-        "id": subnet["SubnetId"],
-        "name": tags.get("Name"),
-        "availability_zone": subnet.get("AvailabilityZone"),
-        "cidr_block": subnet.get("CidrBlock"),
+        "id": subnet.id,
+        "name": subnet.tags.get("Name"),
+        "availability_zone": subnet.zone,
+        "cidr_block": subnet.cidr,
         "is_public": public,
-        "managed": state.managed if state else is_owned(tags, cluster),
-        "route_table_id": table["RouteTableId"] if table else None,
+        "managed": state.managed if state else is_owned(subnet.tags, cluster),
+        "route_table_id": table.id if table else None,
         "nat_gateway_id": None if public or not state else state.nat_gateway_id,
-        "map_public_ip_on_launch": bool(subnet.get("MapPublicIpOnLaunch")),
-        "tags": tags,
+        "map_public_ip_on_launch": subnet.map_public_ip,
+        "tags": subnet.tags,
     }
 
 
-def _nat_summary(
-    nat: dict[str, Any], addresses: list[dict[str, Any]], zone_of_subnet: dict[str, str]
-) -> dict[str, Any]:
-    first = (nat.get("NatGatewayAddresses") or [{}])[0]
-    ip = first.get("PublicIp") or next(
-        (a.get("PublicIp") for a in addresses if a.get("AllocationId") == first.get("AllocationId")), None
-    )
+def nat_view(nat: NatGateway, addresses: Sequence[Address], zone_of_subnet: Mapping[str, str]) -> dict[str, Any]:
+    first = nat.addresses[0] if nat.addresses else NatAddress(None, None)
+    ip = first.public_ip or next((a.public_ip for a in addresses if a.allocation_id == first.allocation_id), None)
     return {
-        "id": nat["NatGatewayId"],
-        "availability_zone": zone_of_subnet.get(nat.get("SubnetId", "")),
-        "subnet_id": nat.get("SubnetId"),
-        "allocation_id": first.get("AllocationId"),
+        "id": nat.id,
+        "availability_zone": zone_of_subnet.get(nat.subnet_id or ""),
+        "subnet_id": nat.subnet_id,
+        "allocation_id": first.allocation_id,
         "public_ip": ip,
-        "state": nat.get("State"),
+        "state": nat.state,
     }
 
 
-def _summary(
-    cluster: str,
-    states: list[SubnetState],
-    nats: list[dict[str, Any]],
-    addresses: list[dict[str, Any]],
-    zones: list[str],
-    observed_only: bool = False,
-) -> dict[str, Any]:
-    subnets = [_subnet_summary(cluster, s.observed, None if observed_only else s) for s in states if s.observed]
-    zone_of_subnet = {s.id: s.zone for s in states if s.observed}
-    nat_list = [_nat_summary(n, addresses, zone_of_subnet) for n in nats]
+def summary(cluster: str, observed: Observed, observed_only: bool = False) -> dict[str, Any]:
+    """The tier's result: subnets (as observed, or as the run left them), NAT gateways and their IPs, the zones."""
+    subnets = [subnet_view(cluster, s.observed, None if observed_only else s) for s in observed.states if s.observed]
+    nat_list = [nat_view(n, observed.addresses, observed.zone_of_subnet()) for n in observed.nats]
     return {
         "subnets": subnets,
         "nat_gateways": nat_list,
         "nat_gateway_ips": [n["public_ip"] for n in nat_list if n["public_ip"]],
-        "availability_zones": zones,
+        "availability_zones": observed.zones,
     }
 
 

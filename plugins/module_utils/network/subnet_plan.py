@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..kernel.errors import SpecError
-from ..kernel.idempotency import new_client_token
 from .cidr import CarvingError, default_layout
 
 ORDERED = "Ordered"
@@ -156,19 +155,6 @@ def current_default_route(route_table: Mapping[str, Any]) -> tuple[str, str] | N
     return None
 
 
-def has_public_route(route_table: Mapping[str, Any] | None) -> bool:
-    target = current_default_route(route_table or {})
+def is_public_target(target: tuple[str, str] | None) -> bool:
+    """A default route to an internet (or carrier) gateway: what makes a subnet public."""
     return bool(target and target[1].startswith(PUBLIC_GATEWAY_PREFIXES))
-
-
-def explicit_route_tables(route_tables: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Subnet id -> the route table explicitly associated with it (the main table counts for nobody)."""
-    found: dict[str, dict[str, Any]] = {}
-    for table in route_tables:
-        for association in table.get("Associations", []):
-            if association.get("SubnetId") and not association.get("Main"):
-                found[association["SubnetId"]] = dict(table)
-    return found
-
-
-nat_client_token = new_client_token  # a fresh token per create intent (see _reconcile)

@@ -1,25 +1,218 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Private: the cluster VPC and its internet gateway (CAPA pkg/cloud/services/network/{vpc,gateways}.go)."""
+"""Private: the cluster VPC and its internet gateway (CAPA pkg/cloud/services/network/{vpc,gateways}.go).
+
+The tier skeleton: :class:`VpcSpec` (the options, once) -> :func:`observe` (one describe per resource type, into
+:class:`ObservedVpc` / :class:`Gateway` values) -> :func:`plan` (pure: what to create, enable, associate, attach)
+-> :class:`VpcTier` applies it through ``ctx.ops`` -> :func:`summarise` (the one view of a VPC).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
 
-from ..aws.ec2 import delete_when_free, describe, describe_by_ids, ensure_tags, tags_of
+from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import placeholder
-from ..kernel.tags import ROLE_COMMON, igw_name, is_owned, tag_specifications, vpc_name
+from ..kernel.tags import ROLE_COMMON, igw_name, is_owned, repair_tags, tag_specifications, vpc_name
 from ..kernel.validation import check_resource_id, check_vpc_cidr
 from .blockers import finder
 
 DEFAULT_CIDR = "10.0.0.0/16"
-# A new VPC has DNS support on and DNS hostnames off; CAPA wants both on.
-NEW_VPC_DNS = {"enableDnsSupport": True, "enableDnsHostnames": False}
-DNS_ATTRIBUTES = ("enableDnsSupport", "enableDnsHostnames")
+PRESENT, ABSENT = "present", "absent"
+# The two DNS attributes CAPA wants on, as DescribeVpcAttribute names them.
+DNS_SUPPORT, DNS_HOSTNAMES = "enableDnsSupport", "enableDnsHostnames"
+DNS_ATTRIBUTES = (DNS_SUPPORT, DNS_HOSTNAMES)
 
 
+# spec ------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VpcSpec:
+    """The module's options as plain values."""
+
+    state: str
+    vpc_id: str | None
+    cidr_block: str
+    secondary_cidr_blocks: tuple[str, ...] = ()
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> VpcSpec:
+        return cls(
+            state=params["state"],
+            vpc_id=params.get("id") or None,
+            cidr_block=params["cidr_block"],
+            secondary_cidr_blocks=tuple(params.get("secondary_cidr_blocks") or ()),
+        )
+
+
+# observed state --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dns:
+    """The VPC's DNS attributes (AWS answers one per DescribeVpcAttribute call)."""
+
+    support: bool
+    hostnames: bool
+
+    def off(self) -> tuple[str, ...]:
+        """The attributes still off, in the order CAPA turns them on."""
+        return tuple(name for name, on in ((DNS_SUPPORT, self.support), (DNS_HOSTNAMES, self.hostnames)) if not on)
+
+
+# A new VPC has DNS support on and DNS hostnames off.
+NEW_VPC_DNS = Dns(support=True, hostnames=False)
+
+
+@dataclass(frozen=True)
+class ObservedVpc:
+    id: str
+    cidr_block: str | None
+    cidrs: tuple[str, ...]  # associated (or associating) blocks, the primary one included
+    tags: dict[str, str]
+    owned: bool
+    dns: Dns | None = None  # read for an owned VPC kept present only
+
+    @classmethod
+    def from_aws(cls, vpc: Mapping[str, Any], cluster: str, dns: Dns | None = None) -> ObservedVpc:
+        tags = tags_of(vpc)
+        return cls(vpc["VpcId"], vpc.get("CidrBlock"), tuple(associated_cidrs(vpc)), tags, is_owned(tags, cluster), dns)
+
+    @property
+    def secondary_cidrs(self) -> list[str]:
+        cidrs = self.cidrs or ((self.cidr_block,) if self.cidr_block else ())
+        return [c for c in cidrs if c != self.cidr_block]
+
+
+@dataclass(frozen=True)
+class Gateway:
+    id: str
+    tags: dict[str, str]
+    attached_to: tuple[str, ...]  # VPC ids
+
+    @classmethod
+    def from_aws(cls, gateway: Mapping[str, Any]) -> Gateway:
+        vpcs = tuple(a["VpcId"] for a in gateway.get("Attachments", []) if a.get("VpcId"))
+        return cls(gateway["InternetGatewayId"], tags_of(gateway), vpcs)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What AWS has: the VPC, its internet gateway, and the cluster's own gateways (when they were read)."""
+
+    vpc: ObservedVpc | None
+    gateway: Gateway | None = None
+    owned_gateways: tuple[Gateway, ...] = field(default_factory=tuple)
+
+
+def associated_cidrs(vpc: Mapping[str, Any]) -> list[str]:
+    return [
+        a["CidrBlock"]
+        for a in vpc.get("CidrBlockAssociationSet", [])
+        if a.get("CidrBlockState", {}).get("State") in ("associated", "associating")
+    ]
+
+
+def observe(ctx: Context, spec: VpcSpec) -> Observed:
+    """The VPC (by id, or the one the cluster owns), then its gateway, with one describe per question.
+
+    For our VPC, our own gateway is looked for first (attached, or left detached by an interrupted run); only when
+    there is none, one someone else attached (CAPA adopts it). For a VPC we do not own, what is attached is
+    reported. The cluster's gateways are also what a deletion removes.
+    """
+    vpc = _find(ctx, spec.vpc_id)
+    if vpc is None:
+        return Observed(None, None, _owned_gateways(ctx) if spec.state == ABSENT else ())
+    if vpc.owned and spec.state == PRESENT:
+        vpc = replace(vpc, dns=_dns(ctx, vpc.id))
+    if vpc.owned:
+        owned = _owned_gateways(ctx)
+        return Observed(vpc, pick_gateway(vpc.id, owned) or _attached_gateway(ctx, vpc.id), owned)
+    gateway = _attached_gateway(ctx, vpc.id)
+    return Observed(vpc, gateway, _owned_gateways(ctx) if spec.state == ABSENT else ())
+
+
+def _find(ctx: Context, vpc_id: str | None) -> ObservedVpc | None:
+    if vpc_id:
+        return ObservedVpc.from_aws(require_by_ids(ctx, "describe_vpcs", "Vpcs", "VpcIds", [vpc_id])[0], ctx.cluster)
+    owned = describe(ctx, "describe_vpcs", "Vpcs", Filters=ctx.owner_filters())
+    if len(owned) > 1:
+        ids = ", ".join(sorted(v["VpcId"] for v in owned))
+        raise ReconcileError(f"more than one VPC is owned by cluster {ctx.cluster}: {ids}; delete the extra ones")
+    return ObservedVpc.from_aws(owned[0], ctx.cluster) if owned else None
+
+
+def _dns(ctx: Context, vpc_id: str) -> Dns:
+    ec2 = ctx.client("ec2")
+    value = {
+        name: ec2.describe_vpc_attribute(VpcId=vpc_id, Attribute=name)[_capitalised(name)]["Value"]
+        for name in DNS_ATTRIBUTES
+    }
+    return Dns(support=value[DNS_SUPPORT], hostnames=value[DNS_HOSTNAMES])
+
+
+def _owned_gateways(ctx: Context) -> tuple[Gateway, ...]:
+    found = describe(ctx, "describe_internet_gateways", "InternetGateways", Filters=ctx.owner_filters())
+    return tuple(Gateway.from_aws(g) for g in found)
+
+
+def _attached_gateway(ctx: Context, vpc_id: str) -> Gateway | None:
+    attached = describe(
+        ctx,
+        "describe_internet_gateways",
+        "InternetGateways",
+        Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}],
+    )
+    return Gateway.from_aws(attached[0]) if attached else None
+
+
+def pick_gateway(vpc_id: str, owned: Sequence[Gateway]) -> Gateway | None:
+    """Of the cluster's gateways: the one attached to the VPC, else one attached nowhere."""
+    here = [g for g in owned if vpc_id in g.attached_to]
+    free = [g for g in owned if not g.attached_to]
+    return next(iter(here or free), None)
+
+
+# plan (pure) -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VpcPlan:
+    """What a ``state=present`` run does to an owned (or missing) VPC."""
+
+    create_vpc: bool
+    enable_dns: tuple[str, ...]
+    associate_cidrs: tuple[str, ...]
+    unwanted_cidrs: tuple[str, ...]  # in AWS, not in the spec: kept (add-only), warned about
+    create_gateway: bool
+    attach_gateway: bool
+
+
+def plan(spec: VpcSpec, observed: Observed) -> VpcPlan:
+    vpc = observed.vpc
+    present = list(vpc.cidrs) if vpc else []
+    primary = vpc.cidr_block if vpc else spec.cidr_block
+    dns = (vpc.dns if vpc else None) or NEW_VPC_DNS
+    gateway = observed.gateway if vpc else None
+    return VpcPlan(
+        create_vpc=vpc is None,
+        enable_dns=dns.off(),
+        associate_cidrs=tuple(c for c in spec.secondary_cidr_blocks if c not in present),
+        unwanted_cidrs=tuple(c for c in present if c not in spec.secondary_cidr_blocks and c != primary),
+        create_gateway=gateway is None,
+        attach_gateway=gateway is None or vpc is None or vpc.id not in gateway.attached_to,
+    )
+
+
+def refuse_cidr_change(spec: VpcSpec, vpc: ObservedVpc) -> None:
+    # AWS cannot change a VPC's primary block; refused after the read, before any change.
+    if vpc.cidr_block != spec.cidr_block:
+        raise SpecError(
+            "cidr_block",
+            f"'{spec.cidr_block}': {vpc.id} was created with {vpc.cidr_block} and the primary "
+            "CIDR block of a VPC cannot change (add secondary_cidr_blocks instead)",
+        )
+
+
+# the tier --------------------------------------------------------------------------------------------------------
 class VpcTier:
     def validate(self, params: dict[str, Any], region: str | None) -> None:
         check_resource_id(params.get("id"), "vpc", "id")
@@ -30,223 +223,137 @@ class VpcTier:
                 raise SpecError(f"secondary_cidr_blocks[{index}]", f"'{cidr}' overlaps cidr_block '{primary}'")
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        vpc = self._find(ctx, params.get("id"))
-        if vpc is not None and is_owned(tags_of(vpc), ctx.cluster) and params["state"] == "present":
-            self._dns_attributes(ctx, vpc)
-        before = summarise(ctx, vpc, self._igw_of(ctx, vpc)) if vpc else None
-        if params["state"] == "absent":
-            self._delete(ctx, vpc)
+        spec = VpcSpec.from_params(params)
+        observed = observe(ctx, spec)
+        before = summarise(observed.vpc, observed.gateway) if observed.vpc else None
+        if spec.state == ABSENT:
+            _delete(ctx, observed)
             return before, None
-        if vpc is not None and not is_owned(tags_of(vpc), ctx.cluster):
+        if observed.vpc is not None and not observed.vpc.owned:
             return before, before  # bring your own: used as it is, never changed
-        if vpc is not None and vpc.get("CidrBlock") != params["cidr_block"]:
-            # AWS cannot change a VPC's primary block; refused after the read, before any change.
-            raise SpecError(
-                "cidr_block",
-                f"'{params['cidr_block']}': {vpc['VpcId']} was created with {vpc.get('CidrBlock')} and the primary "
-                "CIDR block of a VPC cannot change (add secondary_cidr_blocks instead)",
-            )
-        vpc = self._ensure_vpc(ctx, vpc, params)
-        igw = self._ensure_internet_gateway(ctx, vpc)
-        return before, summarise(ctx, vpc, igw)
+        if observed.vpc is not None:
+            refuse_cidr_change(spec, observed.vpc)
+        steps = plan(spec, observed)
+        vpc = _apply_vpc(ctx, spec, observed.vpc, steps)
+        gateway = _apply_gateway(ctx, vpc, observed.gateway if observed.vpc else None, steps)
+        return before, summarise(vpc, gateway)
 
-    # observe -----------------------------------------------------------------------------------------------
-    def _find(self, ctx: Context, vpc_id: str | None) -> dict[str, Any] | None:
-        if vpc_id:
-            return describe_by_ids(ctx, "describe_vpcs", "Vpcs", "VpcIds", [vpc_id])[0]
-        owned = describe(ctx, "describe_vpcs", "Vpcs", Filters=ctx.owner_filters())
-        if len(owned) > 1:
-            ids = ", ".join(sorted(v["VpcId"] for v in owned))
-            raise ReconcileError(f"more than one VPC is owned by cluster {ctx.cluster}: {ids}; delete the extra ones")
-        return owned[0] if owned else None
 
-    def _igw_of(self, ctx: Context, vpc: dict[str, Any]) -> dict[str, Any] | None:
-        """The VPC's gateway with one describe on the steady path.
+# apply -----------------------------------------------------------------------------------------------------------
+def _apply_vpc(ctx: Context, spec: VpcSpec, vpc: ObservedVpc | None, steps: VpcPlan) -> ObservedVpc:
+    ec2 = ctx.client("ec2")
+    name = vpc_name(ctx.cluster)
+    tags = ctx.tags(ROLE_COMMON, name)
+    if vpc is None:
+        created = ctx.ops.call(
+            ec2,
+            "create_vpc",
+            resource=name,
+            reason="missing",
+            predicted={"Vpc": {"VpcId": placeholder("vpc", name), "CidrBlock": spec.cidr_block}},
+            CidrBlock=spec.cidr_block,
+            TagSpecifications=tag_specifications("vpc", tags),
+        )["Vpc"]
+        vpc = replace(ObservedVpc.from_aws(created, ctx.cluster), tags=dict(tags), owned=True, dns=NEW_VPC_DNS)
+        if ctx.wait and not ctx.check_mode:
+            ec2.waiter("vpc_available").wait(VpcIds=[vpc.id], WaiterConfig={"Delay": 2, "MaxAttempts": 60})
+    else:
+        repair_tags(ctx, "ec2", vpc.id, name, vpc.tags, tags)
+    for attribute in steps.enable_dns:
+        turn_on: dict[str, Any] = {_capitalised(attribute): {"Value": True}}
+        ctx.ops.call(ec2, "modify_vpc_attribute", resource=name, reason=f"{attribute} is off", VpcId=vpc.id, **turn_on)
+    for cidr in steps.associate_cidrs:
+        ctx.ops.call(
+            ec2,
+            "associate_vpc_cidr_block",
+            resource=name,
+            reason=f"secondary CIDR {cidr} missing",
+            VpcId=vpc.id,
+            CidrBlock=cidr,
+        )
+    if steps.unwanted_cidrs:
+        ctx.warn(
+            f"secondary CIDR block(s) {', '.join(steps.unwanted_cidrs)} are not in the spec; they are kept (add-only)"
+        )
+    return replace(vpc, dns=Dns(True, True), cidrs=vpc.cidrs + steps.associate_cidrs)
 
-        For our VPC, look for our own gateway first (attached, or left detached by an interrupted run); only
-        when there is none, look for one someone else attached (CAPA adopts it). For a VPC we do not own,
-        just report what is attached.
-        """
-        if "_igw" in vpc:
-            return vpc["_igw"]
-        found = None
-        if is_owned(tags_of(vpc), ctx.cluster):
-            owned = self._owned_igws(ctx)
-            here = [g for g in owned if any(a.get("VpcId") == vpc["VpcId"] for a in g.get("Attachments", []))]
-            free = [g for g in owned if not g.get("Attachments")]
-            found = (here or free or [None])[0]
-        if found is None:
-            attached = describe(
-                ctx,
-                "describe_internet_gateways",
-                "InternetGateways",
-                Filters=[{"Name": "attachment.vpc-id", "Values": [vpc["VpcId"]]}],
-            )
-            found = attached[0] if attached else None
-        vpc["_igw"] = found
-        return found
 
-    def _owned_igws(self, ctx: Context) -> list[dict[str, Any]]:
-        if not hasattr(self, "_owned_igw_list"):
-            self._owned_igw_list = describe(
-                ctx, "describe_internet_gateways", "InternetGateways", Filters=ctx.owner_filters()
-            )
-        return self._owned_igw_list
+def _apply_gateway(ctx: Context, vpc: ObservedVpc, gateway: Gateway | None, steps: VpcPlan) -> Gateway:
+    ec2 = ctx.client("ec2")
+    name = igw_name(ctx.cluster)
+    tags = ctx.tags(ROLE_COMMON, name)
+    if gateway is None:
+        created = ctx.ops.call(
+            ec2,
+            "create_internet_gateway",
+            resource=name,
+            reason="missing",
+            predicted={"InternetGateway": {"InternetGatewayId": placeholder("igw", name)}},
+            TagSpecifications=tag_specifications("internet-gateway", tags),
+        )["InternetGateway"]
+        gateway = Gateway(created["InternetGatewayId"], dict(tags), ())
+    elif is_owned(gateway.tags, ctx.cluster):
+        repair_tags(ctx, "ec2", gateway.id, name, gateway.tags, tags)
+    if steps.attach_gateway:
+        ctx.ops.call(
+            ec2,
+            "attach_internet_gateway",
+            resource=name,
+            reason=f"not attached to {vpc.id}",
+            InternetGatewayId=gateway.id,
+            VpcId=vpc.id,
+        )
+        gateway = replace(gateway, attached_to=(vpc.id,))
+    return gateway
 
-    def _dns_attributes(self, ctx: Context, vpc: dict[str, Any]) -> dict[str, bool]:
-        # AWS answers one attribute per DescribeVpcAttribute call.
-        if "_dns" not in vpc:
-            ec2 = ctx.client("ec2")
-            vpc["_dns"] = {
-                name: ec2.describe_vpc_attribute(VpcId=vpc["VpcId"], Attribute=name)[name[0].upper() + name[1:]][
-                    "Value"
-                ]
-                for name in DNS_ATTRIBUTES
-            }
-        return vpc["_dns"]
 
-    # converge ----------------------------------------------------------------------------------------------
-    def _ensure_vpc(self, ctx: Context, vpc: dict[str, Any] | None, params: dict[str, Any]) -> dict[str, Any]:
-        ec2 = ctx.client("ec2")
-        name = vpc_name(ctx.cluster)
-        tags = ctx.tags(ROLE_COMMON, name)
-        if vpc is None:
-            vpc = ctx.ops.call(
-                ec2,
-                "create_vpc",
-                resource=name,
-                reason="missing",
-                predicted={"Vpc": {"VpcId": placeholder("vpc", name), "CidrBlock": params["cidr_block"]}},
-                CidrBlock=params["cidr_block"],
-                TagSpecifications=tag_specifications("vpc", tags),
-            )["Vpc"]
-            vpc.update(Tags=[{"Key": k, "Value": v} for k, v in tags.items()], _dns=dict(NEW_VPC_DNS), _igw=None)
-            if ctx.wait and not ctx.check_mode:
-                ec2.waiter("vpc_available").wait(VpcIds=[vpc["VpcId"]], WaiterConfig={"Delay": 2, "MaxAttempts": 60})
-        else:
-            ensure_tags(ctx, vpc["VpcId"], name, tags_of(vpc), tags)
-        self._ensure_dns(ctx, vpc, name)
-        self._ensure_secondary_cidrs(ctx, vpc, params["secondary_cidr_blocks"], name)
-        return vpc
-
-    def _ensure_dns(self, ctx: Context, vpc: dict[str, Any], name: str) -> None:
-        current = self._dns_attributes(ctx, vpc)
-        for attribute in DNS_ATTRIBUTES:
-            if not current[attribute]:
-                ctx.ops.call(
-                    ctx.client("ec2"),
-                    "modify_vpc_attribute",
-                    resource=name,
-                    reason=f"{attribute} is off",
-                    VpcId=vpc["VpcId"],
-                    **{attribute[0].upper() + attribute[1:]: {"Value": True}},
-                )
-                current[attribute] = True
-
-    def _ensure_secondary_cidrs(self, ctx: Context, vpc: dict[str, Any], wanted: list[str], name: str) -> None:
-        present = associated_cidrs(vpc)
-        for cidr in wanted:
-            if cidr in present:
-                continue
-            ctx.ops.call(
-                ctx.client("ec2"),
-                "associate_vpc_cidr_block",
-                resource=name,
-                reason=f"secondary CIDR {cidr} missing",
-                VpcId=vpc["VpcId"],
-                CidrBlock=cidr,
-            )
-            vpc.setdefault("CidrBlockAssociationSet", []).append(
-                {"CidrBlock": cidr, "CidrBlockState": {"State": "associated"}}
-            )
-        extra = [c for c in present if c not in wanted and c != vpc.get("CidrBlock")]
-        if extra:
-            ctx.warn(f"secondary CIDR block(s) {', '.join(extra)} are not in the spec; they are kept (add-only)")
-
-    def _ensure_internet_gateway(self, ctx: Context, vpc: dict[str, Any]) -> dict[str, Any]:
-        ec2 = ctx.client("ec2")
-        name = igw_name(ctx.cluster)
-        tags = ctx.tags(ROLE_COMMON, name)
-        igw = self._igw_of(ctx, vpc)
-        if igw is None:
-            igw = ctx.ops.call(
-                ec2,
-                "create_internet_gateway",
-                resource=name,
-                reason="missing",
-                predicted={"InternetGateway": {"InternetGatewayId": placeholder("igw", name)}},
-                TagSpecifications=tag_specifications("internet-gateway", tags),
-            )["InternetGateway"]
-            igw.update(Tags=[{"Key": k, "Value": v} for k, v in tags.items()], Attachments=[])
-        elif is_owned(tags_of(igw), ctx.cluster):
-            ensure_tags(ctx, igw["InternetGatewayId"], name, tags_of(igw), tags)
-        if not any(a.get("VpcId") == vpc["VpcId"] for a in igw.get("Attachments", [])):
+def _delete(ctx: Context, observed: Observed) -> None:
+    ec2 = ctx.client("ec2")
+    for gateway in observed.owned_gateways:
+        for vpc_id in gateway.attached_to:
             ctx.ops.call(
                 ec2,
-                "attach_internet_gateway",
-                resource=name,
-                reason=f"not attached to {vpc['VpcId']}",
-                InternetGatewayId=igw["InternetGatewayId"],
-                VpcId=vpc["VpcId"],
-            )
-            igw["Attachments"] = [{"VpcId": vpc["VpcId"], "State": "available"}]
-        return igw
-
-    # delete ------------------------------------------------------------------------------------------------
-    def _delete(self, ctx: Context, vpc: dict[str, Any] | None) -> None:
-        ec2 = ctx.client("ec2")
-        for igw in self._owned_igws(ctx):
-            for attachment in igw.get("Attachments", []):
-                ctx.ops.call(
-                    ec2,
-                    "detach_internet_gateway",
-                    resource=igw_name(ctx.cluster),
-                    reason="cluster deleted",
-                    InternetGatewayId=igw["InternetGatewayId"],
-                    VpcId=attachment["VpcId"],
-                )
-            ctx.ops.call(
-                ec2,
-                "delete_internet_gateway",
+                "detach_internet_gateway",
                 resource=igw_name(ctx.cluster),
                 reason="cluster deleted",
-                InternetGatewayId=igw["InternetGatewayId"],
+                InternetGatewayId=gateway.id,
+                VpcId=vpc_id,
             )
-        if vpc is None or not is_owned(tags_of(vpc), ctx.cluster):
-            return
-        vpc_id = vpc["VpcId"]
-        if ctx.check_mode:
-            ctx.ops.call(ec2, "delete_vpc", resource=vpc_name(ctx.cluster), reason="cluster deleted", VpcId=vpc_id)
-            return
-        delete_when_free(
-            ctx,
-            lambda: ctx.ops.call(
-                ec2, "delete_vpc", resource=vpc_name(ctx.cluster), reason="cluster deleted", VpcId=vpc_id
-            ),
-            f"VPC {vpc_id}",
-            blockers=finder(ctx, vpc_id=vpc_id),
+        ctx.ops.call(
+            ec2,
+            "delete_internet_gateway",
+            resource=igw_name(ctx.cluster),
+            reason="cluster deleted",
+            InternetGatewayId=gateway.id,
         )
+    vpc = observed.vpc
+    if vpc is None or not vpc.owned:
+        return
+
+    def attempt() -> Any:
+        return ctx.ops.call(ec2, "delete_vpc", resource=vpc_name(ctx.cluster), reason="cluster deleted", VpcId=vpc.id)
+
+    if ctx.check_mode:
+        attempt()
+        return
+    delete_when_free(ctx, attempt, f"VPC {vpc.id}", blockers=finder(ctx, vpc_id=vpc.id))
 
 
-def associated_cidrs(vpc: dict[str, Any]) -> list[str]:
-    return [
-        a["CidrBlock"]
-        for a in vpc.get("CidrBlockAssociationSet", [])
-        if a.get("CidrBlockState", {}).get("State") in ("associated", "associating")
-    ]
+def _capitalised(attribute: str) -> str:
+    # DescribeVpcAttribute answers and ModifyVpcAttribute takes ``EnableDnsSupport`` for ``enableDnsSupport``.
+    return attribute[0].upper() + attribute[1:]
 
 
-def summarise(ctx: Context, vpc: dict[str, Any], igw: dict[str, Any] | None) -> dict[str, Any]:
-    cidrs = associated_cidrs(vpc) or [vpc.get("CidrBlock")]
-    dns = vpc.get("_dns") or {}
+# view ------------------------------------------------------------------------------------------------------------
+def summarise(vpc: ObservedVpc, gateway: Gateway | None) -> dict[str, Any]:
     return {
-        "id": vpc["VpcId"],
-        "name": tags_of(vpc).get("Name"),
-        "cidr_block": vpc.get("CidrBlock"),
-        "secondary_cidr_blocks": [c for c in cidrs if c != vpc.get("CidrBlock")],
-        "managed": is_owned(tags_of(vpc), ctx.cluster),
-        "enable_dns_support": dns.get("enableDnsSupport"),
-        "enable_dns_hostnames": dns.get("enableDnsHostnames"),
-        "internet_gateway_id": igw["InternetGatewayId"] if igw else None,
-        "tags": tags_of(vpc),
+        "id": vpc.id,
+        "name": vpc.tags.get("Name"),
+        "cidr_block": vpc.cidr_block,
+        "secondary_cidr_blocks": vpc.secondary_cidrs,
+        "managed": vpc.owned,
+        "enable_dns_support": vpc.dns.support if vpc.dns else None,
+        "enable_dns_hostnames": vpc.dns.hostnames if vpc.dns else None,
+        "internet_gateway_id": gateway.id if gateway else None,
+        "tags": vpc.tags,
     }

@@ -16,14 +16,27 @@ from botocore.stub import Stubber
 from ansible_collections.clusterapi.aws.plugins.module_utils import capa
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import operations
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations, placeholders_in
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import (
+    Operations,
+    is_placeholder,
+    placeholder,
+    placeholders_in,
+)
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import ApiCallRecorder, RetryingClient
 
 
 def stubbed(service: str) -> tuple[RetryingClient, Stubber]:
     session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
     raw = session.client(service)
     return RetryingClient(raw, retries=1), Stubber(raw)
+
+
+def stubbed_ec2() -> tuple[RetryingClient, Stubber, ApiCallRecorder]:
+    session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
+    recorder = ApiCallRecorder()
+    recorder.attach(session)
+    raw = session.client("ec2")
+    return RetryingClient(raw, retries=3), Stubber(raw), recorder
 
 
 def test_placeholders_are_found_with_their_option_path():
@@ -118,6 +131,9 @@ def test_a_file_with_the_same_content_is_no_change(tmp_path: Path):
     assert [(p.call, p.reason) for p in ops.plan] == [("file:WriteFile", "kubeconfig missing")]
     assert ops.write_file(path, "b", "kubeconfig") is True
     assert ops.plan[-1].reason == "kubeconfig differs"
+    assert ops.write_file(path, "c", "kubeconfig", reason="client certificate expires soon") is True
+    assert ops.plan[-1].reason == "client certificate expires soon"
+    assert ops.write_file(path, "c", "kubeconfig", reason="client certificate expires soon") is False
 
 
 def test_check_mode_plans_file_writes_and_deletes_without_touching_the_disk(tmp_path: Path):
@@ -131,3 +147,35 @@ def test_check_mode_plans_file_writes_and_deletes_without_touching_the_disk(tmp_
     ops.write_output(path, "token")
     assert path.read_text() == "x"
     assert [p.call for p in ops.plan] == ["file:WriteFile", "file:DeleteFile"]
+
+
+class TestOperations:
+    def test_check_mode_plans_and_returns_the_prediction_without_calling(self):
+        ec2, stubber, recorder = stubbed_ec2()
+        ops = Operations(check_mode=True)
+        with stubber:  # no response queued: any real call would fail
+            result = ops.call(
+                ec2,
+                "create_vpc",
+                resource="demo-vpc",
+                reason="missing",
+                predicted={"Vpc": {"VpcId": placeholder("vpc", "demo-vpc")}},
+                CidrBlock="10.0.0.0/16",
+            )
+        assert is_placeholder(result["Vpc"]["VpcId"])
+        assert ops.plan_as_list() == [{"call": "ec2:CreateVpc", "resource": "demo-vpc", "reason": "missing"}]
+        assert recorder.as_dict() == {}
+        assert ops.changed
+
+    def test_apply_makes_the_call_and_records_it(self):
+        ec2, stubber, recorder = stubbed_ec2()
+        stubber.add_response("create_vpc", {"Vpc": {"VpcId": "vpc-12345678"}}, {"CidrBlock": "10.0.0.0/16"})
+        ops = Operations(check_mode=False)
+        with stubber:
+            result = ops.call(ec2, "create_vpc", resource="demo-vpc", reason="missing", CidrBlock="10.0.0.0/16")
+        assert result["Vpc"]["VpcId"] == "vpc-12345678"
+        assert recorder.as_dict() == {"ec2:CreateVpc": 1}
+        assert recorder.mutating() == {"ec2:CreateVpc": 1}
+
+    def test_no_call_no_change(self):
+        assert not Operations(check_mode=False).changed

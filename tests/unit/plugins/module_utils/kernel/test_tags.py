@@ -1,12 +1,14 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Tag repair, once for every tagging API (Stubber checks each request against the service's model)."""
+"""CAPA's ownership tags and name formats, and tag repair once for every tagging API (Stubber checks each request
+against the service's model)."""
 
 from __future__ import annotations
 
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import tags as own
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.tags import TAGGERS, repair_tags
@@ -59,3 +61,46 @@ def test_check_mode_plans_and_placeholders_are_skipped():
     repair_tags(ctx, "ec2", "vpc-1", "demo-vpc", {}, {"a": "1"})
     repair_tags(ctx, "ec2", "planned:vpc:demo-vpc", "demo-vpc", {}, {"a": "1"})
     assert [p.resource for p in ctx.ops.plan] == ["demo-vpc"]
+
+
+class TestOwnership:
+    def test_owned_tags_put_name_first_and_ownership_last(self):
+        tags = own.owned_tags("demo", "common", "demo-vpc", {"Name": "mine", own.ROLE_TAG: "x", "team": "a"})
+        assert tags["Name"] == "mine"  # a user's Name wins, as in CAPA
+        assert tags[own.ROLE_TAG] == "common"  # the role cannot be overridden
+        assert tags["sigs.k8s.io/cluster-api-provider-aws/cluster/demo"] == "owned"
+        assert tags["team"] == "a"
+
+    @pytest.mark.parametrize(
+        "tags, owned",
+        [
+            ({"sigs.k8s.io/cluster-api-provider-aws/cluster/demo": "owned"}, True),
+            ({"sigs.k8s.io/cluster-api-provider-aws/cluster/demo": "shared"}, False),
+            ({"sigs.k8s.io/cluster-api-provider-aws/cluster/other": "owned"}, False),
+            ({"kubernetes.io/cluster/demo": "owned"}, False),
+            (None, False),
+        ],
+    )
+    def test_only_the_capa_owned_tag_means_owned(self, tags, owned):
+        assert own.is_owned(tags, "demo") is owned
+
+    def test_missing_tags_only_adds_and_skips_aws_keys(self):
+        assert own.missing_tags({"a": "1", "stale": "x"}, {"a": "1", "b": "2", "aws:x": "y"}) == {"b": "2"}
+
+    @pytest.mark.parametrize(
+        "fn, args, expected",
+        [
+            (own.vpc_name, ("demo",), "demo-vpc"),
+            (own.igw_name, ("demo",), "demo-igw"),
+            (own.subnet_name, ("demo", True, "us-east-1a"), "demo-subnet-public-us-east-1a"),
+            (own.subnet_name, ("demo", False, "us-east-1b"), "demo-subnet-private-us-east-1b"),
+            (own.route_table_name, ("demo", False, "us-east-1b"), "demo-rt-private-us-east-1b"),
+            (own.nat_gateway_name, ("demo",), "demo-nat"),
+            (own.eip_name, ("demo",), "demo-eip-common"),
+            (own.security_group_name, ("demo", "node"), "demo-node"),
+            (own.security_group_name, ("sg-team", "node"), "@sg-team-node"),
+            (own.security_group_description, ("demo", "node"), "Kubernetes cluster demo: node"),
+        ],
+    )
+    def test_capa_name_formats(self, fn, args, expected):
+        assert fn(*args) == expected

@@ -16,14 +16,18 @@ import pytest
 from ansible_collections.clusterapi.aws.plugins.module_utils.iam import iam as bootstrap
 from ansible_collections.clusterapi.aws.plugins.module_utils.iam import policies
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.resources import BY_NAME
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.tags import TAGGERS
 
-MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
+MODULE_UTILS = Path(__file__).resolve().parents[5] / "plugins" / "module_utils"
 # The bootstrap runs with an administrator's credentials before the controllers role exists.
 NOT_CONTROLLERS = {"iam/iam.py"}
 IAM_PREFIX = {"elb": "elasticloadbalancing", "elbv2": "elasticloadbalancing", "resourcegroupstaggingapi": "tag"}
 # Helpers of aws.ec2 take an EC2 method name as a string without calling ctx.client("ec2") in the caller.
-EC2_HELPERS = re.compile(r"\b(describe|describe_by_ids|ensure_tags|delete_when_free)\(ctx")
+EC2_HELPERS = re.compile(r"\b(describe|describe_by_ids|require_by_ids|describe_kind|delete_when_free)\(ctx")
+# A file reading the one table of EC2 kinds (describe_kind / kind) names kinds as strings; each is described the
+# table's way.
+TABLE_READERS = re.compile(r"\b(describe_kind|kind)\(")
 # Allowed without a direct call: permissions AWS checks on behalf of another call.
 IMPLIED = {
     "iam:PassRole",  # RunInstances/CreateCluster/CreateNodegroup with a role
@@ -69,7 +73,8 @@ def called_actions() -> dict[str, set[str]]:
     """Every AWS operation the code calls, per file, as IAM actions.
 
     A name counts when it is a method of a client the file uses and appears as a string (``ops.call(client,
-    "x")``, ``.paginate("x")``, ``describe(ctx, "x")``) or as an attribute call (``client.x(``).
+    "x")``, ``.paginate("x")``, ``describe(ctx, "x")``) or as an attribute called or handed on (``client.x(``,
+    ``missing_as_none(client.x, ...)``).
     """
     maps = _method_maps()
     found: dict[str, set[str]] = {}
@@ -81,7 +86,9 @@ def called_actions() -> dict[str, set[str]]:
         services = set(re.findall(r'client\("([a-z0-9]+)"[,)]', text))
         if EC2_HELPERS.search(text):
             services.add("ec2")
-        names = set(re.findall(r'"([a-z][a-z0-9_]+)"', text)) | set(re.findall(r"\.([a-z][a-z0-9_]+)\(", text))
+        names = set(re.findall(r'"([a-z][a-z0-9_]+)"', text)) | set(re.findall(r"\.([a-z][a-z0-9_]+)[(,]", text))
+        if TABLE_READERS.search(text):
+            names |= {BY_NAME[name].describe for name in names if name in BY_NAME}
         actions = set()
         for service in services:
             prefix = IAM_PREFIX.get(service, service)

@@ -17,6 +17,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_inf
     summarise,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.resources import BY_NAME
 
 C = "demo"
 OWNER = f"sigs.k8s.io/cluster-api-provider-aws/cluster/{C}"
@@ -165,6 +166,13 @@ def test_healthy_network_is_ready_and_explained():
 
 def test_every_kind_has_a_table_entry():
     assert set(network()) == {kind.name for kind in KINDS}
+
+
+def test_ec2_kinds_are_described_and_identified_the_tables_way():
+    ec2 = [kind for kind in KINDS if kind.name in BY_NAME]
+    assert {kind.name for kind in ec2} >= {"vpc", "subnet", "nat_gateway", "instance", "launch_template"}
+    for kind in ec2:
+        assert kind.ident({BY_NAME[kind.name].id_key: "the-id"}) == "the-id"
 
 
 def test_empty_account_says_why():
@@ -454,3 +462,25 @@ def test_defaults_are_capas():
     assert view.machine_groups() == {"control-plane": 1}
     assert view.security_group_roles() == ("apiserver-lb", "lb", "controlplane", "node")
     assert (view.nat_gateways, view.lb_type, view.az_limit) == ("per_az", "classic", 3)
+
+
+# pools the spec does not explain ------------------------------------------------------------
+def test_auto_scaling_groups_and_launch_templates_of_pools_not_in_the_spec_are_orphans():
+    raw = {
+        "auto_scaling_group": [
+            {"AutoScalingGroupName": "pool-a", "Tags": owned("node"), "DesiredCapacity": 2},
+            {"AutoScalingGroupName": "pool-gone", "Tags": owned("node"), "DesiredCapacity": 1},
+        ],
+        "launch_template": [
+            {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "pool-a", "Tags": owned("node")},
+            {"LaunchTemplateId": "lt-2", "LaunchTemplateName": "pool-gone", "Tags": owned("node")},
+        ],
+    }
+    spec = {"name": C, "machine_pools": [{"name": "pool-a"}]}
+    result = summarise(raw, read_spec(spec, C), None)
+    orphans = {(o["kind"], o["id"]): o["reason"] for o in result["orphans"]}
+    assert orphans == {
+        ("auto_scaling_group", "pool-gone"): "machine pool 'pool-gone' is not in the spec",
+        ("launch_template", "lt-2"): "machine pool 'pool-gone' is not in the spec",
+    }
+    assert [r["name"] for r in result["resources"]["auto_scaling_group"]] == ["pool-a", "pool-gone"]

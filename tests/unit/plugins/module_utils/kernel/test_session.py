@@ -1,18 +1,33 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""AwsSession.assume: the AssumeRole requests of an identity chain (botocore Stubber: moto does not report the
-session name or duration it was asked for) and the refusal message."""
+"""The session: its retrying clients (throttling, eventual consistency on writes only, pagination, the call
+recorder) and AwsSession.assume - the AssumeRole requests of an identity chain (botocore Stubber: moto does not
+report the session name or duration it was asked for) and the refusal message."""
 
 from __future__ import annotations
 
 import datetime
 
+import boto3
 import pytest
 from botocore.stub import Stubber
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import session as _connection
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import (
+    ApiCallRecorder,
+    RetryingClient,
+    is_read_operation,
+)
 
 EXPIRY = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def stubbed_ec2() -> tuple[RetryingClient, Stubber, ApiCallRecorder]:
+    session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
+    recorder = ApiCallRecorder()
+    recorder.attach(session)
+    raw = session.client("ec2")
+    return RetryingClient(raw, retries=3), Stubber(raw), recorder
 
 
 def credentials(n: int) -> dict:
@@ -124,3 +139,49 @@ KEYS = {"aws_access_key_id": "ASIAJOB", "aws_secret_access_key": "s", "aws_sessi
 )
 def test_legacy_session_token(params, environ, token):
     assert _connection.with_legacy_session_token(params, environ).get("aws_session_token") == token
+
+
+class TestRetries:
+    def test_throttling_is_retried_and_each_attempt_recorded(self):
+        ec2, stubber, recorder = stubbed_ec2()
+        stubber.add_client_error("describe_vpcs", "RequestLimitExceeded", http_status_code=503)
+        stubber.add_response("describe_vpcs", {"Vpcs": []})
+        with stubber:
+            assert ec2.describe_vpcs()["Vpcs"] == []
+        assert recorder.as_dict() == {"ec2:DescribeVpcs": 2}
+
+    def test_eventual_consistency_codes_are_retried_on_writes_only(self):
+        ec2, stubber, _recorder = stubbed_ec2()
+        stubber.add_client_error("create_subnet", "InvalidVpcID.NotFound")
+        stubber.add_response("create_subnet", {"Subnet": {"SubnetId": "subnet-12345678"}})
+        with stubber:
+            assert ec2.create_subnet(VpcId="vpc-12345678", CidrBlock="10.0.0.0/24")["Subnet"]["SubnetId"]
+
+        ec2, stubber, recorder = stubbed_ec2()
+        stubber.add_client_error("describe_vpcs", "InvalidVpcID.NotFound")
+        with stubber, pytest.raises(Exception, match="InvalidVpcID.NotFound"):
+            ec2.describe_vpcs(VpcIds=["vpc-12345678"])  # a NotFound answer to a read is final
+        assert recorder.as_dict() == {"ec2:DescribeVpcs": 1}
+
+    def test_paginate_merges_pages(self):
+        ec2, stubber, recorder = stubbed_ec2()
+        stubber.add_response("describe_subnets", {"Subnets": [{"SubnetId": "subnet-1"}], "NextToken": "t"})
+        stubber.add_response("describe_subnets", {"Subnets": [{"SubnetId": "subnet-2"}]})
+        with stubber:
+            subnets = ec2.paginate("describe_subnets")["Subnets"]
+        assert [s["SubnetId"] for s in subnets] == ["subnet-1", "subnet-2"]
+        assert recorder.as_dict() == {"ec2:DescribeSubnets": 2}
+
+    @pytest.mark.parametrize(
+        "op, read",
+        [
+            ("DescribeVpcs", True),
+            ("ListTags", True),
+            ("GetParameter", True),
+            ("CreateVpc", False),
+            ("DeleteVpc", False),
+            ("AuthorizeSecurityGroupIngress", False),
+        ],
+    )
+    def test_read_operations(self, op, read):
+        assert is_read_operation(op) is read

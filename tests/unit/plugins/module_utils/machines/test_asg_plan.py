@@ -1,6 +1,7 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Unit tests of the machine pool's pure decisions (_asg_plan) and of the shared-entries boot hook."""
+"""Unit tests of the machine pool's pure decisions (asg_plan.py): defaults, validation, launch template drift,
+version pruning, the group's request and drift, processes, hooks and conditions."""
 
 from __future__ import annotations
 
@@ -12,11 +13,7 @@ import pytest
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import asg_plan as plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami import Image
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import (
-    BOOTSTRAP_TAG,
-    BootstrapRef,
-    boot_script,
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 
 SUBNETS = [
     {"id": "subnet-0000000000000000a", "availability_zone": "us-east-1a", "is_public": True},
@@ -49,7 +46,7 @@ def test_defaults_are_the_safer_ones():
     assert (s.min_size, s.max_size, s.desired_capacity, s.externally_managed) == (1, 1, None, False)
     assert s.failure_domains == ["us-east-1a", "us-east-1b"]
     assert s.zone_subnet_ids() == ["subnet-0000000000000000b", "subnet-0000000000000000c"]
-    assert plan.metadata_options(s.imds)["HttpTokens"] == "required"
+    assert s.machine.metadata_options()["HttpTokens"] == "required"
     assert s.refresh == {"disable": False, "min_healthy_percentage": 90}
     assert (s.default_cooldown, s.default_instance_warmup) == (300, 300)
     assert s.hooks == [] and s.drain_on_scale_in is False
@@ -125,10 +122,10 @@ def test_externally_managed_desired_capacity_may_be_outside_the_bounds_and_absen
 
 
 # launch template ---------------------------------------------------------------------------------------------------
-def data_for(s: plan.PoolSpec, tags: dict[str, str] | None = None, user_data: str | None = "aG9vaw==") -> dict:
+def data_for(s: plan.PoolSpec, tags: dict[str, str] | None = None, user_data: str | None = "hook") -> dict:
     ref = "secrets-manager:aws.cluster.x-k8s.io/u:1"
     default = {"Name": "pool-0", plan.BOOTSTRAP_HASH_TAG: "h1", BOOTSTRAP_TAG: ref}
-    return plan.launch_template_data(s, IMAGE, default if tags is None else tags, user_data)
+    return s.machine.launch_template_data(IMAGE, tags=default if tags is None else tags, user_data=user_data)
 
 
 def test_launch_template_data_has_imdsv2_encrypted_root_and_instance_and_volume_tags():
@@ -241,15 +238,6 @@ def test_bootstrap_ref_of_a_version():
 def test_bootstrap_hash_is_sha256_of_the_raw_data():
     assert plan.bootstrap_hash(b"abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert plan.bootstrap_hash(None) == ""
-
-
-def test_shared_entries_boot_hook_only_reads():
-    ref = BootstrapRef("secrets-manager", "aws.cluster.x-k8s.io/u", 2)
-    shared = boot_script("us-east-1", ref, delete_after_fetch=False)
-    assert "get-secret-value" in shared and "delete-secret" not in shared
-    assert "delete-secret" in boot_script("us-east-1", ref)
-    ssm = BootstrapRef("ssm-parameter-store", "/cluster.x-k8s.io/u", 1)
-    assert "delete-parameter" not in boot_script("us-east-1", ssm, delete_after_fetch=False)
 
 
 # auto scaling group ------------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.network.elb_plan im
     attribute_drift,
     base36_truncated_hash,
     choose_subnets,
-    chunks,
     classic_attribute_drift,
     classic_attributes,
     classic_health_check,
@@ -69,11 +68,6 @@ def test_target_group_name_is_prefix_and_five_lowercase_alphanumerics():
     suffix = name[len(API_TARGET_GROUP_PREFIX) :]
     assert len(suffix) == 5 and suffix.isalnum() and suffix == suffix.lower()
     assert len(target_group_name(ADDITIONAL_TARGET_GROUP_PREFIX)) <= 32
-
-
-def test_chunks_of_twenty():
-    assert [len(c) for c in chunks(list(range(45)))] == [20, 20, 5]
-    assert chunks([]) == []
 
 
 # spec ------------------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_
     chunks_for,
     compress,
     new_prefix,
-    request_token,
+    store,
     user_data,
 )
 
@@ -73,11 +73,38 @@ def test_bad_tag_values_are_ignored(value):
     assert BootstrapRef.from_tag(value) is None
 
 
+class _Recording:
+    """A context whose every mutating call is only recorded (``ops.call``'s parameters)."""
+
+    def __init__(self) -> None:
+        self.ops = self
+        self.calls: list[dict] = []
+
+    def client(self, service):
+        return service
+
+    def call(self, client, method, **params):
+        self.calls.append({"client": client, "method": method, **params})
+        return {}
+
+
 def test_request_tokens_are_new_for_each_create():
     """A secret re-created after a delete must not carry its predecessor's token (AWS would answer with that one)."""
-    token = request_token()
-    assert token != request_token()
-    assert 32 <= len(token) <= 64
+    ctx = _Recording()
+    store(ctx, SECRETS_MANAGER, "demo-md-0-abcde", NOISE, {}, UID)
+    store(ctx, SECRETS_MANAGER, "demo-md-0-abcde", NOISE, {}, UID)
+    tokens = [c["ClientRequestToken"] for c in ctx.calls]
+    assert len(tokens) == 2 * len(chunks_for(SECRETS_MANAGER, NOISE)) and len(set(tokens)) == len(tokens)
+    assert all(32 <= len(t) <= 64 for t in tokens)  # Secrets Manager's limits
+
+
+def test_shared_entries_boot_hook_only_reads():
+    ref = BootstrapRef(SECRETS_MANAGER, "aws.cluster.x-k8s.io/u", 2)
+    shared = boot_script("us-east-1", ref, delete_after_fetch=False)
+    assert "get-secret-value" in shared and "delete-secret" not in shared
+    assert "delete-secret" in boot_script("us-east-1", ref)
+    ssm = BootstrapRef(SSM, "/cluster.x-k8s.io/u", 1)
+    assert "delete-parameter" not in boot_script("us-east-1", ssm, delete_after_fetch=False)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,6 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The blocker finder (who still uses a subnet / security group / target group) and the external resource GC's
-pure decisions.
+"""The blocker finder: who still uses a subnet / security group / target group / VPC, and whose it is.
 
 moto deletes a subnet that still has network interfaces and a security group that other groups reference (AWS
 refuses both with DependencyViolation), so those refusals are played here with botocore's Stubber; the VPC path,
@@ -10,14 +9,12 @@ which moto does refuse, runs against moto in tests/integration/test_deletion_blo
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.aws.ec2 import delete_when_free, is_dependency_error
+from ansible_collections.clusterapi.aws.plugins.module_utils.aws.ec2 import delete_when_free
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.network.blockers import (
     Blocker,
@@ -28,11 +25,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.network.blockers im
     lb_of_eni,
     owner_of,
 )
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.external_resources import (
-    ExternalResourcesTier,
-    classify,
-    revocations,
-)
 
 CLUSTER = "demo"
 CAPA = {
@@ -40,6 +32,7 @@ CAPA = {
     "sigs.k8s.io/cluster-api-provider-aws/role": "node",
 }
 CCM = {"kubernetes.io/cluster/demo": "owned", "kubernetes.io/service-name": "default/web"}
+ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012"
 
 
 def tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
@@ -84,20 +77,6 @@ def test_lb_of_eni(description, name):
     assert lb_of_eni(description) == name
 
 
-@pytest.mark.parametrize(
-    "code, message, dependency",
-    [
-        ("DependencyViolation", "The subnet 'subnet-1' has dependencies and cannot be deleted.", True),
-        ("ResourceInUse", "Target group is currently in use by a listener or a rule", True),
-        ("InvalidParameterValue", "resource sg-1 has a dependent object", True),
-        ("UnauthorizedOperation", "You are not authorized", False),
-        ("InvalidSubnetID.NotFound", "not found", False),
-    ],
-)
-def test_dependency_errors(code, message, dependency):
-    assert is_dependency_error(code, message) is dependency
-
-
 def test_an_eni_is_owned_by_its_tags_else_its_instance_else_its_load_balancer():
     lbs = {"a1b2c3": Blocker("a1b2c3", "classic load balancer", "", owner_of(CCM, CLUSTER))}
     elb_eni = {"NetworkInterfaceId": "eni-1", "Description": "ELB a1b2c3", "RequesterId": "amazon-elb"}
@@ -120,55 +99,6 @@ def test_an_eni_is_owned_by_its_tags_else_its_instance_else_its_load_balancer():
 
 def test_no_visible_blocker_says_so():
     assert "AWS may still be releasing" in describe_blockers([])
-
-
-# external resource GC (pure) ----------------------------------------------------------------------------------
-ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012"
-
-
-def test_classify_keeps_only_the_cloud_providers_own():
-    mappings = [
-        {"ResourceARN": f"{ARN}:loadbalancer/net/k8s-web/0123", "Tags": tag_list(CCM)},
-        {"ResourceARN": f"{ARN}:loadbalancer/app/demo-apiserver/0456", "Tags": tag_list({**CCM, **CAPA})},
-        {"ResourceARN": f"{ARN}:loadbalancer/a1b2c3", "Tags": tag_list(CCM)},  # classic: from the ELB API
-        {"ResourceARN": f"{ARN}:targetgroup/k8s-web-tg/0789", "Tags": tag_list(CCM)},
-        {"ResourceARN": "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1", "Tags": tag_list(CCM)},
-        {"ResourceARN": "arn:aws:ec2:us-east-1:123456789012:security-group/sg-2", "Tags": tag_list({**CCM, **CAPA})},
-    ]
-    found = classify(mappings, CLUSTER)
-    assert found.v2 == [{"arn": f"{ARN}:loadbalancer/net/k8s-web/0123", "name": "k8s-web", "type": "network"}]
-    assert found.target_groups == [{"arn": f"{ARN}:targetgroup/k8s-web-tg/0789", "name": "k8s-web-tg"}]
-    assert found.groups == [{"id": "sg-1"}]
-    assert [r["kind"] for r in found.view()] == ["network_load_balancer", "target_group", "security_group"]
-
-
-def test_revocations_change_only_our_groups_and_the_doomed():
-    def group(group_id: str, tags: dict[str, str], refs: list[str]) -> dict[str, Any]:
-        return {
-            "GroupId": group_id,
-            "Tags": tag_list(tags),
-            "IpPermissions": [
-                {"IpProtocol": "tcp", "FromPort": 30080, "ToPort": 30080, "UserIdGroupPairs": [{"GroupId": r}]}
-                for r in refs
-            ],
-        }
-
-    groups = [
-        group("sg-node", CAPA, ["sg-ccm", "sg-bastion"]),
-        group("sg-ccm2", CCM, ["sg-ccm"]),
-        group("sg-team-b", {"team": "b"}, ["sg-ccm"]),
-    ]
-    changes = revocations(groups, {"sg-ccm", "sg-ccm2"}, CLUSTER)
-    assert [c["group"] for c in changes] == ["sg-node", "sg-ccm2"]
-    assert changes[0]["permissions"] == [
-        {"IpProtocol": "tcp", "FromPort": 30080, "ToPort": 30080, "UserIdGroupPairs": [{"GroupId": "sg-ccm"}]}
-    ]
-
-
-def test_gc_tasks_are_validated_before_any_call():
-    with pytest.raises(SpecError) as e:
-        ExternalResourcesTier().validate({"tasks": ["load-balancer", "volumes"]}, "us-east-1")
-    assert e.value.field == "tasks[1]"
 
 
 # refusals moto does not make (Stubber) ----------------------------------------------------------------------------
@@ -304,28 +234,3 @@ def test_other_errors_are_not_explained_as_blockers(stubs):
     with pytest.raises(ReconcileError) as e:
         delete_when_free(ctx, lambda: ec2.delete_vpc(VpcId="vpc-1"), "VPC vpc-1", finder(ctx, vpc_id="vpc-1"))
     assert str(e.value) == "cannot delete VPC vpc-1: not allowed"
-
-
-# capa_cluster_info: pools the spec does not explain ------------------------------------------------------------
-def test_auto_scaling_groups_and_launch_templates_of_pools_not_in_the_spec_are_orphans():
-    from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_info import read_spec, summarise
-
-    owned = {**CAPA}
-    raw = {
-        "auto_scaling_group": [
-            {"AutoScalingGroupName": "pool-a", "Tags": tag_list(owned), "DesiredCapacity": 2},
-            {"AutoScalingGroupName": "pool-gone", "Tags": tag_list(owned), "DesiredCapacity": 1},
-        ],
-        "launch_template": [
-            {"LaunchTemplateId": "lt-1", "LaunchTemplateName": "pool-a", "Tags": tag_list(owned)},
-            {"LaunchTemplateId": "lt-2", "LaunchTemplateName": "pool-gone", "Tags": tag_list(owned)},
-        ],
-    }
-    spec = {"name": CLUSTER, "machine_pools": [{"name": "pool-a"}]}
-    result = summarise(raw, read_spec(spec, CLUSTER), None)
-    orphans = {(o["kind"], o["id"]): o["reason"] for o in result["orphans"]}
-    assert orphans == {
-        ("auto_scaling_group", "pool-gone"): "machine pool 'pool-gone' is not in the spec",
-        ("launch_template", "lt-2"): "machine pool 'pool-gone' is not in the spec",
-    }
-    assert [r["name"] for r in result["resources"]["auto_scaling_group"]] == ["pool-a", "pool-gone"]

@@ -1,7 +1,6 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The machine group's pure decisions: names, tokens, template hash, placement, deletion order, rollout steps,
-and the AMI name patterns."""
+"""The machine group's pure decisions (plan.py): names, status, placement, deletion order, rollout steps."""
 
 from __future__ import annotations
 
@@ -9,13 +8,13 @@ import random
 
 import pytest
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.hashing import template_hash
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami import name_patterns, newest
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.plan import (
     Machine,
     Step,
+    check_placement_inputs,
     choose_zone,
-    client_token,
     default_failure_domains,
     instance_ready,
     machine_name,
@@ -29,7 +28,7 @@ def m(name: str, zone: str = "a", state: str = "running", launched: str = "", up
     return Machine(id=f"i-{name}", name=name, zone=zone, state=state, launch_time=launched or name, updated=updated)
 
 
-# names and tokens ------------------------------------------------------------------------------------------------
+# names -------------------------------------------------------------------------------------------------------------
 def test_machine_names_are_capi_style_and_avoid_names_in_use():
     first = machine_name("demo", "md-0", [], random.Random(1))
     assert first.startswith("demo-md-0-") and len(first) == len("demo-md-0-") + 5
@@ -39,53 +38,11 @@ def test_machine_names_are_capi_style_and_avoid_names_in_use():
     assert machine_name("demo", "md-0", [first], random.Random(1)) != first
 
 
-def test_client_token_is_new_for_each_create_and_fits_aws_limit():
-    """A machine re-created under a name it had before must not get the terminated instance back by token."""
-    token = client_token()
-    assert token != client_token()
-    assert len(token) <= 64 and token.isascii()
-
-
-# template hash ---------------------------------------------------------------------------------------------------
-BASE = {
-    "ami_id": "ami-1",
-    "instance_type": "t3.large",
-    "root_volume": {"size": 80, "type": "gp3", "encrypted": True},
-    "security_group_ids": ["sg-1", "sg-2"],
-    "bootstrap": {"type": "kubeadm", "endpoint_host": "lb", "endpoint_port": 6443},
-}
-
-
-def test_template_hash_ignores_key_order():
-    reordered = dict(reversed(list(BASE.items())))
-    reordered["root_volume"] = {"encrypted": True, "type": "gp3", "size": 80}
-    assert template_hash(reordered) == template_hash(BASE)
-
-
-def test_template_hash_treats_security_groups_as_a_set():
-    as_set = {**BASE, "security_group_ids": frozenset(["sg-2", "sg-1"])}
-    assert template_hash(as_set) == template_hash({**BASE, "security_group_ids": frozenset(["sg-1", "sg-2"])})
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"ami_id": "ami-2"},
-        {"instance_type": "t3.xlarge"},
-        {"root_volume": {"size": 100, "type": "gp3", "encrypted": True}},
-        {"root_volume": {"size": 80, "type": "gp3", "encrypted": False}},
-        {"security_group_ids": ["sg-1"]},
-        {"bootstrap": {"type": "kubeadm", "endpoint_host": "lb2", "endpoint_port": 6443}},
-        {"spot": {"max_price": "0.1"}},
-    ],
-)
-def test_template_hash_changes_with_what_defines_a_machine(change):
-    assert template_hash({**BASE, **change}) != template_hash(BASE)
-
-
-def test_template_hash_is_short_and_stable():
-    assert template_hash(BASE) == template_hash(dict(BASE))
-    assert len(template_hash(BASE)) == 10
+def test_a_machine_knows_where_its_bootstrap_entries_are():
+    ref = BootstrapRef("secrets-manager", "aws.cluster.x-k8s.io/u", 2)
+    assert m("1").bootstrap_ref is None
+    assert Machine("i-1", "a", "a", "running", tags={BOOTSTRAP_TAG: ref.tag_value()}).bootstrap_ref == ref
+    assert Machine("i-1", "a", "a", "running", tags={BOOTSTRAP_TAG: "not-a-ref"}).bootstrap_ref is None
 
 
 # status ----------------------------------------------------------------------------------------------------------
@@ -280,28 +237,24 @@ def test_step_empty():
     assert Step().empty and not Step(create=1).empty
 
 
-# AMI lookup patterns ---------------------------------------------------------------------------------------------
+# inputs ----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "fmt, expected",
+    "subnets, groups, field",
     [
-        ("", ["capa-ami-ubuntu-24.04-?1.31.2-*", "capa-ami-ubuntu-24.04-?v1.31.2-*"]),
-        (
-            "capa-ami-{{.BaseOS}}-?{{.K8sVersion}}-*",
-            ["capa-ami-ubuntu-24.04-?1.31.2-*", "capa-ami-ubuntu-24.04-?v1.31.2-*"],
-        ),
-        ("my-{base_os}-k8s-{k8s_version}", ["my-ubuntu-24.04-k8s-1.31.2", "my-ubuntu-24.04-k8s-v1.31.2"]),
-        ("fixed-name", ["fixed-name"]),
+        ([{"id": "subnet-0000000000000000a"}], [], "subnets[0]"),
+        ([{"availability_zone": "us-east-1a"}], [], "subnets[0]"),
+        ([{"id": "subnet-x", "availability_zone": "us-east-1a"}], [], "subnets[0].id"),
+        ([], ["group"], "security_group_ids[0]"),
     ],
 )
-def test_name_patterns(fmt, expected):
-    assert name_patterns(fmt, "ubuntu-24.04", "v1.31.2") == expected
+def test_placement_inputs_name_the_field(subnets, groups, field):
+    with pytest.raises(SpecError) as caught:
+        check_placement_inputs(subnets, groups)
+    assert caught.value.field == field
 
 
-def test_newest_image_by_creation_date():
-    images = [
-        {"ImageId": "ami-1", "CreationDate": "2024-10-21T08:40:00.000Z"},
-        {"ImageId": "ami-2", "CreationDate": "2024-11-12T08:26:40.000Z"},
-        {"ImageId": "ami-0", "CreationDate": "2023-11-12T08:26:40.000Z"},
-    ]
-    assert newest(images)["ImageId"] == "ami-2"
-    assert newest([]) is None
+def test_placement_inputs_take_check_mode_placeholders():
+    check_placement_inputs(
+        [{"id": "planned:subnet:demo-subnet-private-us-east-1a", "availability_zone": "us-east-1a"}],
+        ["planned:security-group:demo-node"],
+    )

@@ -17,7 +17,7 @@ moto's resource ids are made deterministic with its own seed; the fixture record
 network, so a moto upgrade that changes them fails with its own message instead of a misleading hash mismatch.
 
 Regenerate (only when a change of machines is intended, and say so in the commit):
-``CAPA_GOLDEN_WRITE=1 pytest tests/unit/plugins/module_utils/test_golden_machines.py``.
+``CAPA_GOLDEN_WRITE=1 pytest tests/unit/plugins/module_utils/machines/test_golden_machines.py``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from moto.moto_api._internal import mock_random
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import Context, common_argument_spec
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[5]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOLDEN = FIXTURES / "golden_machines.json"
 PKI = json.loads((FIXTURES / "golden_pki.json").read_text())

@@ -17,6 +17,7 @@ import pytest
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import idempotency as idem
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import (
+    RetryingClient,
     _client_config,
     guard_writes,
     is_lost_response,
@@ -36,11 +37,15 @@ def client_error(code: str) -> botocore.exceptions.ClientError:
     return botocore.exceptions.ClientError({"Error": {"Code": code, "Message": code}}, "Op")
 
 
-class Scripted:
-    """A client whose write answers (or raises) from a script and whose describes answer from ``found``."""
+class Scripted(RetryingClient):
+    """A client whose write answers (or raises) from a script and whose describes answer from ``found``.
+
+    A RetryingClient to ``Operations`` (which sends boto3 calls through the lost-answer resolver and other
+    endpoints straight), with none of its own behaviour.
+    """
 
     def __init__(self, service: str, operation: str, script: list, found: dict | None = None) -> None:
-        self.meta = SimpleNamespace(service_model=SimpleNamespace(service_name=service))
+        self.raw = SimpleNamespace(meta=SimpleNamespace(service_model=SimpleNamespace(service_name=service)))
         self.operation = operation
         self.script = list(script)
         self.found = found or {}
@@ -53,6 +58,9 @@ class Scripted:
     def paginate(self, method: str, **params):
         self.described.append((method, params))
         return self.found
+
+    def without_consistency_retry(self, method: str):
+        return getattr(self, method)
 
     def __getattr__(self, method: str):
         def call(**params):
@@ -284,3 +292,11 @@ def test_a_delete_resent_after_a_lost_answer_takes_not_found_at_once(monkeypatch
     ops = Operations(check_mode=False)
     assert ops.call(client, "delete_subnet", resource="subnet-1", reason="test", SubnetId="subnet-1") == {}
     assert len(sent) == 2 and ops.lost_responses == ["DeleteSubnet"]
+
+
+def test_a_client_token_is_new_for_each_create_and_short():
+    """A NAT gateway re-created in the same subnet with the same EIP after a delete must not get the deleted
+    gateway back: AWS answers a known token with the first resource it made."""
+    token = idem.new_client_token()
+    assert len(token) <= 64 and token.isascii()
+    assert token != idem.new_client_token()

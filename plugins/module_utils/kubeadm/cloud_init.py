@@ -1,0 +1,278 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private: the kubeadm documents and the ``#cloud-config`` that bootstraps a machine, as CABPK renders them.
+
+Pure functions of the cluster PKI (``pki.py``) and the machine's role: the ``InitConfiguration`` /
+``ClusterConfiguration`` / ``JoinConfiguration`` for the Kubernetes version's kubeadm API, the PKI files a
+control-plane node needs, the cloud-init document that writes them and runs ``kubeadm init`` / ``kubeadm join``
+(:func:`render_cloud_init`), the stable hash machines are compared by (:func:`cloud_init_hash`), and the version
+rules kubeadm upgrades follow (:func:`check_upgrade_step`). The document carries keys and the bootstrap token: it
+only ever travels through the secret backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import re
+from typing import Any, Iterable, Mapping
+
+try:
+    import yaml
+
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
+
+from ..kernel.errors import SpecError
+from .pki import CA_PAIRS, ClusterPki, ca_cert_hash
+
+DEFAULT_API_PORT = 6443
+
+ROLE_INIT = "init"
+ROLE_JOIN_CONTROL_PLANE = "join-control-plane"
+ROLE_JOIN_WORKER = "join-worker"
+ROLES = (ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER)
+
+VERSION_PATTERN = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)([-+][0-9A-Za-z.+-]*)?$")
+
+KUBEADM_CONFIG_PATH = "/run/kubeadm/kubeadm.yaml"
+BOOTSTRAP_SUCCESS_PATH = "/run/cluster-api/bootstrap-success.complete"
+# cloud-init renders the document with jinja first (this header), as CABPK's output does, so the node name can be
+# the EC2 private DNS name the external cloud provider expects.
+JINJA_HEADER = "## template: jinja"
+NODE_NAME = "{{ ds.meta_data.local_hostname }}"
+KUBELET_EXTRA_ARGS = {"cloud-provider": "external"}
+CONTROLLER_MANAGER_EXTRA_ARGS = {"cloud-provider": "external"}
+BOOTSTRAP_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
+
+
+def parse_version(version: str, field: str = "kubernetes_version") -> tuple[int, int, int]:
+    match = VERSION_PATTERN.match(version or "")
+    if not match:
+        raise SpecError(field, f"'{version}' is not a Kubernetes version like v1.31.2")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def check_upgrade_step(running: Iterable[str], desired: str, field: str = "kubernetes_version") -> None:
+    """kubeadm upgrades one minor version at a time and never downgrades one: refuse a target that skips a minor
+    or goes back from any version a machine of the group runs (patch changes within a minor are fine)."""
+    want = parse_version(desired, field)
+    for version in sorted(set(running)):
+        try:
+            have = parse_version(version, field)
+        except SpecError:
+            continue  # a tag someone edited by hand says nothing reliable
+        if want[:2] == have[:2] or (want[0] == have[0] and want[1] == have[1] + 1):
+            continue
+        step = f"v{have[0]}.{have[1] + 1}"
+        reason = "kubeadm cannot downgrade a minor version" if want[:2] < have[:2] else f"upgrade to {step} first"
+        raise SpecError(
+            field,
+            f"'{desired}': machines run {normalise_version(version)}; kubeadm upgrades one minor version at a time "
+            f"({reason})",
+        )
+
+
+def normalise_version(version: str) -> str:
+    return version if version.startswith("v") else f"v{version}"
+
+
+def kubeadm_api_version(kubernetes_version: str) -> str:
+    """kubeadm.k8s.io/v1beta4 from Kubernetes 1.31 (where it became the default), v1beta3 before."""
+    major, minor = parse_version(kubernetes_version)[:2]
+    return "kubeadm.k8s.io/v1beta4" if (major, minor) >= (1, 31) else "kubeadm.k8s.io/v1beta3"
+
+
+def _extra_args(api_version: str, args: Mapping[str, str]) -> Any:
+    # v1beta4 turned every extraArgs map into a list of {name, value} (so a flag can repeat).
+    if api_version.endswith("v1beta4"):
+        return [{"name": k, "value": v} for k, v in args.items()]
+    return dict(args)
+
+
+def _node_registration(api_version: str) -> dict[str, Any]:
+    return {"name": NODE_NAME, "kubeletExtraArgs": _extra_args(api_version, KUBELET_EXTRA_ARGS)}
+
+
+def endpoint_address(host: str, port: int) -> str:
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            return f"[{host}]:{port}"
+    except ValueError:
+        pass
+    return f"{host}:{port}"
+
+
+def kubeadm_documents(
+    pki: ClusterPki, role: str, *, cluster: str, endpoint_host: str, endpoint_port: int, kubernetes_version: str
+) -> list[dict[str, Any]]:
+    api_version = kubeadm_api_version(kubernetes_version)
+    endpoint = endpoint_address(endpoint_host, endpoint_port)
+    if role == ROLE_INIT:
+        init = {
+            "apiVersion": api_version,
+            "kind": "InitConfiguration",
+            # No management cluster refreshes the token (CABPK renews it every few minutes), so it does not
+            # expire: machines joining months later still need it. It is stored only in the controller-side
+            # secret and in bootstrap data that the secret backend deletes after boot.
+            "bootstrapTokens": [
+                {
+                    "token": pki.bootstrap_token,
+                    "ttl": "0s",
+                    "groups": [BOOTSTRAP_TOKEN_GROUP],
+                    "usages": ["signing", "authentication"],
+                    "description": f"clusterapi.aws bootstrap token of cluster {cluster}",
+                }
+            ],
+            "nodeRegistration": _node_registration(api_version),
+        }
+        cluster_config = {
+            "apiVersion": api_version,
+            "kind": "ClusterConfiguration",
+            "clusterName": cluster,
+            "kubernetesVersion": normalise_version(kubernetes_version),
+            "controlPlaneEndpoint": endpoint,
+            "networking": {"podSubnet": pki.pod_cidr, "serviceSubnet": pki.service_cidr},
+            "apiServer": {"certSANs": [endpoint_host]},
+            "controllerManager": {"extraArgs": _extra_args(api_version, CONTROLLER_MANAGER_EXTRA_ARGS)},
+        }
+        return [init, cluster_config]
+    join: dict[str, Any] = {
+        "apiVersion": api_version,
+        "kind": "JoinConfiguration",
+        "discovery": {
+            "bootstrapToken": {
+                "apiServerEndpoint": endpoint,
+                "token": pki.bootstrap_token,
+                "caCertHashes": [pki.ca_cert_hash],
+            }
+        },
+        "nodeRegistration": _node_registration(api_version),
+    }
+    if role == ROLE_JOIN_CONTROL_PLANE:
+        join["controlPlane"] = {}
+    return [join]
+
+
+def pki_files(pki: ClusterPki, role: str) -> list[tuple[str, str, str]]:
+    """(path, permissions, content) of the PKI files a role's node needs.
+
+    Control-plane nodes get the CAs with their keys and the service-account pair: kubeadm signs each node's own
+    certificates from them. Workers get nothing: ``kubeadm join`` fetches the CA through token discovery (checked
+    against the CA hash) and its preflight refuses to run if ``/etc/kubernetes/pki/ca.crt`` already exists.
+    """
+    if role == ROLE_JOIN_WORKER:
+        return []
+    base = "/etc/kubernetes/pki"
+    return [
+        (f"{base}/ca.crt", "0640", pki.cluster_ca_cert),
+        (f"{base}/ca.key", "0600", pki.cluster_ca_key),
+        (f"{base}/etcd/ca.crt", "0640", pki.etcd_ca_cert),
+        (f"{base}/etcd/ca.key", "0600", pki.etcd_ca_key),
+        (f"{base}/front-proxy-ca.crt", "0640", pki.front_proxy_ca_cert),
+        (f"{base}/front-proxy-ca.key", "0600", pki.front_proxy_ca_key),
+        (f"{base}/sa.pub", "0640", pki.service_account_public_key),
+        (f"{base}/sa.key", "0600", pki.service_account_private_key),
+    ]
+
+
+if HAS_YAML:
+
+    class _BlockDumper(yaml.SafeDumper):
+        """Multi-line strings (PEMs, the kubeadm config) as literal blocks, so the document reads like CABPK's."""
+
+    def _str_representer(dumper: Any, value: str) -> Any:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _BlockDumper.add_representer(str, _str_representer)
+
+
+def _dump(data: Any, sort_keys: bool = False) -> str:
+    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=sort_keys, default_flow_style=False, width=1 << 16)
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise SpecError("role", f"'{role}' is not one of {', '.join(ROLES)}")
+
+
+def render_cloud_init(
+    pki: ClusterPki,
+    role: str,
+    *,
+    cluster: str,
+    endpoint_host: str,
+    endpoint_port: int,
+    kubernetes_version: str,
+    machine_name: str,
+) -> bytes:
+    """The ``#cloud-config`` document that bootstraps one machine, deterministic for the same inputs.
+
+    ``machine_name`` does not appear in the document (the node is named after its EC2 private DNS name through
+    cloud-init's jinja rendering, as CAPA templates do), so every machine of a group shares one document and one
+    :func:`cloud_init_hash`; it is accepted so callers pass the machine explicitly and future needs stay compatible.
+    The document carries keys and the bootstrap token: it must only travel through the secret backend.
+    """
+    _check_role(role)
+    del machine_name
+    documents = kubeadm_documents(
+        pki,
+        role,
+        cluster=cluster,
+        endpoint_host=endpoint_host,
+        endpoint_port=endpoint_port,
+        kubernetes_version=kubernetes_version,
+    )
+    kubeadm_yaml = "---\n".join(_dump(d) for d in documents)
+    write_files = [
+        {"path": path, "owner": "root:root", "permissions": mode, "content": content}
+        for path, mode, content in pki_files(pki, role)
+    ]
+    write_files.append(
+        {"path": KUBEADM_CONFIG_PATH, "owner": "root:root", "permissions": "0600", "content": kubeadm_yaml}
+    )
+    command = "init" if role == ROLE_INIT else "join"
+    config = {
+        "write_files": write_files,
+        "runcmd": [
+            "mkdir -p /run/cluster-api",
+            f"kubeadm {command} --config {KUBEADM_CONFIG_PATH} && echo success > {BOOTSTRAP_SUCCESS_PATH}",
+        ],
+    }
+    return f"{JINJA_HEADER}\n#cloud-config\n{_dump(config)}".encode()
+
+
+def cloud_init_hash(
+    pki: ClusterPki,
+    role: str,
+    *,
+    cluster: str,
+    endpoint_host: str,
+    endpoint_port: int,
+    kubernetes_version: str,
+    machine_name: str | None = None,
+) -> str:
+    """A stable sha256 of what defines a group's bootstrap config, for comparing machines with their template.
+
+    Built from public facts only (role, cluster, endpoint, version, networking, the CAs' public-key hashes), plus a
+    hash of the token so a replaced token also changes it. The machine name is left out on purpose (see
+    :func:`render_cloud_init`).
+    """
+    _check_role(role)
+    del machine_name
+    inputs = {
+        "renderer": 1,
+        "role": role,
+        "cluster": cluster,
+        "endpoint": endpoint_address(endpoint_host, endpoint_port),
+        "kubernetes_version": normalise_version(kubernetes_version),
+        "service_cidr": pki.service_cidr,
+        "pod_cidr": pki.pod_cidr,
+        "cas": [ca_cert_hash(getattr(pki, pair[1])) for pair in CA_PAIRS],
+        "service_account": hashlib.sha256(pki.service_account_public_key.strip().encode()).hexdigest(),
+        "token": hashlib.sha256(pki.bootstrap_token.encode()).hexdigest(),
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
