@@ -26,6 +26,8 @@ ANSIBLE_LABELS = {
     "common_return_values": "reference_appendices/common_return_values.html",
     "ansible_configuration_settings": "reference_appendices/config.html",
     "action_plugins": "plugins/action.html",
+    "callback_plugins": "plugins/callback.html",
+    "inventory_plugins": "plugins/inventory.html",
 }
 
 
@@ -39,6 +41,9 @@ def _external(app, env, node, contnode):
         return None
     if target in ANSIBLE_LABELS:
         url = ANSIBLE_DOCS + ANSIBLE_LABELS[target]
+    elif node.get("reftype") == "envvar" and target.startswith("ANSIBLE_"):
+        # ansible-core's own settings (the inventory cache's ANSIBLE_CACHE_PLUGIN ...) are documented there.
+        url = f"{ANSIBLE_DOCS}reference_appendices/config.html#envvar-{target}"
     elif target.startswith("ansible_collections.") and target.count(".") >= 3:
         namespace, name, page = target.split(".", 3)[1:]
         url = f"{ANSIBLE_DOCS}collections/{namespace}/{name}/{page}.html"
