@@ -14,14 +14,29 @@ import random
 import string
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from ..kernel.errors import SpecError
 from ..kernel.validation import check_resource_id
 from .machine_spec import BOOTSTRAP_TAG, BootstrapRef
 
-if TYPE_CHECKING:  # the workload side is not bundled with the pool modules, which never ask the cluster
-    from .lifecycle import Readiness
+
+class Availability(Protocol):
+    """What the workload cluster says of a machine (``lifecycle.Readiness``; declared here so that the pool modules,
+    which never ask the cluster, do not bundle the workload client - AnsiballZ follows every import, even typed
+    ones)."""
+
+    @property
+    def available(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def node(self) -> str | None: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
 
 # States a machine of the group can be in while it still counts (DescribeInstances filter values).
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -64,7 +79,7 @@ class Machine:
     metadata_options: dict[str, Any] = field(default_factory=dict)
     private_dns_name: str = ""  # the node name kubeadm gives the kubelet
     # What the workload cluster says of the machine (None: not asked - AWS's state alone decides).
-    readiness: Readiness | None = None
+    readiness: Availability | None = None
 
     @property
     def bootstrap_ref(self) -> BootstrapRef | None:
