@@ -153,8 +153,8 @@ notes:
   - A machine goes in Cluster API's order - etcd leadership moved off it (control plane), its Node cordoned and
     drained through the Eviction API (evictions a PodDisruptionBudget refuses are retried until
     I(node_drain_timeout)), its volumes detached, then it leaves the load balancers, its etcd member is removed
-    (control plane), it is terminated, and its Node is deleted once the instance is gone. etcd members no machine explains
-    (a killed run's leftovers) are removed while quorum allows.
+    (control plane), it is terminated, and its Node is deleted once the instance is gone. etcd members no machine
+    explains (a killed run's leftovers) are removed while quorum allows.
   - Without the Kubernetes API (I(kubernetes_api.mode=none), or C(auto) and no answer) workers are judged by the
     AWS-only signal C(InstanceRunning) and removed without a drain, with a warning; removing a control-plane machine
     is refused. A control plane being deleted (I(state=absent)) is the cluster's deletion - no etcd member removal.
