@@ -266,6 +266,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes
 """
 
@@ -406,7 +407,10 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster import EksClusterTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster import (
+    EksClusterTier,
+    kubernetes_api_argument_spec,
+)
 
 MAPPING = dict(
     username=dict(type="str"),
@@ -418,6 +422,7 @@ MAPPING = dict(
 def main():
     run_tier(
         dict(
+            **kubernetes_api_argument_spec(),
             name=dict(type="str"),
             version=dict(type="str"),
             role_arn=dict(type="str"),

@@ -524,6 +524,7 @@ def eks_cluster_params(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
         oidc_thumbprint=eks.oidc_thumbprint,
         iam_authenticator=plain(eks.iam_authenticator),
         output_dir=output_dir,
+        kubernetes_api=plain(spec.kubernetes_api) if wanted else None,
     )
 
 

@@ -500,20 +500,36 @@ def _mapping(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
     return out
 
 
-def render_aws_auth(roles: list[dict[str, Any]], users: list[dict[str, Any]], dump: Callable[[Any], str]) -> str:
+def aws_auth_manifest(
+    roles: list[dict[str, Any]], users: list[dict[str, Any]], dump: Callable[[Any], str]
+) -> dict[str, Any]:
     """The ``kube-system/aws-auth`` ConfigMap; ``dump`` is a YAML dumper (mapRoles/mapUsers are YAML strings)."""
     data: dict[str, str] = {}
     if roles:
         data["mapRoles"] = dump(roles)
     if users:
         data["mapUsers"] = dump(users)
-    manifest = {
+    return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "aws-auth", "namespace": "kube-system"},
         "data": data,
     }
-    return dump(manifest)
+
+
+def render_aws_auth(roles: list[dict[str, Any]], users: list[dict[str, Any]], dump: Callable[[Any], str]) -> str:
+    return dump(aws_auth_manifest(roles, users, dump))
+
+
+def merged_mappings(
+    current: Sequence[Mapping[str, Any]], wanted: Sequence[Mapping[str, Any]], key: str
+) -> list[dict[str, Any]]:
+    """aws-auth mappings as CAPA keeps them: what the cluster has stays (EKS maps its managed node groups' roles
+    there itself), ours are added, and ours win for the same ARN."""
+    merged = {m[key]: dict(m) for m in current if isinstance(m, Mapping) and m.get(key)}
+    for mapping in wanted:
+        merged[mapping[key]] = dict(mapping)
+    return list(merged.values())
 
 
 def access_entries_allowed(mode: str) -> bool:

@@ -26,13 +26,17 @@ from ..kernel.context import Context
 from . import addons, control_plane, oidc_provider
 from . import cluster_plan as plan
 from .access import reconcile_access
-from .eks_cluster_spec import EksClusterSpec
+from .eks_cluster_spec import EksClusterSpec, kubernetes_api_argument_spec
+
+__all__ = ["EksClusterTier", "kubernetes_api_argument_spec"]
 from .kubeconfig import write_kubeconfigs
 
 
 class EksClusterTier:
     def validate(self, params: dict[str, Any], region: str | None) -> None:
-        plan.validate_spec(EksClusterSpec.from_params(params))
+        spec = EksClusterSpec.from_params(params)
+        plan.validate_spec(spec)
+        spec.kubernetes_api.validate()
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = EksClusterSpec.from_params(params)

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..kernel.options import argument_spec as _argument_spec
+from ..workload.access import KUBERNETES_API, KubernetesApiSettings
+
 
 def default_role_name(cluster: str) -> str:
     return f"{cluster}-iam-service-role"
@@ -60,6 +63,7 @@ class EksClusterSpec:
     map_users: list[Mapping[str, Any]]
     node_role_arns: list[str]
     output_dir: str
+    kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> EksClusterSpec:
@@ -89,8 +93,14 @@ class EksClusterSpec:
             map_users=list(authenticator["map_users"]),
             node_role_arns=list(params["node_role_arns"]),
             output_dir=params["output_dir"],
+            kubernetes_api=KubernetesApiSettings.from_params(params.get("kubernetes_api")),
         )
 
     @property
     def paths(self) -> OutputPaths:
         return OutputPaths.under(self.output_dir, self.cluster)
+
+
+def kubernetes_api_argument_spec() -> dict[str, Any]:
+    """The ``kubernetes_api`` option (doc fragment ``clusterapi.aws.kubernetes_api``): how aws-auth is applied."""
+    return _argument_spec([KUBERNETES_API])

@@ -391,6 +391,7 @@ def test_an_eks_cluster():
             "associate_oidc_provider": True,
             "iam_authenticator": {"map_roles": [], "map_users": []},
             "output_dir": "/out",
+            "kubernetes_api": {"mode": "auto", "timeout": 10},  # aws-auth is applied through the API
         }
     }
     assert compiled["eks_node_groups"] == {

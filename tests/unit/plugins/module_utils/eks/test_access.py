@@ -76,9 +76,13 @@ def test_access_entries_and_auth_mode_update(aws_stub, tmp_path):
             "map_users": [],
         },
         node_role_arns=[NODE_ROLE],
+        # No API server behind this Stubber-described cluster: aws-auth is applied on the simulator
+        # (tests/integration/test_eks_aws_auth.py); here the file and the access entries.
+        kubernetes_api={"mode": "none"},
     )
     ctx, after = run(session, p)
     eks.assert_no_pending_responses()
+    assert after["conditions"]["IAMAuthenticatorConfigured"]["reason"] == "KubernetesApiNotUsed"
     assert [c.call for c in ctx.ops.plan if c.call.startswith("eks:")] == [
         "eks:UpdateClusterConfig",
         "eks:CreateAccessEntry",

@@ -38,6 +38,8 @@ def test_check_mode_from_nothing_plans_the_cluster_and_its_kubeconfig(aws_stub, 
     assert [(p.call, p.resource, p.reason) for p in ctx.ops.plan] == [
         ("eks:CreateCluster", CLUSTER, "missing"),
         ("file:WriteFile", str(out / "aws-auth.yaml"), "aws-auth mappings missing"),
+        # ... and applied in the cluster once it is active (the node role must be mapped before nodes join).
+        ("k8s:Apply", "ConfigMap kube-system/aws-auth", "iam_authenticator"),
         ("file:WriteFile", str(out / "user-kubeconfig"), "kubeconfig missing"),
     ]
     assert after["cluster"]["arn"] == f"planned:eks:{CLUSTER}" and after["cluster"]["endpoint"] is None
