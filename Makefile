@@ -27,7 +27,8 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule \
-	test clean system-deps bench dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest
+	test clean system-deps bench dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
+	typecheck
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -36,7 +37,8 @@ help:
 	@echo "make moto-stop    stop it"
 	@echo "make kubesim-start start the workload-cluster simulator next to it ($(BUILD)/kubesim.url); kubesim-stop"
 	@echo "make demo         run playbooks/site.yml on examples/inventory.yml twice against moto; the 2nd must change nothing"
-	@echo "make lint         ruff check + ruff format --check, ansible-lint --profile production"
+	@echo "make lint         ruff check + ruff format --check, mypy (make typecheck), ansible-lint --profile production"
+	@echo "make typecheck    mypy on plugins/ (mypy.ini), in its own venv $(BUILD)/tools/mypy"
 	@echo "make unit         pytest tests/unit"
 	@echo "make sanity       ansible-test sanity on a copy of the collection"
 	@echo "make integration  pytest -n 2 tests/integration (one moto server per worker), then the secrets scan of their output"
@@ -180,16 +182,27 @@ bench: venv collection
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # --- tests -------------------------------------------------------------------------------------
-# All three linters run; the target fails if any of them failed.  ansible-lint covers everything the tarball ships
+# All the linters run; the target fails if any of them failed.  ansible-lint covers everything the tarball ships
 # that it can read (galaxy.yml's build_ignore leaves the rest out).
 LINT_PATHS := roles playbooks examples extensions meta changelogs galaxy.yml
 lint: venv collection
 	@status=0; \
 	echo "+ ruff check plugins tests tools"; ruff check plugins tests tools || status=1; \
 	echo "+ ruff format --check plugins tests tools"; ruff format --check plugins tests tools || status=1; \
+	$(MAKE) --no-print-directory typecheck || status=1; \
 	echo "+ ansible-lint --profile production $(LINT_PATHS)"; \
 	ansible-lint --nocolor --profile production $(LINT_PATHS) || status=1; \
 	exit $$status
+
+# mypy (own venv, tools/requirements/mypy.txt) must see the code under its import name
+# ansible_collections.clusterapi.aws.plugins (the modules import module_utils by it), so it runs from
+# $(COLLECTIONS), where `make collection` links the working tree, and checks that package (-p): module_utils, the
+# modules and every other plugin type, as namespace packages (there is no __init__.py above module_utils'
+# packages).  mypy.ini holds the options and the third-party packages it does not install (their imports are Any).
+typecheck: collection $(TOOLS)/mypy/.stamp
+	@echo "+ mypy -p ansible_collections.clusterapi.aws.plugins"
+	@cd $(COLLECTIONS) && $(CURDIR)/$(TOOLS)/mypy/bin/mypy --config-file $(CURDIR)/mypy.ini \
+		--cache-dir $(CURDIR)/$(BUILD)/mypy-cache -p ansible_collections.clusterapi.aws.plugins
 
 unit: venv collection
 	pytest -q tests/unit $(PYTEST_ARGS)

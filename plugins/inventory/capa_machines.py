@@ -372,7 +372,7 @@ class InventoryModule(AWSInventoryBase):
         wanted = list(self.get_option("clusters"))
         states = list(self.get_option("instance_states"))
         filters = describe_filters(wanted, states)
-        machines = []
+        machines: list[Machine] = []
         for region in self.regions():
             try:
                 found = describe_instances(self.client("ec2", region=region), filters)

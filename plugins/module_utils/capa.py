@@ -162,7 +162,19 @@ def run_tier(
         module.fail_json(msg=str(e), **_progress(session, ctx))
     except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
         module.fail_json_aws(e, msg=_describe_failure(e, ctx), **_progress(session, ctx))
+    else:  # fail_json exits: only a tier that returned gets a result
+        _exit_with_result(module, session, ctx, before, after, result_key, info)
 
+
+def _exit_with_result(
+    module: AnsibleAWSModule,
+    session: AwsSession,
+    ctx: Context,
+    before: Any,
+    after: Any,
+    result_key: str | None,
+    info: bool,
+) -> None:
     if info and ctx.ops.plan:
         module.fail_json(msg="an info tier planned a mutating call (a bug)", **_progress(session, ctx))
     for message in ctx.warnings:

@@ -147,6 +147,7 @@ def test_build_ignore_leaves_out_the_harness():
         "bench",
         "tools",
         "Makefile",
+        "mypy.ini",
         ".ci",
         "extensions/molecule",
         "tests/output",

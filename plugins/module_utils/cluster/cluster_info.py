@@ -739,7 +739,7 @@ def nat_gateways_condition(facts: Facts) -> dict[str, Any]:
         slot = az if view.nat_gateways == "per_az" else "cluster"
         if view.nat_gateways == "none":
             facts.orphan("nat_gateway", nat, "spec.network.nat_gateways is none")
-        elif slot in kept or (view.nat_gateways == "per_az" and az not in needed_azs):
+        elif slot is None or slot in kept or (view.nat_gateways == "per_az" and az not in needed_azs):
             facts.orphan("nat_gateway", nat, f"more NAT gateways than nat_gateways={view.nat_gateways} needs")
         else:
             kept[slot] = nat
@@ -767,9 +767,8 @@ def route_tables_condition(facts: Facts) -> dict[str, Any]:
     tables = _outside_vpc(facts, "route_table")
     subnets = [s for s in facts.owned["subnet"] if not facts.is_orphan(s)]
     by_subnet = {sid: t for t in tables for sid in t["subnet_ids"]}
-    for table in tables:
-        if not table["subnet_ids"]:
-            facts.orphan("route_table", table, "associated with no subnet")
+    for unassociated in (t for t in tables if not t["subnet_ids"]):
+        facts.orphan("route_table", unassociated, "associated with no subnet")
     if not subnets:
         return condition(False, "RouteTablesNotFound", "no subnets to route")
     problems = []

@@ -66,7 +66,7 @@ def apply_aws_auth(
     settings = spec.kubernetes_api
     if settings.mode == "none":
         return condition(False, "KubernetesApiNotUsed", "kubernetes_api.mode is none: apply the aws-auth file yourself")
-    if plan.is_planned(cluster) or not (cluster or {}).get("endpoint") or cluster.get("status") != "ACTIVE":
+    if cluster is None or plan.is_planned(cluster) or not cluster.get("endpoint") or cluster.get("status") != "ACTIVE":
         if ctx.check_mode:  # before the cluster exists: the apply is what would come
             planned = PlannedApi("the EKS cluster is not active yet")
             ctx.ops.call(planned, "apply", resource="ConfigMap kube-system/aws-auth", reason="iam_authenticator")

@@ -56,9 +56,9 @@ def parse_cidr(value: str, field: str) -> ipaddress.IPv4Network:
         network = ipaddress.ip_network(value, strict=True)
     except (ValueError, TypeError) as e:
         raise SpecError(field, f"'{value}' is not a valid CIDR block ({e})") from None
-    if network.version != 4:
+    if not isinstance(network, ipaddress.IPv4Network):
         raise SpecError(field, f"'{value}' is not an IPv4 CIDR block")
-    return network  # type: ignore[return-value]
+    return network
 
 
 def check_vpc_cidr(value: str, field: str) -> ipaddress.IPv4Network:
@@ -74,7 +74,8 @@ def check_subnet_cidrs(
     field: str = "subnets",
 ) -> None:
     """Each subnet CIDR inside one of the VPC's blocks, /16 to /28, none overlapping another."""
-    vpc_networks = [ipaddress.ip_network(c) for c in vpc_cidrs if c and not is_placeholder(c)]
+    # A VPC's CIDR blocks are IPv4 (its IPv6 blocks are associations of their own, never passed here).
+    vpc_networks = [ipaddress.IPv4Network(c) for c in vpc_cidrs if c and not is_placeholder(c)]
     seen: list[tuple[int, ipaddress.IPv4Network]] = []
     for index, subnet in enumerate(subnets):
         cidr = subnet.get("cidr_block")

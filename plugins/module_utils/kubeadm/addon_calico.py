@@ -174,14 +174,14 @@ def _config(key: str) -> dict[str, Any]:
     return {"valueFrom": {"configMapKeyRef": {"name": "calico-config", "key": key}}}
 
 
-NODE_NAME = {"valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+NODE_NAME: dict[str, Any] = {"valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
 PRIVILEGED = {"privileged": True}
 
 
 def _calico_node(pod_cidr: str) -> dict[str, Any]:
     image = f"{REGISTRY}/node:{VERSION}"
     cni_image = f"{REGISTRY}/cni:{VERSION}"
-    env = {
+    env: dict[str, dict[str, Any]] = {
         "DATASTORE_TYPE": {"value": "kubernetes"},
         "WAIT_FOR_DATASTORE": {"value": "true"},
         "NODENAME": NODE_NAME,

@@ -23,7 +23,7 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
 from ..kernel.options import argument_spec as spec_of
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
-from ..workload.kube import UNREACHABLE, PlannedApi
+from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import addon_calico, addon_ccm
 from .pki import load_cluster_pki
 
@@ -166,7 +166,8 @@ class AddonsTier:
             record = self._read_record(access)
         finally:
             access.close()
-        if record is None:
+        api = access.api  # a record was read through it: not None once record is not None
+        if record is None or api is None:
             if ctx.check_mode:
                 return None, self._planned(ctx, addons, access.reason)
             ctx.warn(f"addons not applied: {access.reason}; a later run applies them once the API answers")
@@ -174,11 +175,11 @@ class AddonsTier:
         before = self._result(addons, record, [], "")
         todo = to_apply(addons, record, spec.strategy)
         for addon, why in todo:
-            self._apply(ctx, access, addon, why)
+            self._apply(ctx, api, addon, why)
             record[addon.name] = addon.digest
         if todo:
             ctx.ops.call(
-                access.api,
+                api,
                 "apply",
                 resource=label(_record(record)),
                 reason="record what was applied",
@@ -198,10 +199,10 @@ class AddonsTier:
             return None
         return dict((found or {}).get("data") or {})
 
-    def _apply(self, ctx: Context, access: KubernetesAccess, addon: Addon, why: str) -> None:
+    def _apply(self, ctx: Context, api: KubeApi, addon: Addon, why: str) -> None:
         for manifest in addon.objects:
             ctx.ops.call(
-                access.api,  # type: ignore[arg-type]
+                api,
                 "apply",
                 resource=label(manifest),
                 reason=f"addon {addon.name}: {why}",

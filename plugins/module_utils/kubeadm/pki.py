@@ -20,7 +20,7 @@ import re
 import secrets
 import string
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, overload
 
 try:
     import botocore.exceptions
@@ -264,6 +264,7 @@ def check_supplied_pki(
     supplied = supplied or {}
     now = now or utc_now()
     pairs = [pair[:3] for pair in CA_PAIRS] + [SA_PAIR]
+    complete: dict[str, str] = {}  # the fields of every pair given whole
     for _name, first, second in pairs:
         given = {f: supplied.get(f) for f in (first, second)}
         if not any(given.values()):
@@ -272,11 +273,12 @@ def check_supplied_pki(
             if not value:
                 other = second if name == first else first
                 raise SpecError(f"{field}.{name}", f"is required when {field}.{other} is given")
+            complete[name] = value
     for _name, cert_field, key_field, _cn in CA_PAIRS:
-        if not supplied.get(cert_field):
+        if cert_field not in complete:
             continue
-        cert = _load_cert(supplied[cert_field], f"{field}.{cert_field}")
-        key = _load_key(supplied[key_field], f"{field}.{key_field}")
+        cert = _load_cert(complete[cert_field], f"{field}.{cert_field}")
+        key = _load_key(complete[key_field], f"{field}.{key_field}")
         if spki_der(cert.public_key()) != spki_der(key.public_key()):
             raise SpecError(f"{field}.{key_field}", f"does not match the public key of {field}.{cert_field}")
         try:
@@ -294,9 +296,9 @@ def check_supplied_pki(
         if not_after(cert) <= now:
             raise SpecError(f"{field}.{cert_field}", f"expired on {not_after(cert).isoformat()}")
     public_field, private_field = SA_PAIR[1], SA_PAIR[2]
-    if supplied.get(public_field):
-        public = _load_public_key(supplied[public_field], f"{field}.{public_field}")
-        private = _load_key(supplied[private_field], f"{field}.{private_field}")
+    if public_field in complete:
+        public = _load_public_key(complete[public_field], f"{field}.{public_field}")
+        private = _load_key(complete[private_field], f"{field}.{private_field}")
         if spki_der(public) != spki_der(private.public_key()):
             raise SpecError(f"{field}.{private_field}", f"does not match {field}.{public_field}")
 
@@ -353,6 +355,14 @@ def read_pki_secret(ctx: Context, cluster: str) -> tuple[ClusterPki | None, dict
     if text is None:
         raise ReconcileError(f"secret {name} holds binary data; it was not written by capa_kubeadm")
     return ClusterPki.from_secret_string(text, f"secret {name}"), {"arn": answer.get("ARN"), "name": name}
+
+
+@overload
+def load_cluster_pki(ctx: Context, cluster: str, *, missing_ok: Literal[False] = False) -> ClusterPki: ...
+
+
+@overload
+def load_cluster_pki(ctx: Context, cluster: str, *, missing_ok: bool) -> ClusterPki | None: ...
 
 
 def load_cluster_pki(ctx: Context, cluster: str, *, missing_ok: bool = False) -> ClusterPki | None:

@@ -261,8 +261,8 @@ class GroupWorkload:
             return
         assert self.workload is not None
         leaving = step.delete[0] if step.delete else None
-        sick = leaving is not None and not leaving.available
-        why_not = preflight(self._control_plane(machines), self.workload.etcd, excluding=leaving.name if sick else None)
+        sick = leaving.name if leaving is not None and not leaving.available else None
+        why_not = preflight(self._control_plane(machines), self.workload.etcd, excluding=sick)
         if why_not:
             raise ReconcileError(f"refused: {what}: {why_not}. Nothing of this step was changed")
         etcd = self.workload.etcd

@@ -14,6 +14,7 @@ Registering control-plane instances is not done here: capa_instance does it with
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -121,12 +122,12 @@ def refuse_type_change(ctx: Context, lb: LbSpec) -> None:
     changed the type. That would move the API endpoint every certificate and kubeconfig names, so it is refused
     (read-only requests only; checked when creating, so a steady run makes no extra request)."""
     if lb.type == CLASSIC:
-        other = _elbv2.describe_load_balancers_by_name(ctx, [lb.name]).get(lb.name)
+        other = _elbv2.describe_load_balancers_by_name(ctx, [lb.aws_name]).get(lb.aws_name)
         tags = _elbv2.describe_tags(ctx, [other["LoadBalancerArn"]]).get(other["LoadBalancerArn"], {}) if other else {}
         kind = "network (nlb)"
     else:
-        other = _elb.describe_load_balancer(ctx, lb.name)
-        tags = _elb.describe_tags(ctx, [lb.name]).get(lb.name, {}) if other else {}
+        other = _elb.describe_load_balancer(ctx, lb.aws_name)
+        tags = _elb.describe_tags(ctx, [lb.aws_name]).get(lb.aws_name, {}) if other else {}
         kind = "classic"
     if other is not None and is_owned(tags, ctx.cluster):
         raise SpecError(
@@ -148,7 +149,7 @@ class _Build:
         key = {"primary": "load_balancer", "secondary": "secondary_load_balancer"}
         ready = Conditions(status=False, reason=WAIT_EXTERNAL, message="no load balancer (type disabled)")
         nlbs = [lb for lb in self.spec.load_balancers if lb.type == NLB]
-        v2_found = _elbv2.describe_load_balancers_by_name(self.ctx, [lb.name for lb in nlbs]) if nlbs else {}
+        v2_found = _elbv2.describe_load_balancers_by_name(self.ctx, [lb.aws_name for lb in nlbs]) if nlbs else {}
         v2_states = _V2Observer(self.ctx).observe(v2_found, managed_only=False) if v2_found else {}
         for lb in self.spec.load_balancers:
             if lb.type == DISABLED:
@@ -156,7 +157,7 @@ class _Build:
             if lb.type == CLASSIC:
                 old, new = _ClassicLb(self.ctx, self.spec, lb).run()
             elif lb.type == NLB:
-                old, new = _NetworkLb(self.ctx, self.spec, lb, v2_states.get(lb.name)).run()
+                old, new = _NetworkLb(self.ctx, self.spec, lb, v2_states.get(lb.aws_name)).run()
             else:
                 old, new = _external(self.ctx, self.spec, lb)
             before[key[lb.label]], after[key[lb.label]] = old, new
@@ -187,12 +188,12 @@ def _readiness(after: Mapping[str, Any]) -> Conditions:
 
 def _external(ctx: Context, spec: ElbSpec, lb: LbSpec) -> tuple[Any, Any]:
     """An existing load balancer, validated and used as it is: never tagged, changed or deleted."""
-    found = _elb.describe_load_balancer(ctx, lb.name)
+    found = _elb.describe_load_balancer(ctx, lb.aws_name)
     if found is not None:
         _check_identity(lb, found.get("VPCId"), found.get("Scheme"), spec.vpc_id)
         summary = _classic_summary(lb, found, managed=False)
         return summary, summary
-    v2 = _elbv2.describe_load_balancers_by_name(ctx, [lb.name]).get(lb.name)
+    v2 = _elbv2.describe_load_balancers_by_name(ctx, [lb.aws_name]).get(lb.aws_name)
     if v2 is None:
         raise ReconcileError(f"name: no load balancer named '{lb.name}' exists in region {ctx.region}")
     _check_identity(lb, v2.get("VpcId"), v2.get("Scheme"), spec.vpc_id)
@@ -212,12 +213,12 @@ class _ClassicLb:
         self.groups = list(spec.security_group_ids)
 
     def observe(self) -> ClassicState | None:
-        found = _elb.describe_load_balancer(self.ctx, self.lb.name)
+        found = _elb.describe_load_balancer(self.ctx, self.lb.aws_name)
         if found is None:
             return None
         _check_identity(self.lb, found.get("VPCId"), found.get("Scheme"), self.spec.vpc_id)
-        tags = _elb.describe_tags(self.ctx, [self.lb.name]).get(self.lb.name, {})
-        attributes = _elb.describe_attributes(self.ctx, self.lb.name)
+        tags = _elb.describe_tags(self.ctx, [self.lb.aws_name]).get(self.lb.aws_name, {})
+        attributes = _elb.describe_attributes(self.ctx, self.lb.aws_name)
         return ClassicState(found, tags, attributes, is_owned(tags, self.ctx.cluster))
 
     def run(self) -> tuple[Any, Any]:
@@ -237,7 +238,7 @@ class _ClassicLb:
         return before, _classic_summary(self.lb, description, managed=True)
 
     def _create(self) -> dict[str, Any]:
-        name = self.lb.name
+        name = self.lb.aws_name
         tags = self.ctx.tags(ROLE_APISERVER, name)
         created = self.ctx.ops.call(
             self.client,
@@ -264,7 +265,7 @@ class _ClassicLb:
         }
 
     def _converge(self, state: ClassicState, description: dict[str, Any]) -> None:
-        name = self.lb.name
+        name = self.lb.aws_name
         drift = classic_attribute_drift(state.attributes, classic_attributes(self.lb))
         if drift:
             self._modify_attributes(drift, f"attributes differ: {', '.join(drift)}")
@@ -295,18 +296,18 @@ class _ClassicLb:
             self.ctx.ops.call(
                 self.client,
                 "delete_load_balancer_listeners",
-                resource=self.lb.name,
+                resource=self.lb.aws_name,
                 reason=f"listeners not in the spec on port(s) {delete}",
-                LoadBalancerName=self.lb.name,
+                LoadBalancerName=self.lb.aws_name,
                 LoadBalancerPorts=delete,
             )
         if create:
             self.ctx.ops.call(
                 self.client,
                 "create_load_balancer_listeners",
-                resource=self.lb.name,
+                resource=self.lb.aws_name,
                 reason=f"listener missing on port {self.lb.api_server_port}",
-                LoadBalancerName=self.lb.name,
+                LoadBalancerName=self.lb.aws_name,
                 Listeners=create,
             )
         if delete or create:
@@ -330,9 +331,9 @@ class _ClassicLb:
             self.ctx.ops.call(
                 self.client,
                 method,
-                resource=self.lb.name,
+                resource=self.lb.aws_name,
                 reason=f"{reason}: {', '.join(subnets)}",
-                LoadBalancerName=self.lb.name,
+                LoadBalancerName=self.lb.aws_name,
                 Subnets=subnets,
             )
         description["Subnets"] = self.subnets
@@ -341,9 +342,9 @@ class _ClassicLb:
         self.ctx.ops.call(
             self.client,
             "configure_health_check",
-            resource=self.lb.name,
+            resource=self.lb.aws_name,
             reason=reason,
-            LoadBalancerName=self.lb.name,
+            LoadBalancerName=self.lb.aws_name,
             HealthCheck=classic_health_check(self.lb),
         )
 
@@ -352,9 +353,9 @@ class _ClassicLb:
         self.ctx.ops.call(
             self.client,
             "modify_load_balancer_attributes",
-            resource=self.lb.name,
+            resource=self.lb.aws_name,
             reason=reason,
-            LoadBalancerName=self.lb.name,
+            LoadBalancerName=self.lb.aws_name,
             LoadBalancerAttributes={g: desired[g] for g in groups},
         )
 
@@ -455,7 +456,7 @@ class _NetworkLb:
 
     # load balancer -------------------------------------------------------------------------------------------
     def _create(self) -> V2State:
-        name = self.lb.name
+        name = self.lb.aws_name
         predicted = {
             "LoadBalancers": [
                 {
@@ -496,13 +497,13 @@ class _NetworkLb:
             lambda: _elbv2.describe_load_balancer(self.ctx, state.arn),
             lambda d: d is not None and _state_code(d) == "active",
             self.ctx,
-            f"load balancer {self.lb.name} to become active",
+            f"load balancer {self.lb.aws_name} to become active",
             delay=10.0,
             failed=_activation_failure,
         )
 
     def _converge_lb(self, state: V2State) -> None:
-        name, arn = self.lb.name, state.arn
+        name, arn = self.lb.aws_name, state.arn
         drift = attribute_drift(state.attributes, lb_attributes(self.lb))
         if drift:
             self._modify_attributes(state, drift, f"attributes differ: {', '.join(sorted(drift))}")
@@ -535,7 +536,7 @@ class _NetworkLb:
         self.ctx.ops.call(
             self.client,
             "modify_load_balancer_attributes",
-            resource=self.lb.name,
+            resource=self.lb.aws_name,
             reason=reason,
             LoadBalancerArn=state.arn,
             Attributes=as_attributes(values),
@@ -565,7 +566,7 @@ class _NetworkLb:
         created = self.ctx.ops.call(
             self.client,
             "create_target_group",
-            resource=f"{self.lb.name}/{name}",
+            resource=f"{self.lb.aws_name}/{name}",
             reason=f"missing for listener {listener.port}",
             predicted={
                 "TargetGroups": [
@@ -596,7 +597,7 @@ class _NetworkLb:
         return group
 
     def _converge_target_group(self, state: V2State, group: dict[str, Any], listener: Listener) -> None:
-        arn, label = group["TargetGroupArn"], f"{self.lb.name}/{group['TargetGroupName']}"
+        arn, label = group["TargetGroupArn"], f"{self.lb.aws_name}/{group['TargetGroupName']}"
         desired_check = target_group_health_check(self.lb, listener)
         drift = health_check_drift(group, desired_check)
         if drift:
@@ -622,14 +623,14 @@ class _NetworkLb:
         self.ctx.ops.call(
             self.client,
             "modify_target_group_attributes",
-            resource=f"{self.lb.name}/{group['TargetGroupName']}",
+            resource=f"{self.lb.aws_name}/{group['TargetGroupName']}",
             reason=reason,
             TargetGroupArn=group["TargetGroupArn"],
             Attributes=as_attributes(values),
         )
 
     def _ensure_listener(self, state: V2State, listener: Listener, group_arn: str) -> str:
-        label = f"{self.lb.name}:{listener.port}"
+        label = f"{self.lb.aws_name}:{listener.port}"
         actions = [{"Type": "forward", "TargetGroupArn": group_arn}]
         current = match_listener(state.listeners, listener)
         if current is None:
@@ -669,7 +670,7 @@ class _NetworkLb:
                 self.ctx.ops.call(
                     self.client,
                     "delete_listener",
-                    resource=f"{self.lb.name}:{current.get('Port')}",
+                    resource=f"{self.lb.aws_name}:{current.get('Port')}",
                     reason="listener not in the spec",
                     ListenerArn=current["ListenerArn"],
                 )
@@ -681,7 +682,7 @@ class _NetworkLb:
                 self.ctx.ops.call(
                     self.client,
                     "delete_target_group",
-                    resource=f"{self.lb.name}/{group['TargetGroupName']}",
+                    resource=f"{self.lb.aws_name}/{group['TargetGroupName']}",
                     reason="target group not in the spec",
                     TargetGroupArn=group["TargetGroupArn"],
                 )
@@ -749,7 +750,7 @@ class _Deletion:
     def run(self) -> tuple[Any, Any]:
         classic = self._classic_to_delete()
         nlbs = [lb for lb in self.spec.load_balancers if lb.type == NLB]
-        found = _elbv2.describe_load_balancers_by_name(self.ctx, [lb.name for lb in nlbs]) if nlbs else {}
+        found = _elbv2.describe_load_balancers_by_name(self.ctx, [lb.aws_name for lb in nlbs]) if nlbs else {}
         states = _V2Observer(self.ctx).observe(found, managed_only=True) if found else {}
         by_name = {lb.name: lb for lb in self.spec.load_balancers}
         before = {
@@ -805,25 +806,30 @@ class _Deletion:
             self.ctx.ops.call(
                 self.elbv2,
                 "delete_listener",
-                resource=f"{lb.name}:{listener.get('Port')}",
+                resource=f"{lb.aws_name}:{listener.get('Port')}",
                 reason="cluster deleted",
                 ListenerArn=listener["ListenerArn"],
             )
         self.ctx.ops.call(
-            self.elbv2, "delete_load_balancer", resource=lb.name, reason="cluster deleted", LoadBalancerArn=state.arn
+            self.elbv2,
+            "delete_load_balancer",
+            resource=lb.aws_name,
+            reason="cluster deleted",
+            LoadBalancerArn=state.arn,
         )
         for group in state.target_groups:
             if not is_owned(state.tags.get(group["TargetGroupArn"]), self.ctx.cluster):
                 continue
-            label = f"{lb.name}/{group['TargetGroupName']}"
+            label = f"{lb.aws_name}/{group['TargetGroupName']}"
             self._retry_in_use(
-                lambda arn=group["TargetGroupArn"], label=label: missing_as_none(
+                functools.partial(
+                    missing_as_none,
                     self.ctx.ops.call,
                     self.elbv2,
                     "delete_target_group",
                     resource=label,
                     reason="cluster deleted",
-                    TargetGroupArn=arn,
+                    TargetGroupArn=group["TargetGroupArn"],
                 ),
                 label,
                 blockers=finder(self.ctx, target_group_arn=group["TargetGroupArn"]),
@@ -849,7 +855,7 @@ class _Deletion:
         for description in classic:
             name = description["LoadBalancerName"]
             wait_until(
-                lambda n=name: _elb.describe_load_balancer(self.ctx, n),
+                functools.partial(_elb.describe_load_balancer, self.ctx, name),
                 lambda d: d is None,
                 self.ctx,
                 f"{name} deleted",
@@ -857,7 +863,7 @@ class _Deletion:
         for state in v2:
             name = state.description["LoadBalancerName"]
             wait_until(
-                lambda n=name: _elbv2.describe_load_balancers_by_name(self.ctx, [n]),
+                functools.partial(_elbv2.describe_load_balancers_by_name, self.ctx, [name]),
                 lambda d: not d,
                 self.ctx,
                 f"{name} deleted",

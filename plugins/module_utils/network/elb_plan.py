@@ -14,7 +14,7 @@ import random
 import re
 import string
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
 from ..kernel.errors import SpecError
 from ..kernel.validation import check_resource_id
@@ -110,6 +110,13 @@ class LbSpec:
     @property
     def managed_type(self) -> bool:
         return self.type in (CLASSIC, NLB)
+
+    @property
+    def aws_name(self) -> str:
+        """The name to call AWS with: every type but 'disabled' has one (parse_spec makes sure)."""
+        if self.name is None:
+            raise ValueError(f"the {self.label} load balancer (type '{self.type}') has no name")
+        return self.name
 
     @property
     def listeners(self) -> tuple[Listener, ...]:
@@ -401,9 +408,11 @@ def target_group_health_check(lb: LbSpec, listener: Listener) -> dict[str, Any]:
     return {"HealthCheckProtocol": "TCP", "HealthCheckPort": str(listener.target_port)}
 
 
-def match_target_group(
-    groups: Iterable[Mapping[str, Any]], listener: Listener, taken: Iterable[str] = ()
-) -> Mapping[str, Any] | None:
+# An AWS description, handed back as the caller passed it (a dict stays a dict the caller may update).
+Described = TypeVar("Described", bound=Mapping[str, Any])
+
+
+def match_target_group(groups: Iterable[Described], listener: Listener, taken: Iterable[str] = ()) -> Described | None:
     """The target group serving ``listener``: CAPA matches by name prefix, port and protocol, not exact name."""
     taken = set(taken)
     for group in groups:
@@ -417,7 +426,7 @@ def match_target_group(
     return None
 
 
-def match_listener(listeners: Iterable[Mapping[str, Any]], listener: Listener) -> Mapping[str, Any] | None:
+def match_listener(listeners: Iterable[Described], listener: Listener) -> Described | None:
     for current in listeners:
         if int(current.get("Port") or 0) == listener.port and str(current.get("Protocol", "")).upper() == "TCP":
             return current

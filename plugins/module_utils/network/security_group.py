@@ -418,6 +418,8 @@ def _lb_rules(spec: SecurityGroupSpec) -> set[Rule]:
     if spec.lb_type != "nlb":
         return set()
     source = ANYWHERE if spec.preserve_client_ip else spec.vpc_cidr_block
+    if source is None:  # _check_needs refuses this spec before any request
+        raise SpecError("vpc_cidr_block", "is required for an NLB control-plane load balancer")
     rules = _tcp(KUBE_API_PORT, "Kubernetes API (NLB)", "cidr_block", [source])
     for port in spec.lb_listener_ports:
         rules |= _tcp(port, f"NLB additional listener {port}", "cidr_block", [source])
@@ -471,11 +473,18 @@ class _Group:
     created: bool = False  # by this run
 
 
+def _vpc_id_to_create_in(params: Mapping[str, Any]) -> str:
+    vpc_id = params.get("vpc_id")
+    if not vpc_id:
+        raise SpecError("vpc_id", "is required when state is present")
+    return vpc_id
+
+
 class SecurityGroupTier:
     def validate(self, params: dict[str, Any], region: str | None) -> None:
         check_resource_id(params.get("vpc_id"), "vpc", "vpc_id")
-        if params["state"] == "present" and not params.get("vpc_id"):
-            raise SpecError("vpc_id", "is required when state is present")
+        if params["state"] == "present":
+            _vpc_id_to_create_in(params)
         parse_spec(params)
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
@@ -489,7 +498,7 @@ class SecurityGroupTier:
             return before, None
         overrides = self._observe_overrides(ctx, spec, vpc_id)
         before = self._summary(ctx, spec, owned, overrides) or None
-        groups = self._ensure_groups(ctx, spec, vpc_id, owned, overrides)
+        groups = self._ensure_groups(ctx, spec, _vpc_id_to_create_in(params), owned, overrides)
         ids = {role: g.group_id for role, g in groups.items()}
         desired = desired_rules(spec, ids)
         for role in spec.roles:

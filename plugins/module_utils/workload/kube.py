@@ -16,6 +16,7 @@ eviction, Node deletion and manifest apply goes through ``Operations.call`` - pl
 
 from __future__ import annotations
 
+import builtins
 import json
 import ssl
 import urllib.parse
@@ -127,10 +128,11 @@ class KubeApi:
             if not token:
                 return items
 
-    def nodes(self) -> list[dict[str, Any]]:
+    # builtins.list: inside this class, ``list`` names the method above.
+    def nodes(self) -> builtins.list[dict[str, Any]]:
         return self.list("/api/v1/nodes", "k8s:ListNodes")
 
-    def pods(self, namespace: str | None = None, **selectors: str) -> list[dict[str, Any]]:
+    def pods(self, namespace: str | None = None, **selectors: str) -> builtins.list[dict[str, Any]]:
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
         return self.list(path, "k8s:ListPods", **_selectors(selectors))
 
@@ -154,7 +156,7 @@ class KubeApi:
                 "PATCH", f"/api/v1/nodes/{params['node']}", name, _MERGE, {"spec": {"unschedulable": True}}
             )
         if method == "annotate_node":
-            body = {"metadata": {"annotations": params["annotations"]}}
+            body: dict[str, Any] = {"metadata": {"annotations": params["annotations"]}}
             return self._request("PATCH", f"/api/v1/nodes/{params['node']}", name, _MERGE, body)
         if method == "evict":
             body = {

@@ -37,7 +37,7 @@ class NodeView:
     @classmethod
     def from_api(cls, node: Mapping[str, Any]) -> NodeView:
         metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
-        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+        ready: Mapping[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
         return cls(
             name=metadata.get("name", ""),
             provider_id=spec.get("providerID") or "",
