@@ -16,8 +16,7 @@ from typing import Any
 
 try:
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.hazmat.primitives import serialization
 
     HAS_CRYPTOGRAPHY = True
 except ImportError:  # ansible-core depends on cryptography; a controller without it gets a clear error in validate
@@ -30,14 +29,11 @@ try:
 except ImportError:
     HAS_YAML = False
 
+from ..workload.credentials import mint_client_certificate
 from .cloud_init import endpoint_address
 from .pki import (
-    CLOCK_SKEW,
     ClusterPki,
     cert_expiry,
-    cert_pem,
-    key_pem,
-    new_private_key,
     not_after,
     spki_der,
     utc_now,
@@ -63,46 +59,12 @@ def new_admin_credentials(
     pki: ClusterPki, now: datetime.datetime | None = None, validity: datetime.timedelta = CLIENT_VALIDITY
 ) -> tuple[str, str]:
     """A ``kubernetes-admin`` client certificate (group ``system:masters``) signed by the cluster CA, valid for
-    ``validity`` (never past the CA): ``(certificate PEM, key PEM)``."""
-    now = now or utc_now()
-    ca_cert = x509.load_pem_x509_certificate(pki.cluster_ca_cert.encode())
-    ca_key = serialization.load_pem_private_key(pki.cluster_ca_key.encode(), password=None)
-    key = new_private_key()
-    subject = x509.Name(
-        [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, ADMIN_GROUP),
-            x509.NameAttribute(NameOID.COMMON_NAME, ADMIN_USER),
-        ]
+    ``validity`` (never past the CA): ``(certificate PEM, key PEM)``. Minted as every client identity of the
+    collection is (``workload.credentials``)."""
+    identity = mint_client_certificate(
+        pki.cluster_ca_cert, pki.cluster_ca_key, ADMIN_USER, (ADMIN_GROUP,), lifetime=validity, now=now or utc_now()
     )
-    expires = min(now + validity, not_after(ca_cert))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(expires)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert_pem(cert), key_pem(key)
+    return identity.certificate, identity.key
 
 
 def _b64(text: str) -> str:
