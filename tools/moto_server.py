@@ -106,10 +106,10 @@ it more lenient than AWS)
     ``eks:cluster``, ``eks:nodegroup``), as AWS does; moto's EKS backend takes no part in the tagging API, so a
     read of what a cluster owns missed them. The patch adds them (ARN and tags as ``DescribeCluster`` /
     ``DescribeNodegroup`` return them); nothing else is listed that was not before.
-11. EKS ``DescribeClusterVersions`` (``GET /cluster-versions``): moto does not implement it (HTTP 404). The patch
-    answers it from :data:`EKS_CLUSTER_VERSIONS` - the versions AWS offers for new clusters, in standard or
-    extended support, with their dates and status - honouring ``clusterVersions``, ``status``, ``defaultOnly``
-    and pagination (``maxResults``/``nextToken``).
+11. EKS ``DescribeClusterVersions`` (``GET /cluster-versions``): moto does not implement it (HTTP 404). A WSGI
+    layer (``EksClusterVersions``) answers it from :data:`EKS_CLUSTER_VERSIONS` - the versions AWS offers for new
+    clusters, in standard or extended support, with their dates and status - honouring ``clusterVersions``,
+    ``status``, ``defaultOnly`` and pagination (``maxResults``/``nextToken``).
 12. Service Quotas ``GetServiceQuota``: moto knows only the ``vpc`` service's defaults; AWS answers for every
     service. The patch serves AWS's default values for the EC2 (Elastic IPs, Running On-Demand and Spot standard
     vCPUs) and Elastic Load Balancing quotas of :data:`SERVICE_QUOTA_DEFAULTS` too, and, like an account whose
@@ -667,7 +667,6 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "eks-certificate-authority": _fix_eks_certificate_authority,
         "presigned-routing": _fix_presigned_routing,
         "tagging-eks": _fix_tagging_eks,
-        "eks-cluster-versions": _serve_eks_cluster_versions,
         "service-quotas": _serve_service_quotas,
     }
     applied: list[str] = []
@@ -1007,8 +1006,6 @@ EKS_AMI_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{a
 # --------------------------------------------------------------------------------------
 def _fix_tagging_eks() -> list[str]:
     """Fix 10: EKS clusters and node groups in the tagging API's GetResources."""
-    from moto.core.resource_tagging import TaggedResource
-    from moto.eks.models import eks_backends
     from moto.resourcegroupstaggingapi import models as tagging_models
 
     original = tagging_models.iter_taggable_backends
@@ -1022,12 +1019,17 @@ def _fix_tagging_eks() -> list[str]:
             self.backend = backend
 
         def iter_tagged_resources(self) -> Any:
+            from moto.core.resource_tagging import TaggedResource
+
             for cluster in list(self.backend.clusters.values()):
                 yield TaggedResource(arn=cluster.arn, tags=dict(cluster.tags or {}), resource_type="eks:cluster")
                 for group in list(cluster.nodegroups.values()):
                     yield TaggedResource(arn=group.arn, tags=dict(group.tags or {}), resource_type="eks:nodegroup")
 
     def iter_taggable_backends(account_id: str, region_name: str) -> Any:
+        # moto.eks is imported when first asked, not here: in-process users seed moto's ids before EKS draws any.
+        from moto.eks.models import eks_backends
+
         yield from original(account_id, region_name)
         if account_id in eks_backends and region_name in eks_backends[account_id]:
             yield EksTagged(eks_backends[account_id][region_name])
@@ -1082,18 +1084,29 @@ def eks_cluster_versions(params: dict[str, Any]) -> tuple[list[dict[str, Any]], 
     return page, str(start + size) if start + size < len(found) else None
 
 
-def _serve_eks_cluster_versions() -> list[str]:
-    """Fix 11: EKS DescribeClusterVersions (GET /cluster-versions)."""
-    from moto.core.responses import ActionResult
-    from moto.eks import responses as eks_responses
-    from moto.eks import urls as eks_urls
+class EksClusterVersions:
+    """moto fix 11 (WSGI level): EKS ``DescribeClusterVersions`` (``GET /cluster-versions``), which moto lacks.
 
-    response_cls = eks_responses.EKSResponse
-    if getattr(getattr(response_cls, "describe_cluster_versions", None), "_capa_fixed", False):
-        return ["eks-cluster-versions"]
+    A WSGI layer rather than a patch of moto's EKS responses: importing ``moto.eks`` draws random values, and the
+    in-process users of :func:`apply_moto_fixes` seed moto's ids before EKS may draw any.
+    """
 
-    def describe_cluster_versions(self: Any) -> Any:
-        query = self.querystring
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    @staticmethod
+    def _is_ours(environ: dict[str, Any]) -> bool:
+        if environ.get("REQUEST_METHOD", "GET").upper() != "GET":
+            return False
+        if (environ.get("PATH_INFO") or "").rstrip("/") != "/cluster-versions":
+            return False
+        match = _CRED_RE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        return bool(match) and match.group(2) == "eks"
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if not self._is_ours(environ):
+            return self.app(environ, start_response)
+        query = parse_qs(environ.get("QUERY_STRING", ""))
         params = {
             "clusterVersions": query.get("clusterVersions", []),
             "status": query.get("status", []),
@@ -1106,12 +1119,9 @@ def _serve_eks_cluster_versions() -> list[str]:
         answer: dict[str, Any] = {"clusterVersions": versions}
         if token:
             answer["nextToken"] = token
-        return ActionResult(answer)
-
-    describe_cluster_versions._capa_fixed = True  # type: ignore[attr-defined]
-    response_cls.describe_cluster_versions = describe_cluster_versions  # type: ignore[attr-defined]
-    eks_urls.url_paths["{0}/cluster-versions$"] = eks_urls.response.dispatch
-    return ["eks-cluster-versions"]
+        body = json.dumps(answer).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
 
 
 # AWS's default values of the quotas the cluster preflight reads (moto knows the vpc service's only).
@@ -1324,7 +1334,9 @@ class ClientTokenCache:
 def build_app() -> FaultInjector:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    return FaultInjector(RequestCounter(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
+    return FaultInjector(
+        RequestCounter(EksClusterVersions(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
+    )
 
 
 def _write_atomic(path: str, text: str) -> None:

@@ -68,8 +68,9 @@ def eks(name: str, **eks_fields: Any) -> dict[str, Any]:
 def account(aws: Any) -> dict[str, str]:
     """The account facts the cases need (their requests are made before the log is reset)."""
     kms = aws.client("kms")
-    disabled = kms.create_key(Description="disabled")["KeyMetadata"]["Arn"]
-    kms.disable_key(KeyId=disabled)
+    key = kms.create_key(Description="disabled")["KeyMetadata"]
+    kms.disable_key(KeyId=key["KeyId"])
+    disabled = key["Arn"]
     west2 = aws.client("ec2", "us-west-2")
     foreign_ami = west2.register_image(Name="elsewhere", RootDeviceName="/dev/sda1", Architecture="x86_64")["ImageId"]
     byo_vpc = aws.client("ec2").create_vpc(CidrBlock="10.50.0.0/16")["Vpc"]["VpcId"]
@@ -225,7 +226,7 @@ def cases(facts: dict[str, str]) -> list[tuple[str, dict[str, Any], tuple[str, .
                 "pf-vcpu-quota", machine_deployments=[{"name": "md-0", "replicas": 12, "instance_type": "m5.24xlarge"}]
             ),
             (
-                "capa_cluster.control_plane: the run adds 1154 vCPUs (capa_cluster.control_plane: 2, "
+                "capa_cluster.machine_deployments[0]: the run adds 1154 vCPUs (capa_cluster.control_plane: 2, "
                 "capa_cluster.machine_deployments[0]: 1152)",
                 "above the quota of 1152 (Running On-Demand Standard",
                 "ec2 L-1216C47A)",

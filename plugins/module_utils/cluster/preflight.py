@@ -826,7 +826,8 @@ def _quota_failures(checks: Checks, facts: Facts) -> list[Failure]:
             by_field = ", ".join(f"{f}: {n}" for f, n in adds.items())
             found.append(
                 Failure(
-                    next(iter(adds)),
+                    # The field the user most likely has to change: the group adding the most.
+                    max(adds, key=lambda f: adds[f]),
                     f"the run adds {total} vCPUs ({by_field}) to the {used} in use, above the quota of "
                     f"{quotas[name]:g} ({quota.name}, {quota.service} {quota.code})",
                 )

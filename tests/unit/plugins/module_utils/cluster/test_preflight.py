@@ -410,7 +410,7 @@ FAILURE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
         {"machine_deployments": [{"name": "md-0", "replicas": 20, "instance_type": "m5.24xlarge"}]},
         {"usage": pf.Usage(0, 0, {}, 0, 0, 8, 0)},
         [
-            "capa_cluster.control_plane: the run adds 1922 vCPUs (capa_cluster.control_plane: 2, "
+            "capa_cluster.machine_deployments[0]: the run adds 1922 vCPUs (capa_cluster.control_plane: 2, "
             "capa_cluster.machine_deployments[0]: 1920) to the 8 in use, above the quota of 1000 (Running On-Demand "
             "Standard (A, C, D, H, I, M, R, T, Z) instances, ec2 L-1216C47A)"
         ],
