@@ -21,8 +21,8 @@ description:
     what the run adds beyond what the account already uses."
   - One tagging-API request finds what the cluster already has (its VPC, subnets, NAT gateways, machines per group
     and pool, EKS cluster and node groups). Only what the run would create is checked, with one request per
-    resource type (IAM has no batch read: one C(GetInstanceProfile) per distinct name; one C(GetServiceQuota) per
-    quota that matters). A run that creates nothing costs that one request.
+    resource type (IAM has no batch read, so one C(GetInstanceProfile) per distinct name; one C(GetServiceQuota)
+    per quota that matters). A run that creates nothing costs that one request.
   - In check mode the failure reads C(would fail:) followed by the problems.
 author:
   - clusterapi.aws maintainers (@clusterapi)
@@ -42,8 +42,8 @@ extends_documentation_fragment:
 notes:
   - Not checkable before a run - IAM permissions (AWS evaluates them per request; a policy simulation needs
     permissions of its own), capacity (C(InsufficientInstanceCapacity) is known only when AWS launches), and a
-    spec change on what already exists (another instance type for a group at its size): that group's own module
-    reads its type and image before it launches.
+    spec change on what already exists (another instance type for a group at its size) - that group's own
+    module reads its type and image before it launches.
   - The bastion's Canonical image and an EKS pool's EKS-optimised image are looked up by their own modules.
 """
 

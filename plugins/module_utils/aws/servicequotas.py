@@ -13,10 +13,12 @@ from .errors import missing_as_none
 
 
 def quota_value(ctx: Context, service_code: str, quota_code: str) -> float | None:
-    """The applied value of one quota (GetServiceQuota), ``None`` when Service Quotas does not know it."""
-    answer = missing_as_none(
-        ctx.client("service-quotas").get_service_quota, ServiceCode=service_code, QuotaCode=quota_code
-    )
+    """The applied value of one quota (GetServiceQuota), else AWS's default (GetAWSDefaultServiceQuota: a quota
+    never changed in the account may have no applied value); ``None`` when Service Quotas knows neither."""
+    client = ctx.client("service-quotas")
+    answer = missing_as_none(client.get_service_quota, ServiceCode=service_code, QuotaCode=quota_code)
+    if answer is None:
+        answer = missing_as_none(client.get_aws_default_service_quota, ServiceCode=service_code, QuotaCode=quota_code)
     if answer is None:
         return None
     value = answer.get("Quota", {}).get("Value")

@@ -81,6 +81,7 @@ CONTROLLER_ACTIONS: dict[str, tuple[str, ...]] = {
         "elasticloadbalancing:DescribeLoadBalancers",
         "iam:GetInstanceProfile",
         "kms:DescribeKey",
+        "servicequotas:GetAWSDefaultServiceQuota",
         "servicequotas:GetServiceQuota",
         "tag:GetResources",
     ),

@@ -732,3 +732,28 @@ def test_instance_profiles_are_read_one_per_distinct_name(stubs):
     with pytest.raises(ReconcileError, match=r"capa_cluster.control_plane.iam_instance_profile: instance profile gone"):
         pf.PreflightTier().reconcile(ctx, step)
     assert session.recorder.as_dict()["iam:GetInstanceProfile"] == 2
+
+
+@pytest.mark.parametrize(
+    ("applied", "default", "value"),
+    [(7.0, None, 7.0), (None, 5.0, 5.0), (None, None, None)],
+    ids=["applied", "default only", "unknown"],
+)
+def test_a_quota_is_its_applied_value_else_the_default(stubs, applied, default, value):
+    """GetServiceQuota first; a quota without an applied value answers NoSuchResourceException, then AWS's default
+    (moto implements neither for EC2: Stubber)."""
+    from ansible_collections.clusterapi.aws.plugins.module_utils.aws.servicequotas import quota_value
+
+    session, stub = stubs
+    request = {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3"}
+    quotas = stub["service-quotas"]
+    if applied is None:
+        quotas.add_client_error("get_service_quota", "NoSuchResourceException", expected_params=request)
+        if default is None:
+            quotas.add_client_error("get_aws_default_service_quota", "NoSuchResourceException", expected_params=request)
+        else:
+            quotas.add_response("get_aws_default_service_quota", quota("ec2", "L-0263D0A3", default), request)
+    else:
+        quotas.add_response("get_service_quota", quota("ec2", "L-0263D0A3", applied), request)
+    ctx = Context(session=session, cluster="demo", check_mode=False)
+    assert quota_value(ctx, "ec2", "L-0263D0A3") == value
