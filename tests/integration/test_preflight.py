@@ -79,13 +79,13 @@ def account(aws: Any) -> dict[str, str]:
     for n in range(4):
         west1.create_vpc(CidrBlock=f"10.{60 + n}.0.0/16")
     # us-west-2: 5 Elastic IPs fill the default quota of 5.
-    for _ in range(5):
+    for _count in range(5):
         west2.allocate_address(Domain="vpc")
     # eu-west-1: 5 NAT gateways in eu-west-1a fill the default quota of 5 per zone.
     eu = aws.client("ec2", "eu-west-1")
     vpc = eu.create_vpc(CidrBlock="10.70.0.0/16")["Vpc"]["VpcId"]
     subnet = eu.create_subnet(VpcId=vpc, CidrBlock="10.70.0.0/24", AvailabilityZone="eu-west-1a")["Subnet"]["SubnetId"]
-    for _ in range(5):
+    for _count in range(5):
         allocation = eu.allocate_address(Domain="vpc")["AllocationId"]
         eu.create_nat_gateway(SubnetId=subnet, AllocationId=allocation)
     # eu-central-1: an account whose classic load balancer quota was lowered to 0 (moto fix 12's applied value).

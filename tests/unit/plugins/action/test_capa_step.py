@@ -24,7 +24,7 @@ def run(args: dict, module_defaults: list | None = None) -> tuple[dict, list]:
     task.async_val = 0
     task.module_defaults = module_defaults or []
     templar = MagicMock()
-    templar.template.side_effect = lambda value: dict(value)
+    templar.template.side_effect = dict
     action = ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=templar, shared_loader_obj=None)
     calls: list = []
 

@@ -586,7 +586,7 @@ def test_every_reference_of_a_compiled_cluster_names_an_output_its_role_has():
         for state in ("present", "absent"):
             compiled = steps(spec, state=state)
             for role, outputs in named.items():
-                used = {path.split(".")[0] for path in unresolved(compiled[role])}
+                used = {path.split(".", maxsplit=1)[0] for path in unresolved(compiled[role])}
                 assert used <= outputs, (role, state, used)
             assert unresolved({k: compiled[k] for k in ("cluster_info", "external_resources")}) == []
 
