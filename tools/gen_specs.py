@@ -425,7 +425,8 @@ ROLES: dict[str, dict[str, Any]] = {
     "cluster": {
         "short_description": "Reconcile or delete a whole cluster in CAPA's order",
         "description": [
-            "Validates and compiles capa_cluster once (capa_cluster_spec), then runs the network, bastion, control "
+            "Validates and compiles capa_cluster once (capa_cluster_spec), checks what it needs from the account "
+            "before the first change (capa_preflight), then runs the network, bastion, control "
             "plane, machine deployment and machine pool roles (or the EKS ones) in CAPA's order - the reverse, "
             "machines first, to delete - and reports the status capa_cluster_info reads back: "
             "<capa_output_dir>/<cluster>/status.json and set_stats (C(capa_status.<cluster>)).",

@@ -102,6 +102,21 @@ it more lenient than AWS)
    and SigV2's ``AWSAccessKeyId``, so every presigned caller was its default identity). The request is then
    answered by the service it was signed for, for the identity that signed it; nothing else changes.
 
+10. The Resource Groups Tagging API's ``GetResources`` lists EKS clusters and managed node groups (resource types
+    ``eks:cluster``, ``eks:nodegroup``), as AWS does; moto's EKS backend takes no part in the tagging API, so a
+    read of what a cluster owns missed them. The patch adds them (ARN and tags as ``DescribeCluster`` /
+    ``DescribeNodegroup`` return them); nothing else is listed that was not before.
+11. EKS ``DescribeClusterVersions`` (``GET /cluster-versions``): moto does not implement it (HTTP 404). A WSGI
+    layer (``EksClusterVersions``) answers it from :data:`EKS_CLUSTER_VERSIONS` - the versions AWS offers for new
+    clusters, in standard or extended support, with their dates and status - honouring ``clusterVersions``,
+    ``status``, ``defaultOnly`` and pagination (``maxResults``/``nextToken``).
+12. Service Quotas ``GetServiceQuota``: moto knows only the ``vpc`` service's defaults; AWS answers for every
+    service. The patch serves AWS's default values for the EC2 (Elastic IPs, Running On-Demand and Spot standard
+    vCPUs) and Elastic Load Balancing quotas of :data:`SERVICE_QUOTA_DEFAULTS` too, and, like an account whose
+    quota was lowered or raised, the applied values a test posts to ``/_capa/quotas`` (``{"region", "service",
+    "code", "value"}``; ``DELETE /_capa/quotas`` forgets them, as ``/moto-api/reset`` does). A quota neither
+    knows still answers ``NoSuchResourceException``.
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -332,6 +347,15 @@ class RequestCounter:
             if path.rstrip("/") == "/_capa/requests/reset" and method == "POST":
                 self.reset()
                 return self._json(start_response, "200 OK", {"reset": True})
+            if path.rstrip("/") == "/_capa/quotas" and method == "POST":
+                try:
+                    body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+                    return self._json(start_response, "200 OK", set_applied_quota(body))
+                except (KeyError, TypeError, ValueError) as exc:
+                    return self._json(start_response, "400 Bad Request", {"error": f"quota: {exc}"})
+            if path.rstrip("/") == "/_capa/quotas" and method == "DELETE":
+                forget_applied_quotas()
+                return self._json(start_response, "200 OK", {"reset": True})
             if path.rstrip("/") == "/_capa/eks/clusters" and method == "GET":
                 with _EKS_LOCK:
                     return self._json(start_response, "200 OK", list(EKS_CLUSTERS.values()))
@@ -339,6 +363,7 @@ class RequestCounter:
         if path.startswith("/moto-api/reset"):
             with _EKS_LOCK:
                 EKS_CLUSTERS.clear()
+            forget_applied_quotas()
         if not path.startswith("/moto-api") and path != "/favicon.ico" and not environ.get("HTTP_X_CAPA_OBSERVER"):
             arrived = time.time()
             try:
@@ -641,6 +666,8 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "eks-ami-parameters": _serve_eks_ami_parameters,
         "eks-certificate-authority": _fix_eks_certificate_authority,
         "presigned-routing": _fix_presigned_routing,
+        "tagging-eks": _fix_tagging_eks,
+        "service-quotas": _serve_service_quotas,
     }
     applied: list[str] = []
     for name, fix in fixes.items():
@@ -974,6 +1001,200 @@ EKS_AMI_NAME = re.compile(r"^amazon-eks-node-al2023-(?P<arch>x86_64|arm64)-stand
 EKS_AMI_PARAMETER = "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/standard/recommended/image_id"
 
 
+# --------------------------------------------------------------------------------------
+# moto fixes 10-12: what the cluster preflight reads (tagging API, EKS versions, quotas)
+# --------------------------------------------------------------------------------------
+def _fix_tagging_eks() -> list[str]:
+    """Fix 10: EKS clusters and node groups in the tagging API's GetResources."""
+    from moto.resourcegroupstaggingapi import models as tagging_models
+
+    original = tagging_models.iter_taggable_backends
+    if getattr(original, "_capa_fixed", False):
+        return ["tagging-eks"]
+
+    class EksTagged:
+        """The EKS backend of one account and region, as the tagging API walks a backend."""
+
+        def __init__(self, backend: Any) -> None:
+            self.backend = backend
+
+        def iter_tagged_resources(self) -> Any:
+            from moto.core.resource_tagging import TaggedResource
+
+            for cluster in list(self.backend.clusters.values()):
+                yield TaggedResource(arn=cluster.arn, tags=dict(cluster.tags or {}), resource_type="eks:cluster")
+                for group in list(cluster.nodegroups.values()):
+                    yield TaggedResource(arn=group.arn, tags=dict(group.tags or {}), resource_type="eks:nodegroup")
+
+    def iter_taggable_backends(account_id: str, region_name: str) -> Any:
+        # moto.eks is imported when first asked, not here: in-process users seed moto's ids before EKS draws any.
+        from moto.eks.models import eks_backends
+
+        yield from original(account_id, region_name)
+        if account_id in eks_backends and region_name in eks_backends[account_id]:
+            yield EksTagged(eks_backends[account_id][region_name])
+
+    iter_taggable_backends._capa_fixed = True  # type: ignore[attr-defined]
+    tagging_models.iter_taggable_backends = iter_taggable_backends  # type: ignore[assignment]
+    return ["tagging-eks"]
+
+
+# The Kubernetes versions EKS offers for new clusters (standard or extended support), as DescribeClusterVersions
+# answers them (dates from AWS's EKS release calendar).
+EKS_CLUSTER_VERSIONS: list[dict[str, Any]] = [
+    {
+        "clusterVersion": v,
+        "releaseDate": r,
+        "endOfStandardSupportDate": s,
+        "endOfExtendedSupportDate": e,
+        "status": st,
+        "versionStatus": st,
+    }
+    for v, r, s, e, st in (
+        ("1.28", "2023-09-26", "2024-11-26", "2025-11-26", "EXTENDED_SUPPORT"),
+        ("1.29", "2024-01-23", "2025-03-23", "2026-03-23", "EXTENDED_SUPPORT"),
+        ("1.30", "2024-05-23", "2025-07-23", "2026-07-23", "EXTENDED_SUPPORT"),
+        ("1.31", "2024-09-26", "2025-11-26", "2026-11-26", "STANDARD_SUPPORT"),
+        ("1.32", "2025-01-23", "2026-03-23", "2027-03-23", "STANDARD_SUPPORT"),
+        ("1.33", "2025-05-29", "2026-07-29", "2027-07-29", "STANDARD_SUPPORT"),
+    )
+]
+EKS_DEFAULT_VERSION = "1.32"
+
+
+def eks_cluster_versions(params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """DescribeClusterVersions' answer to ``params`` (its query): (versions of the page, next token)."""
+    wanted = [v for v in params.get("clusterVersions") or [] if v]
+    statuses = [s for s in params.get("status") or params.get("versionStatus") or [] if s]
+    found = [
+        {
+            **v,
+            "clusterType": "eks",
+            "defaultPlatformVersion": "eks.1",
+            "defaultVersion": v["clusterVersion"] == EKS_DEFAULT_VERSION,
+        }
+        for v in EKS_CLUSTER_VERSIONS
+        if (not wanted or v["clusterVersion"] in wanted)
+        and (not statuses or v["status"] in statuses)
+        and (str(params.get("defaultOnly", "")).lower() != "true" or v["clusterVersion"] == EKS_DEFAULT_VERSION)
+    ]
+    start = int(params.get("nextToken") or 0)
+    size = int(params.get("maxResults") or 100)
+    page = found[start : start + size]
+    return page, str(start + size) if start + size < len(found) else None
+
+
+class EksClusterVersions:
+    """moto fix 11 (WSGI level): EKS ``DescribeClusterVersions`` (``GET /cluster-versions``), which moto lacks.
+
+    A WSGI layer rather than a patch of moto's EKS responses: importing ``moto.eks`` draws random values, and the
+    in-process users of :func:`apply_moto_fixes` seed moto's ids before EKS may draw any.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    @staticmethod
+    def _is_ours(environ: dict[str, Any]) -> bool:
+        if environ.get("REQUEST_METHOD", "GET").upper() != "GET":
+            return False
+        if (environ.get("PATH_INFO") or "").rstrip("/") != "/cluster-versions":
+            return False
+        match = _CRED_RE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        return bool(match) and match.group(2) == "eks"
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if not self._is_ours(environ):
+            return self.app(environ, start_response)
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        params = {
+            "clusterVersions": query.get("clusterVersions", []),
+            "status": query.get("status", []),
+            "versionStatus": query.get("versionStatus", []),
+            "defaultOnly": (query.get("defaultOnly") or [""])[0],
+            "maxResults": (query.get("maxResults") or [""])[0],
+            "nextToken": (query.get("nextToken") or [""])[0],
+        }
+        versions, token = eks_cluster_versions(params)
+        answer: dict[str, Any] = {"clusterVersions": versions}
+        if token:
+            answer["nextToken"] = token
+        body = json.dumps(answer).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+# AWS's default values of the quotas the cluster preflight reads (moto knows the vpc service's only).
+SERVICE_QUOTA_DEFAULTS: dict[tuple[str, str], tuple[str, float]] = {
+    ("ec2", "L-0263D0A3"): ("EC2-VPC Elastic IPs", 5.0),
+    ("ec2", "L-1216C47A"): ("Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 1152.0),
+    ("ec2", "L-34B43A08"): ("All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests", 1152.0),
+    ("elasticloadbalancing", "L-E9E9831D"): ("Classic Load Balancers per Region", 20.0),
+    ("elasticloadbalancing", "L-69A177A2"): ("Network Load Balancers per Region", 50.0),
+    ("elasticloadbalancing", "L-53DA6B97"): ("Application Load Balancers per Region", 50.0),
+}
+# (region, service, code) -> applied value, posted by tests to /_capa/quotas.
+APPLIED_QUOTAS: dict[tuple[str, str, str], float] = {}
+_QUOTAS_LOCK = threading.Lock()
+
+
+def _quota_answer(service: str, code: str, name: str, value: float, region: str, account: str) -> dict[str, Any]:
+    return {
+        "ServiceCode": service,
+        "ServiceName": service,
+        "QuotaArn": f"arn:aws:servicequotas:{region}:{account}:{service}/{code}",
+        "QuotaCode": code,
+        "QuotaName": name,
+        "Value": value,
+        "Unit": "None",
+        "Adjustable": True,
+        "GlobalQuota": False,
+    }
+
+
+def _serve_service_quotas() -> list[str]:
+    """Fix 12: GetServiceQuota for the EC2 and ELB quotas, and applied values set through /_capa/quotas."""
+    from moto.servicequotas import models as quota_models
+    from moto.servicequotas.exceptions import NoSuchResource
+
+    backend_cls = quota_models.ServiceQuotasBackend
+    original = backend_cls.get_service_quota
+    if getattr(original, "_capa_fixed", False):
+        return ["service-quotas"]
+
+    def get_service_quota(self: Any, service_code: str, quota_code: str) -> dict[str, Any]:
+        try:
+            known: dict[str, Any] | None = dict(original(self, service_code, quota_code))
+        except NoSuchResource:
+            known = None
+        if known is None and (service_code, quota_code) in SERVICE_QUOTA_DEFAULTS:
+            name, value = SERVICE_QUOTA_DEFAULTS[(service_code, quota_code)]
+            known = _quota_answer(service_code, quota_code, name, value, self.region_name, self.account_id)
+        if known is None:
+            raise NoSuchResource
+        with _QUOTAS_LOCK:
+            applied = APPLIED_QUOTAS.get((self.region_name, service_code, quota_code))
+        if applied is not None:
+            known["Value"] = applied
+        return known
+
+    get_service_quota._capa_fixed = True  # type: ignore[attr-defined]
+    backend_cls.get_service_quota = get_service_quota  # type: ignore[method-assign]
+    return ["service-quotas"]
+
+
+def set_applied_quota(body: dict[str, Any]) -> dict[str, Any]:
+    key = (str(body["region"]), str(body["service"]), str(body["code"]))
+    with _QUOTAS_LOCK:
+        APPLIED_QUOTAS[key] = float(body["value"])
+    return {"applied": list(key), "value": float(body["value"])}
+
+
+def forget_applied_quotas() -> None:
+    with _QUOTAS_LOCK:
+        APPLIED_QUOTAS.clear()
+
+
 def eks_ami_parameters(images: list[dict[str, Any]]) -> dict[str, str]:
     """``{parameter name: newest image id}`` for the EKS-optimised AL2023 images among ``images``."""
     newest: dict[str, tuple[str, str]] = {}
@@ -1113,7 +1334,9 @@ class ClientTokenCache:
 def build_app() -> FaultInjector:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    return FaultInjector(RequestCounter(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
+    return FaultInjector(
+        RequestCounter(EksClusterVersions(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
+    )
 
 
 def _write_atomic(path: str, text: str) -> None:

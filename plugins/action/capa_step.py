@@ -40,6 +40,7 @@ STEP_MODULES = (
     "capa_external_resources",
     "capa_cluster_info",
     "capa_addons",
+    "capa_preflight",
 )
 
 

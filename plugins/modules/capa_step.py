@@ -65,6 +65,7 @@ options:
       - capa_external_resources
       - capa_cluster_info
       - capa_addons
+      - capa_preflight
   params:
     description:
       - The module's parameters. References to earlier outputs left in them fail the task, naming them.
@@ -117,6 +118,7 @@ STEP_MODULES = [
     "capa_external_resources",
     "capa_cluster_info",
     "capa_addons",
+    "capa_preflight",
 ]
 
 

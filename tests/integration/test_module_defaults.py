@@ -60,7 +60,10 @@ def test_a_profile_that_does_not_exist_fails_the_run_naming_it(aws, run_playbook
     assert result.rc != 0
     [failed] = [t for t in result.tasks if t.failed]
     assert "capa-missing" in failed.result["msg"], failed.result
-    assert failed.name.endswith("Reconcile the VPC and internet gateway"), failed.name
+    # The preflight is the run's first module that talks to AWS (right after the spec is compiled).
+    assert failed.name.endswith("Preflight (what the spec needs from the account, checked before the first change)"), (
+        failed.name
+    )
     assert aws.requests() == []
 
 

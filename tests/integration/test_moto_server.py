@@ -285,3 +285,55 @@ def test_records_carry_wall_clock_time_and_observers_are_not_counted(aws, moto_s
     records = moto_server.requests()
     assert _ops(records) == ["ec2:DescribeVpcs"]
     assert before <= records[0]["time"] <= after
+
+
+# --------------------------------------------------------------------------------------
+# moto fixes 10-12: what the cluster preflight reads
+# --------------------------------------------------------------------------------------
+def test_tagging_api_lists_eks_clusters_and_node_groups(aws):
+    """Fix 10: GetResources finds EKS clusters and node groups by their tags, as AWS does."""
+    role = aws.client("iam").create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks = aws.client("eks")
+    eks.create_cluster(name="tagged", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]}, tags={"k": "v"})
+    eks.create_nodegroup(clusterName="tagged", nodegroupName="ng", nodeRole=role, subnets=["subnet-1"], tags={"k": "v"})
+    eks.create_cluster(name="other", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]}, tags={"k": "w"})
+    found = aws.client("resourcegroupstaggingapi").get_resources(
+        TagFilters=[{"Key": "k", "Values": ["v"]}], ResourceTypeFilters=["eks:cluster", "eks:nodegroup"]
+    )["ResourceTagMappingList"]
+    arns = sorted(r["ResourceARN"].split(":", 5)[5].split("/")[0:2] for r in found)
+    assert arns == [["cluster", "tagged"], ["nodegroup", "tagged"]]
+
+
+def test_describe_cluster_versions_filters_and_pages(aws):
+    """Fix 11: DescribeClusterVersions (moto answers 404) - the offered versions, by filter and page."""
+    eks = aws.client("eks")
+    pages = eks.get_paginator("describe_cluster_versions").paginate(maxResults=4).build_full_result()
+    assert [v["clusterVersion"] for v in pages["clusterVersions"]] == ["1.28", "1.29", "1.30", "1.31", "1.32", "1.33"]
+    one = eks.describe_cluster_versions(clusterVersions=["1.31", "1.19"])["clusterVersions"]
+    assert [(v["clusterVersion"], v["status"]) for v in one] == [("1.31", "STANDARD_SUPPORT")]
+    assert [v["clusterVersion"] for v in eks.describe_cluster_versions(defaultOnly=True)["clusterVersions"]] == ["1.32"]
+    assert _ops(aws.requests()) == ["eks:DescribeClusterVersions"] * 4
+
+
+def test_service_quotas_defaults_and_applied_values(aws):
+    """Fix 12: the EC2 and ELB quotas' defaults; an applied value per region, forgotten on reset."""
+    import json
+    import urllib.request
+
+    quotas = aws.client("service-quotas")
+    assert quotas.get_service_quota(ServiceCode="ec2", QuotaCode="L-0263D0A3")["Quota"]["Value"] == 5.0
+    assert quotas.get_service_quota(ServiceCode="vpc", QuotaCode="L-F678F1CE")["Quota"]["Value"] == 5.0
+    body = json.dumps({"region": "us-east-1", "service": "vpc", "code": "L-F678F1CE", "value": 1}).encode()
+    with urllib.request.urlopen(urllib.request.Request(f"{aws.url}/_capa/quotas", data=body, method="POST")):
+        pass
+    assert quotas.get_service_quota(ServiceCode="vpc", QuotaCode="L-F678F1CE")["Quota"]["Value"] == 1.0
+    assert (
+        aws.client("service-quotas", "eu-west-1").get_service_quota(ServiceCode="vpc", QuotaCode="L-F678F1CE")["Quota"][
+            "Value"
+        ]
+        == 5.0
+    )
+    with pytest.raises(quotas.exceptions.NoSuchResourceException):
+        quotas.get_service_quota(ServiceCode="ec2", QuotaCode="L-00000000")
+    aws.reset()
+    assert quotas.get_service_quota(ServiceCode="vpc", QuotaCode="L-F678F1CE")["Quota"]["Value"] == 5.0

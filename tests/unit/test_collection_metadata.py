@@ -122,7 +122,9 @@ def test_every_module_documents_honest_attributes(module, module_docs):
     source = module.read_text()
     # capa_step runs another module of the collection (plugins/action/capa_step.py): that module's support.
     runs_tier = "run_tier(" in source or module.stem == "capa_step"
-    if module.stem.endswith("_info") or not runs_tier:
+    # run_tier(..., info=True): a read-only tier (capa_preflight is one without the _info suffix: it is a check).
+    read_only = module.stem.endswith("_info") or "info=True" in source
+    if read_only or not runs_tier:
         # Read-only (or controller-only) modules: nothing to diff.
         assert supports == {"check_mode": "full", "diff_mode": "none", "idempotent": "full"}, supports
     else:

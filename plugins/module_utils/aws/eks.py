@@ -23,6 +23,16 @@ def describe_cluster(ctx: Context, name: str) -> dict[str, Any] | None:
     return answer["cluster"] if answer else None
 
 
+def cluster_versions(ctx: Context) -> list[dict[str, Any]]:
+    """The Kubernetes versions AWS offers for new EKS clusters (DescribeClusterVersions, all pages).
+
+    Without ``includeAll`` AWS lists the versions in standard or extended support: one past extended support, or
+    never offered, is absent from the answer.
+    """
+    pages = ctx.client("eks").paginate("describe_cluster_versions")
+    return list(pages.get("clusterVersions", []))
+
+
 def describe_update(ctx: Context, cluster: str, update_id: str, addon: str | None = None) -> dict[str, Any]:
     extra = {"addonName": addon} if addon else {}
     return ctx.client("eks").describe_update(name=cluster, updateId=update_id, **extra)["update"]

@@ -4,7 +4,8 @@
 
 AWS says "not found" in many spellings: ``InvalidVpcID.NotFound`` (EC2, one per resource type),
 ``LoadBalancerNotFound`` / ``AccessPointNotFound`` (ELB), ``TargetGroupNotFound`` (ELBv2),
-``ResourceNotFoundException`` (EKS, Secrets Manager), ``NoSuchEntity`` (IAM), ``ParameterNotFound`` (SSM).
+``ResourceNotFoundException`` (EKS, Secrets Manager), ``NoSuchEntity`` (IAM), ``ParameterNotFound`` (SSM),
+``NoSuchResourceException`` (Service Quotas).
 The service wrappers turn every one of them into ``None`` (or an empty list) with :func:`is_not_found`, so no tier
 decides it again.
 """
@@ -20,6 +21,8 @@ NOT_FOUND_CODES = frozenset(
         "NotFoundException",
         "AccessPointNotFound",
         "ParameterNotFound",
+        # Service Quotas: a quota (or a service) it does not know.
+        "NoSuchResourceException",
     }
 )
 

@@ -34,3 +34,9 @@ def inline_role_policy_names(ctx: Context, name: str) -> list[str]:
 def instance_profiles_of_role(ctx: Context, name: str) -> list[dict[str, Any]]:
     pages = missing_as_none(ctx.client("iam").paginate, "list_instance_profiles_for_role", RoleName=name) or {}
     return list(pages.get("InstanceProfiles", []))
+
+
+def get_instance_profile(ctx: Context, name: str) -> dict[str, Any] | None:
+    """GetInstanceProfile, ``None`` when there is no such instance profile (IAM has no batch read of them)."""
+    answer = missing_as_none(ctx.client("iam").get_instance_profile, InstanceProfileName=name)
+    return None if answer is None else answer["InstanceProfile"]

@@ -144,6 +144,8 @@ def compile_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
     """
     unmanaged = spec.kind == "unmanaged"
     sections: dict[str, Any] = {
+        # Reads only, before the first change: what the spec needs from the account (capa_preflight).
+        "preflight": common(spec, spec=plain(spec)) if spec.state == PRESENT else None,
         "network": network_steps(spec),
         "bastion": {"instance": bastion_params(spec)},
         "control_plane": control_plane_steps(spec, output_dir) if unmanaged else None,

@@ -65,6 +65,26 @@ CONTROLLER_ACTIONS: dict[str, tuple[str, ...]] = {
         "ssm:DeleteParameters",
         "ssm:AddTagsToResource",
     ),
+    # capa_preflight: reads only, before the first change (one request per resource type).
+    "preflight": (
+        "ec2:DescribeAddresses",
+        "ec2:DescribeAvailabilityZones",
+        "ec2:DescribeImages",
+        "ec2:DescribeInstanceTypeOfferings",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeInstances",
+        "ec2:DescribeKeyPairs",
+        "ec2:DescribeNatGateways",
+        "ec2:DescribeSecurityGroups",
+        "ec2:DescribeSubnets",
+        "ec2:DescribeVpcs",
+        "elasticloadbalancing:DescribeLoadBalancers",
+        "iam:GetInstanceProfile",
+        "kms:DescribeKey",
+        "servicequotas:GetAWSDefaultServiceQuota",
+        "servicequotas:GetServiceQuota",
+        "tag:GetResources",
+    ),
     "pki_store": (
         "secretsmanager:CreateSecret",
         "secretsmanager:DeleteSecret",
@@ -214,6 +234,7 @@ CONTROLLER_EKS_ACTIONS: dict[str, tuple[str, ...]] = {
         "eks:DeleteCluster",
         "eks:DescribeAddon",
         "eks:DescribeCluster",
+        "eks:DescribeClusterVersions",
         "eks:DescribeUpdate",
         "eks:ListAccessEntries",
         "eks:ListAddons",
@@ -393,6 +414,10 @@ def controllers_policy(suffix: str, backends: Iterable[str], extra: Iterable[Map
     statements = [
         _statement(general, "*", "Controllers"),
         _statement(["iam:PassRole"], f"arn:*:iam::*:role/*{suffix}", "PassClusterRoles"),
+        # The preflight reads the instance profiles a spec names (any name: the user's or the bootstrap's).
+        _statement(
+            {a for a in actions if a == "iam:GetInstanceProfile"}, "arn:*:iam::*:instance-profile/*", "InstanceProfiles"
+        ),
         _statement(
             ["iam:CreateServiceLinkedRole"],
             "arn:*:iam::*:role/aws-service-role/*",

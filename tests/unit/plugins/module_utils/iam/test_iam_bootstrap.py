@@ -22,7 +22,12 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.tags import 
 MODULE_UTILS = Path(__file__).resolve().parents[5] / "plugins" / "module_utils"
 # The bootstrap runs with an administrator's credentials before the controllers role exists.
 NOT_CONTROLLERS = {"iam/iam.py"}
-IAM_PREFIX = {"elb": "elasticloadbalancing", "elbv2": "elasticloadbalancing", "resourcegroupstaggingapi": "tag"}
+IAM_PREFIX = {
+    "elb": "elasticloadbalancing",
+    "elbv2": "elasticloadbalancing",
+    "resourcegroupstaggingapi": "tag",
+    "service-quotas": "servicequotas",
+}
 # Helpers of aws.ec2 take an EC2 method name as a string without calling ctx.client("ec2") in the caller.
 EC2_HELPERS = re.compile(r"\b(describe|describe_by_ids|require_by_ids|describe_kind|delete_when_free)\(ctx")
 # A file reading the one table of EC2 kinds (describe_kind / kind) names kinds as strings; each is described the
@@ -59,7 +64,7 @@ def _method_maps() -> dict[str, dict[str, str]]:
     session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     services = set()
     for path in MODULE_UTILS.rglob("*.py"):
-        services.update(re.findall(r'client\("([a-z0-9]+)"[,)]', path.read_text()))
+        services.update(re.findall(r'client\("([a-z0-9-]+)"[,)]', path.read_text()))
     services.update(tagger.service for tagger in TAGGERS.values())
     return {s: session.client(s).meta.method_to_api_mapping for s in services}
 
@@ -83,7 +88,7 @@ def called_actions() -> dict[str, set[str]]:
         if relative in NOT_CONTROLLERS:
             continue
         text = path.read_text()
-        services = set(re.findall(r'client\("([a-z0-9]+)"[,)]', text))
+        services = set(re.findall(r'client\("([a-z0-9-]+)"[,)]', text))
         if EC2_HELPERS.search(text):
             services.add("ec2")
         names = set(re.findall(r'"([a-z][a-z0-9_]+)"', text)) | set(re.findall(r"\.([a-z][a-z0-9_]+)[(,]", text))
