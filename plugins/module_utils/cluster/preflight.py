@@ -355,7 +355,8 @@ def existing_from(resources: Iterable[Mapping[str, Any]]) -> Existing:
         match = _ARN.match(resource.get("ResourceARN", ""))
         if not match:
             continue
-        service, kind, _sep, rest = match["service"], *match["resource"].partition("/")
+        service: str = match["service"]
+        kind, _sep, rest = str(match["resource"]).partition("/")
         tags = tags_to_dict(resource.get("Tags"))
         if service == "ec2" and kind in counts:
             counts[kind] += 1

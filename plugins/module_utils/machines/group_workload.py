@@ -295,7 +295,7 @@ class GroupWorkload:
                 name=m.name,
                 node=m.readiness.node if m.readiness else None,
                 leaving=False,
-                readiness=m.readiness or Readiness(False, "not asked"),
+                readiness=m.readiness if isinstance(m.readiness, Readiness) else Readiness(False, "not asked"),
             )
             for m in machines
             if _real(m) and not m.leaving
