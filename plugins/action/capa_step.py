@@ -23,25 +23,10 @@ from ansible.utils.vars import merge_hash
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
 
+# The modules a step may run: declared once, in the module whose documentation lists them.
+from ansible_collections.clusterapi.aws.plugins.modules.capa_step import STEP_MODULES
+
 COLLECTION = "clusterapi.aws"
-# The modules a step may run: those of the action group capa that reconcile or read a cluster.
-STEP_MODULES = (
-    "capa_vpc",
-    "capa_subnet",
-    "capa_security_group",
-    "capa_elb",
-    "capa_kubeadm",
-    "capa_instance",
-    "capa_asg",
-    "capa_fleet",
-    "capa_eks_cluster",
-    "capa_eks_nodegroup",
-    "capa_eks_fargate_profile",
-    "capa_external_resources",
-    "capa_cluster_info",
-    "capa_addons",
-    "capa_preflight",
-)
 
 
 class ActionModule(ActionBase):

@@ -31,6 +31,8 @@ from ..kernel.options import Option, argument_spec
 from ..kernel.waiting import wait_until
 from ..kubeadm.pki import ClusterPki
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
+from ..workload.etcd import Etcd, EtcdStatus
+from ..workload.kube import KubeApi
 from ..workload.observe import NodeView, Workload
 from . import node_lifecycle as _nodes
 from .lifecycle import (
@@ -216,8 +218,7 @@ class GroupWorkload:
     def _node(self, machine: Machine) -> NodeView | None:
         if not self.reachable or not _real(machine):
             return None
-        assert self.workload is not None
-        return self.workload.node_for(machine.zone, machine.id, machine.private_dns_name)
+        return self._observed().node_for(machine.zone, machine.id, machine.private_dns_name)
 
     # waiting for machines to join ------------------------------------------------------------------------------
     def wait_joined(self, machines: list[Machine], waiting: list[Machine]) -> None:
@@ -259,14 +260,12 @@ class GroupWorkload:
                 raise self._blind(what, "Nothing of this step was changed")
             self._warn_once("join", f"group {self.group}: {what} without asking etcd ({self.reason})")
             return
-        assert self.workload is not None
         leaving = step.delete[0] if step.delete else None
         sick = leaving.name if leaving is not None and not leaving.available else None
-        why_not = preflight(self._control_plane(machines), self.workload.etcd, excluding=sick)
+        why_not = preflight(self._control_plane(machines), self._observed().etcd, excluding=sick)
         if why_not:
             raise ReconcileError(f"refused: {what}: {why_not}. Nothing of this step was changed")
-        etcd = self.workload.etcd
-        assert etcd is not None  # preflight refuses without it
+        etcd = self._etcd_status()  # preflight refuses without it
         health = {m.readiness.node: m.available for m in existing if m.readiness and m.readiness.node}
         node = leaving.readiness.node if leaving is not None and leaving.readiness else None
         allowed, detail = quorum_allows(etcd, health, add=not step.delete, remove=node)
@@ -306,8 +305,7 @@ class GroupWorkload:
         TerminateInstances and MemberRemove) are removed while quorum allows, as KCP does."""
         if not self.control_plane or not self.reachable or self.workload is None or self.workload.etcd is None:
             return
-        etcd, access = self.workload.etcd, self.access
-        assert access is not None and access.etcd is not None
+        etcd, client = self.workload.etcd, self._etcd()
         cp = self._control_plane(machines)
         health = {m.node: m.readiness.available for m in cp if m.node}
         via = [m.node for m in cp if m.node and m.readiness.available]
@@ -316,7 +314,7 @@ class GroupWorkload:
             if not allowed or not via:
                 self.ctx.warn(f"etcd member {member.name or member.id} matches no machine; kept ({detail})")
                 continue
-            _nodes.remove_stray_member(self.ctx, access.etcd, member.id, member.name or member.id, via)
+            _nodes.remove_stray_member(self.ctx, client, member.id, member.name or member.id, via)
 
     # a machine's departure (CAPI's Machine deletion) -----------------------------------------------------------
     def retire(self, going: list[Machine], machines: list[Machine]) -> list[Departure]:
@@ -354,8 +352,7 @@ class GroupWorkload:
                 self._remove_member(departure.machine, departure.node, departure.group)
 
     def _drain(self, machine: Machine, node: NodeView) -> None:
-        assert self.access is not None and self.access.api is not None
-        api = self.access.api
+        api = self._api()
         # A Node whose kubelet stopped reporting cannot finish evictions: CAPI skips the wait for such a Node.
         unreachable = node.ready == "Unknown"
         if unreachable:
@@ -369,23 +366,40 @@ class GroupWorkload:
             )
 
     def _leadership_off(self, machine: Machine, node: str, machines: list[Machine]) -> None:
-        assert self.workload is not None and self.workload.etcd is not None and self.access is not None
-        assert self.access.etcd is not None
         candidates = leader_candidates(self._control_plane(machines), machine.name)
-        _nodes.move_leadership_off(self.ctx, self.access.etcd, self.workload.etcd, node, candidates)
+        _nodes.move_leadership_off(self.ctx, self._etcd(), self._etcd_status(), node, candidates)
 
     def _remove_member(self, machine: Machine, node: str, machines: list[Machine]) -> None:
-        assert self.workload is not None and self.workload.etcd is not None and self.access is not None
-        assert self.access.etcd is not None
         via = leader_candidates(self._control_plane(machines), machine.name)
-        _nodes.remove_member(self.ctx, self.access.etcd, self.workload.etcd, node, via)
+        _nodes.remove_member(self.ctx, self._etcd(), self._etcd_status(), node, via)
 
     def forget(self, departures: list[Departure]) -> None:
         """After the instances are gone: their Node objects (Cluster API deletes them after the infrastructure)."""
-        assert all(d.node is None for d in departures) or self.access is not None
         for departure in departures:
-            if departure.node is not None and self.access is not None and self.access.api is not None:
-                _nodes.delete_node(self.ctx, self.access.api, departure.node, departure.machine.name)
+            if departure.node is not None:
+                _nodes.delete_node(self.ctx, self._api(), departure.node, departure.machine.name)
+
+    # what a step needs, once observed (a missing one is a bug: the callers check reachable first) ----------------
+    def _observed(self) -> Workload:
+        if self.workload is None:
+            raise ReconcileError("the workload cluster was not observed before it was used (a bug)")
+        return self.workload
+
+    def _etcd_status(self) -> EtcdStatus:
+        status = self._observed().etcd
+        if status is None:
+            raise ReconcileError(f"etcd's member list could not be read: {self._observed().etcd_error}")
+        return status
+
+    def _api(self) -> KubeApi:
+        if self.access is None or self.access.api is None:
+            raise ReconcileError("the Kubernetes API client is gone (a bug)")
+        return self.access.api
+
+    def _etcd(self) -> Etcd:
+        if self.access is None or self.access.etcd is None:
+            raise ReconcileError("the etcd client is gone: the etcd CA is not known")
+        return self.access.etcd
 
     # results ---------------------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
