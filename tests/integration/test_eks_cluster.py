@@ -136,6 +136,9 @@ def test_create_noop_update_and_delete(aws, run_module, network, tmp_path):
         "iam:ListAttachedRolePolicies": 1,
         "iam:ListOpenIDConnectProviders": 1,
         "iam:GetOpenIDConnectProvider": 1,
+        # aws-auth is read through the EKS API (moto's endpoint does not serve one: the run warns, applies nothing;
+        # tests/integration/test_eks_aws_auth.py applies it on the simulator).
+        "k8s:GetConfigMap": 1,
     }
     # moto has no addons API: an empty addon list is only asked when addons are in the spec.
 
@@ -214,6 +217,7 @@ def test_check_mode_from_empty_plans_everything_and_changes_nothing(aws, run_mod
         "eks:CreateAddon",
         "iam:CreateOpenIDConnectProvider",
         "file:WriteFile",
+        "k8s:Apply",  # aws-auth, applied once the cluster is active
         "file:WriteFile",
     ]
     assert aws.mutating_requests() == []
