@@ -499,7 +499,8 @@ def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_m
             "instance_type": "t3.large",
             "subnets": [{"id": subnet_id, "availability_zone": "us-east-1a", "is_public": False}],
             "bootstrap": {"type": "kubeadm", "endpoint_host": "127.0.0.1", "endpoint_port": sim.port},
-            "wait_timeout": 60,
+            # Once the API answers, the module waits for each machine to join before the next (one per step).
+            "wait_timeout": 240,
         },
     )
     assert not result.get("failed"), result
