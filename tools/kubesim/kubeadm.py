@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .cluster import Cluster, NodeRuntime
     from .sim import Simulator
 
+ETCD_HEALTHY = 120  # seconds a new member gets to serve writes (kubeadm: 4 minutes for the control plane)
 KUBEADM = "kubeadm"
 DEFAULT_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 
@@ -238,8 +239,9 @@ class Kubeadm:
             member.start(self.etcd_server_files(etcd_ca), f"{r.name}={member.peer_url}", "new", cluster.token)
             gateway = cluster.gateway
             assert gateway is not None
-            if not etcd.wait_until(lambda: _writes(gateway, member.client_url), timeout=30, interval=0.1):
-                raise KubeadmError("[etcd] the etcd member did not become healthy within 30s")
+            # kubeadm waits up to 4 minutes for the control plane; a loaded test machine can need more than 30 s.
+            if not etcd.wait_until(lambda: _writes(gateway, member.client_url), timeout=ETCD_HEALTHY, interval=0.1):
+                raise KubeadmError(f"[etcd] the etcd member did not become healthy within {ETCD_HEALTHY}s")
             r.etcd_started = True
             self.record(
                 "etcd-started",
