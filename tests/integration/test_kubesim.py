@@ -472,6 +472,22 @@ def test_portforward_to_etcd_through_the_api_server(aws, kubesim, tmp_path):
     assert "powered-off" in stopped
 
 
+def test_a_cluster_registered_again_under_its_name_starts_on_new_disks(aws, kubesim):
+    """Tests reuse cluster names and moto hands out the same private IPs after a reset: the second cluster must
+    not inherit the first one's etcd data (etcd ignores --initial-cluster on an existing data directory, so the
+    old member and its dead peer URL would come back and no learner could ever catch up)."""
+    sim, _pki, _subnet, _instance = boot_one(aws, kubesim)
+    first = sim.etcd()["members"]
+    kubesim.reset()
+    aws.reset()
+    sim, _pki, _subnet, _instance = boot_one(aws, kubesim)
+    second = sim.etcd()["members"]
+    runtime = sim.instances()[0]
+    assert [m["name"] for m in first] == [m["name"] for m in second] == [runtime["node"]]
+    assert second[0]["id"] != first[0]["id"]
+    assert second[0]["peer_url"] == runtime["etcd"]["peer_url"]
+
+
 def test_three_control_planes_from_the_collections_documents(aws, kubesim, run_module, tmp_path):
     """capa_kubeadm + capa_instance (3 control-plane replicas, secure secret backend, the collection's boot hook run
     with the real AWS CLI) -> 3 started etcd voters; a CNI and a CCM -> 3 Ready, initialised Nodes."""

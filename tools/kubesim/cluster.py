@@ -4,6 +4,7 @@ quorum monitor and the membership journal that watch those members."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
 import threading
 import time
@@ -103,7 +104,10 @@ class Cluster:
         self.journal = sim.journal
         self.options = options
         self.state_dir = sim.state_dir / "clusters" / name
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        # A registration is a new cluster on new disks: etcd ignores --initial-cluster when its data directory
+        # exists, so a previous cluster's data of the same name would bring back its members and peer URLs.
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        self.state_dir.mkdir(parents=True)
         self.port = sock.getsockname()[1]
         self.url = f"https://127.0.0.1:{self.port}"
         self.api = APIServer(name, sim.journal, sock, f"127.0.0.1:{self.port}", self.state_dir, self)

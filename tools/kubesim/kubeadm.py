@@ -229,7 +229,7 @@ class Kubeadm:
                 raise KubeadmError("the instance went away during kubeadm init")
             knobs = self.sim.knobs_for(r)
             cluster.setup_etcd_client(etcd_ca)
-            member = etcd.Member(name=r.name, data_dir=cluster.state_dir / "etcd" / r.name)
+            member = etcd.Member(name=r.name, data_dir=cluster.state_dir / "etcd" / r.instance_id)
             r.member = member
             if knobs.get("etcd_never_starts"):
                 raise KubeadmError(
@@ -721,7 +721,7 @@ class Kubeadm:
             learner = True  # GA and locked
         if knobs.get("etcd_learner") is not None:
             learner = bool(knobs["etcd_learner"])
-        member = etcd.Member(name=r.name, data_dir=c.state_dir / "etcd" / r.name)
+        member = etcd.Member(name=r.name, data_dir=c.state_dir / "etcd" / r.instance_id)
         r.member = member
         timeout = float(c.config["etcd_api_timeout"])
         deadline = time.monotonic() + timeout
