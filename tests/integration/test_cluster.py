@@ -120,6 +120,7 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
         "bastion": {"enabled": True},
         "control_plane": {"replicas": 3},
         "machine_deployments": [{"name": "md-0", "replicas": 2, "rollout": {"deletion_policy": "Oldest"}}],
+        "additional_tags": {"team": "a", "cost-center": "7"},
     }
     inventory = write_inventory(tmp_path, spec)
     ec2 = aws.client("ec2")
@@ -174,6 +175,35 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
         assert repeated == {}, (task.name, repeated)
     counted = Counter(f"{r['service']}:{r['operation']}" for r in aws.requests())
     print(f"no-op reconcile of the HA cluster: {sum(counted.values())} requests, {dict(counted)}")
+
+    # A key removed from additional_tags goes from everything the cluster owns (check mode shows each call first);
+    # a tag someone else wrote stays. Bootstrap-data secrets are left: each lives until its node fetches it.
+    def carrying(key):
+        found = anything_tagged(aws, "ha-it")
+        found["secret"] = [s for s in found.get("secret", []) if not s["Name"].startswith("aws.cluster.x-k8s.io/")]
+        return {kind: len([r for r in items if key in tags(r)]) for kind, items in found.items() if items}
+
+    vpc_id = control_plane[0]["VpcId"]
+    ec2.create_tags(Resources=[vpc_id, control_plane[0]["InstanceId"]], Tags=[{"Key": "backup", "Value": "daily"}])
+    before = carrying("cost-center")
+    assert before["vpc"] == 1 and before["instance"] == 6 and before["classic_elb"] == 1 and before["eip"] >= 1
+    spec["additional_tags"] = {"team": "a"}
+    aws.reset_requests()
+    planned = run_playbook(SITE, inventory=write_inventory(tmp_path, spec), check=True, diff=True)
+    assert aws.mutating_requests() == []
+    removals = [
+        p
+        for task in aws_tasks(planned)
+        for p in task.result.get("plan", [])
+        if p["reason"] == "tags no longer in additional_tags: cost-center"
+    ]
+    assert len(removals) == sum(before.values()), " ".join(sorted(p["resource"] for p in removals)) + str(before)
+    run_playbook(SITE, inventory=write_inventory(tmp_path, spec))
+    assert sum(carrying("cost-center").values()) == 0, carrying("cost-center")
+    assert carrying("team") == before
+    assert tags(ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"][0])["backup"] == "daily"
+    [first] = ec2.describe_instances(InstanceIds=[control_plane[0]["InstanceId"]])["Reservations"][0]["Instances"]
+    assert tags(first)["backup"] == "daily"
 
     # Scale md-0 2 -> 5 -> 1: exactly that many machines; the deletion policy (Oldest) decides which go.
     spec["machine_deployments"][0]["replicas"] = 5

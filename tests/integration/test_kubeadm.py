@@ -76,6 +76,7 @@ def test_create_then_noop(aws, run_module, tmp_path):
         "team": "a",
         OWNER: "owned",
         "sigs.k8s.io/cluster-api-provider-aws/role": "control-plane",
+        "sigs.k8s.io/cluster-api-provider-aws/last-applied-tags": "team",
     }
     pki = stored_pki(aws)
     assert first["pki"]["secret_arn"] == described["ARN"]
@@ -98,9 +99,10 @@ def test_create_then_noop(aws, run_module, tmp_path):
     aws.reset_requests()
     second = run_module(MODULE, args(tmp_path))
     assert second["changed"] is False and second["plan"] == [], second
-    assert second["api_calls"] == {"secretsmanager:GetSecretValue": 1}
+    # The value, then the secret's tags (GetSecretValue answers none): both kept on the spec.
+    assert second["api_calls"] == {"secretsmanager:GetSecretValue": 1, "secretsmanager:DescribeSecret": 1}
     assert aws.mutating_requests() == []
-    assert len(aws.requests()) == 1
+    assert len(aws.requests()) == 2
     assert path.read_text() == content  # not rewritten with a fresh certificate
     assert second["pki"] == first["pki"]
     assert_no_secrets(second, pki)

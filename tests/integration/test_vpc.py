@@ -6,6 +6,7 @@ import boto3
 
 OWNER = "sigs.k8s.io/cluster-api-provider-aws/cluster/vpc-it"
 MODULE = "clusterapi.aws.capa_vpc"
+APPLIED = "sigs.k8s.io/cluster-api-provider-aws/last-applied-tags"
 
 
 def owned_vpcs(ec2):
@@ -33,6 +34,7 @@ def test_create_then_noop(aws, run_module):
         OWNER: "owned",
         "sigs.k8s.io/cluster-api-provider-aws/role": "common",
         "team": "a",
+        APPLIED: "team",  # the additional_tags keys this collection wrote, so removing one removes only it
     }
     for attribute in ("enableDnsSupport", "enableDnsHostnames"):
         answer = ec2.describe_vpc_attribute(VpcId=vpc["VpcId"], Attribute=attribute)
@@ -53,6 +55,47 @@ def test_create_then_noop(aws, run_module):
     }
     assert aws.mutating_requests() == []
     assert len(aws.requests()) == 4  # the server counted what the module reported
+
+
+def test_a_key_removed_from_additional_tags_is_removed_and_a_foreign_tag_stays(aws, run_module):
+    """As amazon.aws's purge_tags, limited to what this collection applied: check mode shows the removal first."""
+    run_module(MODULE, {"cluster_name": "vpc-it", "additional_tags": {"team": "a", "cost-center": "7"}})
+    ec2 = aws.client("ec2")
+    [vpc] = owned_vpcs(ec2)
+    [igw] = ec2.describe_internet_gateways(Filters=[{"Name": "attachment.vpc-id", "Values": [vpc["VpcId"]]}])[
+        "InternetGateways"
+    ]
+    ids = [vpc["VpcId"], igw["InternetGatewayId"]]
+    ec2.create_tags(Resources=ids, Tags=[{"Key": "backup", "Value": "daily"}])  # someone else's tag
+
+    aws.reset_requests()
+    spec = {"cluster_name": "vpc-it", "additional_tags": {"team": "a"}}
+    planned = run_module(MODULE, spec, check=True, diff=True)
+    assert planned["changed"] is True and aws.mutating_requests() == []
+    removals = [p for p in planned["plan"] if p["call"] == "ec2:DeleteTags"]
+    assert [p["reason"] for p in removals] == ["tags no longer in additional_tags: cost-center"] * 2
+    assert [p["call"] for p in planned["plan"]] == ["ec2:DeleteTags", "ec2:CreateTags"] * 2  # the record follows
+    assert "cost-center" in planned["diff"]["before"]["tags"] and "cost-center" not in planned["diff"]["after"]["tags"]
+
+    applied = run_module(MODULE, spec)
+    assert applied["changed"] is True
+    assert applied["api_calls"]["ec2:DeleteTags"] == 2 and applied["api_calls"]["ec2:CreateTags"] == 2
+    for resource in ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": ids}])["Tags"]:
+        assert resource["Key"] != "cost-center", resource
+    for resource_id in ids:
+        found = {
+            t["Key"]: t["Value"]
+            for t in ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [resource_id]}])["Tags"]
+        }
+        assert found["backup"] == "daily" and found["team"] == "a" and found[APPLIED] == "team"
+
+    # No additional tags at all: the record goes too; a run after that is a no-op.
+    run_module(MODULE, {"cluster_name": "vpc-it"})
+    aws.reset_requests()
+    assert run_module(MODULE, {"cluster_name": "vpc-it"})["changed"] is False
+    assert aws.mutating_requests() == []
+    left = {t["Key"] for t in ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": ids}])["Tags"]}
+    assert "team" not in left and APPLIED not in left and "backup" in left
 
 
 def test_check_mode_from_empty_plans_everything_and_creates_nothing(aws, run_module):

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 CAPA_TAG_PREFIX = "sigs.k8s.io/cluster-api-provider-aws/"
 ROLE_TAG = CAPA_TAG_PREFIX + "role"
+# The keys of ``additional_tags`` written on a resource, so a key removed from the spec can be removed from the
+# resource and nothing else (CAPA keeps the same record in its "last-applied-tags" annotation on the object).
+# Tag keys cannot hold commas, so a comma-joined list is unambiguous; a tag value holds 256 characters at most.
+APPLIED_TAGS_TAG = CAPA_TAG_PREFIX + "last-applied-tags"
+APPLIED_TAGS_LIMIT = 256
 OWNED = "owned"
 SHARED = "shared"
 
@@ -58,7 +63,8 @@ def owned_tags(
     """The full tag set CAPA puts on a resource it creates.
 
     ``Name`` goes first so that a user's own ``Name`` in ``additional_tags`` wins, as in CAPA; the ownership
-    and role keys go last so nothing can override them.
+    and role keys go last so nothing can override them. The keys of ``additional_tags`` are recorded in
+    :data:`APPLIED_TAGS_TAG`, so a later run knows which keys it may remove.
     """
     tags: dict[str, str] = {}
     if name:
@@ -67,7 +73,29 @@ def owned_tags(
     tags.update(extra or {})
     tags[cluster_tag_key(cluster)] = OWNED
     tags[ROLE_TAG] = role
+    if additional_tags:
+        tags[APPLIED_TAGS_TAG] = applied_tags_value(additional_tags)
     return tags
+
+
+def applied_tags_value(additional_tags: Iterable[str]) -> str:
+    return ",".join(sorted(additional_tags))
+
+
+def applied_tag_keys(tags: Mapping[str, str] | None) -> set[str]:
+    """The ``additional_tags`` keys a run of this collection wrote on a resource (see :data:`APPLIED_TAGS_TAG`)."""
+    value = (tags or {}).get(APPLIED_TAGS_TAG, "")
+    return {key for key in value.split(",") if key}
+
+
+def stale_tag_keys(current: Mapping[str, str], desired: Mapping[str, str], frozen: Iterable[str] = ()) -> list[str]:
+    """Keys to remove: ones this collection applied that the spec no longer asks for, and the record itself once
+    the spec has no additional tags. Tags someone else wrote, ``aws:`` keys and ``frozen`` keys are never stale."""
+    keep = set(desired) | set(frozen)
+    applied = applied_tag_keys(current)
+    if APPLIED_TAGS_TAG in current:
+        applied.add(APPLIED_TAGS_TAG)
+    return sorted(k for k in applied if k in current and k not in keep and not k.lower().startswith("aws:"))
 
 
 def tags_to_dict(tag_list: Iterable[Mapping[str, Any]] | None) -> dict[str, str]:
@@ -83,7 +111,7 @@ def tag_specifications(resource_type: str, tags: Mapping[str, str]) -> list[dict
 
 
 def missing_tags(current: Mapping[str, str], desired: Mapping[str, str]) -> dict[str, str]:
-    """Tags to (re)write. Like CAPA, tag reconcile only adds or updates: stale keys are left alone."""
+    """Tags to (re)write (what :func:`stale_tag_keys` removes is decided apart)."""
     return {k: v for k, v in desired.items() if current.get(k) != v and not k.startswith("aws:")}
 
 
@@ -129,45 +157,96 @@ def role_of(tags: Mapping[str, str]) -> str | None:
 # Tag repair ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Tagger:
-    """How one AWS API tags a resource: the client, the tagging method and its request for (resource, tags)."""
+    """How one AWS API tags a resource: the client, the tagging method and its request for (resource, tags), and
+    the untagging method and its request for (resource, keys)."""
 
     service: str
     method: str
     request: Callable[[str, Mapping[str, str]], dict[str, Any]]
+    untag_method: str
+    untag_request: Callable[[str, list[str]], dict[str, Any]]
 
 
 def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
     return dict_to_tags(tags)
 
 
+def _key_list(keys: list[str]) -> list[dict[str, str]]:
+    return [{"Key": k} for k in keys]
+
+
+def _pool_tag(resource: str, key: str, value: str | None = None) -> dict[str, Any]:
+    tag: dict[str, Any] = {"ResourceId": resource, "ResourceType": "auto-scaling-group", "Key": key}
+    if value is not None:
+        tag.update(Value=value, PropagateAtLaunch=False)
+    return tag
+
+
 TAGGERS: dict[str, Tagger] = {
-    "ec2": Tagger("ec2", "create_tags", lambda r, t: {"Resources": [r], "Tags": _tag_list(t)}),
-    "elb": Tagger("elb", "add_tags", lambda r, t: {"LoadBalancerNames": [r], "Tags": _tag_list(t)}),
-    "elbv2": Tagger("elbv2", "add_tags", lambda r, t: {"ResourceArns": [r], "Tags": _tag_list(t)}),
+    "ec2": Tagger(
+        "ec2",
+        "create_tags",
+        lambda r, t: {"Resources": [r], "Tags": _tag_list(t)},
+        "delete_tags",
+        lambda r, k: {"Resources": [r], "Tags": _key_list(k)},
+    ),
+    "elb": Tagger(
+        "elb",
+        "add_tags",
+        lambda r, t: {"LoadBalancerNames": [r], "Tags": _tag_list(t)},
+        "remove_tags",
+        lambda r, k: {"LoadBalancerNames": [r], "Tags": _key_list(k)},
+    ),
+    "elbv2": Tagger(
+        "elbv2",
+        "add_tags",
+        lambda r, t: {"ResourceArns": [r], "Tags": _tag_list(t)},
+        "remove_tags",
+        lambda r, k: {"ResourceArns": [r], "TagKeys": k},
+    ),
     # Pool tags are the group's only: instances get theirs from the launch template.
     "autoscaling": Tagger(
         "autoscaling",
         "create_or_update_tags",
-        lambda r, t: {
-            "Tags": [
-                {
-                    "ResourceId": r,
-                    "ResourceType": "auto-scaling-group",
-                    "Key": k,
-                    "Value": v,
-                    "PropagateAtLaunch": False,
-                }
-                for k, v in t.items()
-            ]
-        },
+        lambda r, t: {"Tags": [_pool_tag(r, k, v) for k, v in t.items()]},
+        "delete_tags",
+        lambda r, k: {"Tags": [_pool_tag(r, key) for key in k]},
     ),
-    "eks": Tagger("eks", "tag_resource", lambda r, t: {"resourceArn": r, "tags": dict(t)}),
-    "iam-role": Tagger("iam", "tag_role", lambda r, t: {"RoleName": r, "Tags": _tag_list(t)}),
-    "iam-policy": Tagger("iam", "tag_policy", lambda r, t: {"PolicyArn": r, "Tags": _tag_list(t)}),
+    "eks": Tagger(
+        "eks",
+        "tag_resource",
+        lambda r, t: {"resourceArn": r, "tags": dict(t)},
+        "untag_resource",
+        lambda r, k: {"resourceArn": r, "tagKeys": k},
+    ),
+    "iam-role": Tagger(
+        "iam",
+        "tag_role",
+        lambda r, t: {"RoleName": r, "Tags": _tag_list(t)},
+        "untag_role",
+        lambda r, k: {"RoleName": r, "TagKeys": k},
+    ),
+    "iam-policy": Tagger(
+        "iam",
+        "tag_policy",
+        lambda r, t: {"PolicyArn": r, "Tags": _tag_list(t)},
+        "untag_policy",
+        lambda r, k: {"PolicyArn": r, "TagKeys": k},
+    ),
     "iam-oidc-provider": Tagger(
-        "iam", "tag_open_id_connect_provider", lambda r, t: {"OpenIDConnectProviderArn": r, "Tags": _tag_list(t)}
+        "iam",
+        "tag_open_id_connect_provider",
+        lambda r, t: {"OpenIDConnectProviderArn": r, "Tags": _tag_list(t)},
+        "untag_open_id_connect_provider",
+        lambda r, k: {"OpenIDConnectProviderArn": r, "TagKeys": k},
     ),
-    "secretsmanager": Tagger("secretsmanager", "tag_resource", lambda r, t: {"SecretId": r, "Tags": _tag_list(t)}),
+    "secretsmanager": Tagger(
+        "secretsmanager",
+        "tag_resource",
+        lambda r, t: {"SecretId": r, "Tags": _tag_list(t)},
+        "untag_resource",
+        lambda r, k: {"SecretId": r, "TagKeys": k},
+    ),
 }
 
 
@@ -180,15 +259,29 @@ def repair_tags(
     desired: Mapping[str, str],
     frozen: Iterable[str] = (),
 ) -> dict[str, str]:
-    """(Re)write the desired tags a resource lacks or holds with another value, with one tagging call.
+    """Bring an owned resource's tags to ``desired``: at most one untagging and one tagging call.
 
-    Like CAPA, tag reconcile only adds or updates: stale keys are left alone, ``aws:`` keys are AWS's, and the
-    ``frozen`` keys describe how the resource was made (a machine's template hash), so a later run never rewrites
-    them. ``kind`` names the tagging API (:data:`TAGGERS`). Returns the tags the resource carries afterwards.
+    Removed are only the ``additional_tags`` keys an earlier run applied (:func:`stale_tag_keys`), as amazon.aws's
+    ``purge_tags`` but never a tag someone else wrote; they go first, so a failure in between leaves the record
+    that names them. Written are the desired tags the resource lacks or holds with another value. ``aws:`` keys
+    are AWS's, and the ``frozen`` keys describe how the resource was made (a machine's template hash), so a later
+    run never rewrites them. ``kind`` names the tagging API (:data:`TAGGERS`). Returns the tags afterwards.
     """
-    todo = {k: v for k, v in missing_tags(current or {}, desired).items() if k not in set(frozen)}
-    if todo and not is_placeholder(resource_id):
-        tagger = TAGGERS[kind]
+    current = dict(current or {})
+    stale = stale_tag_keys(current, desired, frozen)
+    todo = {k: v for k, v in missing_tags(current, desired).items() if k not in set(frozen)}
+    if is_placeholder(resource_id):
+        return {**current, **todo}
+    tagger = TAGGERS[kind]
+    if stale:
+        ctx.ops.call(
+            ctx.client(tagger.service),
+            tagger.untag_method,
+            resource=label,
+            reason=f"tags no longer in additional_tags: {', '.join(stale)}",
+            **tagger.untag_request(resource_id, stale),
+        )
+    if todo:
         ctx.ops.call(
             ctx.client(tagger.service),
             tagger.method,
@@ -196,4 +289,4 @@ def repair_tags(
             reason=f"tags differ: {', '.join(sorted(todo))}",
             **tagger.request(resource_id, todo),
         )
-    return {**(current or {}), **todo}
+    return {**{k: v for k, v in current.items() if k not in stale}, **todo}

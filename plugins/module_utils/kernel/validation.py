@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import SpecError
 from .operations import is_placeholder
+from .tags import APPLIED_TAGS_LIMIT, APPLIED_TAGS_TAG, applied_tags_value
 
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 CLUSTER_NAME_MAX = 40
@@ -49,6 +50,16 @@ def check_tags(tags: Mapping[str, Any] | None, field: str = "additional_tags") -
             raise SpecError(f"{field}.{key}", "tag values must be at most 256 characters")
         if not TAG_CHARS.match(key) or not TAG_CHARS.match(str(value)):
             raise SpecError(f"{field}.{key}", "tags may hold letters, digits, spaces and _ . : / = + - @ only")
+        if key == APPLIED_TAGS_TAG:
+            raise SpecError(f"{field}.{key}", "is the collection's record of the keys it applied")
+    record = applied_tags_value(str(k) for k in tags)
+    if len(record) > APPLIED_TAGS_LIMIT:
+        raise SpecError(
+            field,
+            f"keys take {len(record)} characters joined by commas; they are recorded in one tag value "
+            f"({APPLIED_TAGS_TAG}, at most {APPLIED_TAGS_LIMIT}) so that removed keys can be removed: use fewer or "
+            "shorter keys",
+        )
 
 
 def parse_cidr(value: str, field: str) -> ipaddress.IPv4Network:

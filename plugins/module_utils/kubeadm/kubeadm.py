@@ -127,32 +127,35 @@ class KubeadmTier:
                 Tags=dict_to_tags(tags),
             )
             return None if answer is None else (wanted, {"arn": answer.get("ARN"), "name": name})
+        # GetSecretValue answers no tags: one DescribeSecret per run keeps an owned secret's tags on the spec. A
+        # secret the cluster does not own is used as it is while it needs no change, and never written.
+        description = self._describe(ctx, name)
+        current_tags = tags_to_dict(description.get("Tags"))
+        owned = is_owned(current_tags, ctx.cluster)
         changed = wanted.differing_fields(stored)
-        if not changed:
-            return wanted, secret or {"name": name}
-        description = self._describe_owned(ctx, name, "change")
-        ctx.ops.call(
-            client,
-            "put_secret_value",
-            resource=name,
-            reason=f"differs: {', '.join(changed)}",
-            predicted={},
-            SecretId=name,
-            SecretString=content,
-            ClientRequestToken=token,
-        )
-        repair_tags(ctx, "secretsmanager", name, name, tags_to_dict(description.get("Tags")), tags)
+        if changed:
+            if not owned:
+                raise ReconcileError(
+                    f"secret {name} exists without the ownership tag of cluster {ctx.cluster}; it is not ours to change"
+                )
+            ctx.ops.call(
+                client,
+                "put_secret_value",
+                resource=name,
+                reason=f"differs: {', '.join(changed)}",
+                predicted={},
+                SecretId=name,
+                SecretString=content,
+                ClientRequestToken=token,
+            )
+        if owned:
+            repair_tags(ctx, "secretsmanager", name, name, current_tags, tags)
         return wanted, {"arn": description.get("ARN") or (secret or {}).get("arn"), "name": name}
 
-    def _describe_owned(self, ctx: Context, name: str, action: str) -> dict[str, Any]:
-        """DescribeSecret, refusing secrets the cluster does not own (they are never changed or deleted)."""
+    def _describe(self, ctx: Context, name: str) -> dict[str, Any]:
         description = describe_secret(ctx, name)
         if description is None:
             raise ReconcileError(f"secret {name} was deleted while this run read it; run again")
-        if not is_owned(tags_to_dict(description.get("Tags")), ctx.cluster):
-            raise ReconcileError(
-                f"secret {name} exists without the ownership tag of cluster {ctx.cluster}; it is not ours to {action}"
-            )
         return description
 
     # the kubeconfig -----------------------------------------------------------------------------------------

@@ -535,7 +535,9 @@ class _Build:
                 state.observed = self._create_subnet(observed.vpc, state)
                 created.append(state.id)
             else:
-                repair_tags(self.ctx, "ec2", state.id, state.label, state.observed.tags, self._subnet_tags(state))
+                wanted = self._subnet_tags(state)
+                tags = repair_tags(self.ctx, "ec2", state.id, state.label, state.observed.tags, wanted)
+                state.observed = replace(state.observed, tags=tags)
         if created and self.ctx.wait and not self.ctx.check_mode:
             _wait(self.ctx, self.ec2, "subnet_available", f"subnets {', '.join(created)}", SubnetIds=created)
         for state in observed.states:
@@ -609,6 +611,7 @@ class _Build:
             else:
                 free.remove(nat)
                 repair_tags(self.ctx, "ec2", nat.id, name, nat.tags, self.ctx.tags(ROLE_COMMON, name))
+                self._repair_address_tags(observed, nat)
             if nat.state != "available" and not is_placeholder(nat.id):
                 waiting.append(nat.id)
             nat_by_zone[slot.availability_zone] = nat.id
@@ -621,6 +624,17 @@ class _Build:
             )
             observed.nats = [replace(n, state="available") if n.id in waiting else n for n in observed.nats]
         return nat_by_zone
+
+    def _repair_address_tags(self, observed: Observed, nat: NatGateway) -> None:
+        """The Elastic IPs of a kept NAT gateway are the cluster's too: their tags follow the spec."""
+        name = eip_name(self.ctx.cluster)
+        in_use = {a.allocation_id for a in nat.addresses}
+        for index, address in enumerate(observed.addresses):
+            if address.allocation_id in in_use:
+                tags = repair_tags(
+                    self.ctx, "ec2", address.allocation_id, name, address.tags, self.ctx.tags(ROLE_COMMON, name)
+                )
+                observed.addresses[index] = replace(address, tags=tags)
 
     def _create_nat(self, observed: Observed, subnet: SubnetState) -> NatGateway:
         address = free_address(observed.addresses, observed.nats) or self._allocate_address(observed, subnet.zone)

@@ -258,7 +258,7 @@ def _apply_vpc(ctx: Context, spec: VpcSpec, vpc: ObservedVpc | None, steps: VpcP
         if ctx.wait and not ctx.check_mode:
             ec2.waiter("vpc_available").wait(VpcIds=[vpc.id], WaiterConfig={"Delay": 2, "MaxAttempts": 60})
     else:
-        repair_tags(ctx, "ec2", vpc.id, name, vpc.tags, tags)
+        vpc = replace(vpc, tags=repair_tags(ctx, "ec2", vpc.id, name, vpc.tags, tags))
     for attribute in steps.enable_dns:
         turn_on: dict[str, Any] = {_capitalised(attribute): {"Value": True}}
         ctx.ops.call(ec2, "modify_vpc_attribute", resource=name, reason=f"{attribute} is off", VpcId=vpc.id, **turn_on)
@@ -293,7 +293,7 @@ def _apply_gateway(ctx: Context, vpc: ObservedVpc, gateway: Gateway | None, step
         )["InternetGateway"]
         gateway = Gateway(created["InternetGatewayId"], dict(tags), ())
     elif is_owned(gateway.tags, ctx.cluster):
-        repair_tags(ctx, "ec2", gateway.id, name, gateway.tags, tags)
+        gateway = replace(gateway, tags=repair_tags(ctx, "ec2", gateway.id, name, gateway.tags, tags))
     if steps.attach_gateway:
         ctx.ops.call(
             ec2,

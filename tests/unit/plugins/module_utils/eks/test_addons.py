@@ -94,12 +94,11 @@ def test_failed_addon_is_reported(aws_stub, tmp_path):
 def test_tag_drift_on_cluster_and_owned_addons_is_tag_resource(aws_stub, tmp_path):
     session, eks, _iam_stub = aws_stub
     eks.add_response("describe_cluster", described(), {"name": CLUSTER})
-    eks.add_response("tag_resource", {}, {"resourceArn": ARN, "tags": {"team": "platform"}})
+    team = {"team": "platform", "sigs.k8s.io/cluster-api-provider-aws/last-applied-tags": "team"}
+    eks.add_response("tag_resource", {}, {"resourceArn": ARN, "tags": team})
     eks.add_response("list_addons", {"addons": ["coredns"]}, {"clusterName": CLUSTER})
     eks.add_response("describe_addon", addon("coredns"), {"clusterName": CLUSTER, "addonName": "coredns"})
-    eks.add_response(
-        "tag_resource", {}, {"resourceArn": addon("coredns")["addon"]["addonArn"], "tags": {"team": "platform"}}
-    )
+    eks.add_response("tag_resource", {}, {"resourceArn": addon("coredns")["addon"]["addonArn"], "tags": team})
     ctx = Context(session=session, cluster=CLUSTER, check_mode=False, additional_tags={"team": "platform"})
     EksClusterTier().reconcile(ctx, params(tmp_path, addons=[{"name": "coredns", "conflict_resolution": "overwrite"}]))
     eks.assert_no_pending_responses()

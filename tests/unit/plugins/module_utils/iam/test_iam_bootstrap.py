@@ -104,11 +104,13 @@ def called_actions() -> dict[str, set[str]]:
                     actions.add(f"{prefix}:{_waiter_operations(service, waiter)}")
                 except ValueError:
                     continue
-        # Tag repair goes through one kernel function over a table of tagging APIs: a call of it names its kind.
+        # Tag repair goes through one kernel function over a table of tagging APIs: a call of it names its kind
+        # (and may make both its tagging and its untagging call).
         for kind in re.findall(r'repair_tags\(\s*[a-z_.]+,\s*"([a-z0-9-]+)"', text):
             tagger = TAGGERS[kind]
             prefix = IAM_PREFIX.get(tagger.service, tagger.service)
             actions.add(f"{prefix}:{maps[tagger.service][tagger.method]}")
+            actions.add(f"{prefix}:{maps[tagger.service][tagger.untag_method]}")
         if actions:
             found[relative] = actions
     return found

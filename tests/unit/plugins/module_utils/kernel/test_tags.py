@@ -44,8 +44,56 @@ def test_each_api_gets_a_valid_request_for_only_the_missing_tags(kind: str):
         stub.add_response(tagger.method, {}, tagger.request(RESOURCES[kind], {"team": "b"}))
         after = repair_tags(ctx, kind, RESOURCES[kind], "r", {"team": "a", "stale": "x"}, {"team": "b"})
         stub.assert_no_pending_responses()
-    assert after == {"team": "b", "stale": "x"}  # stale keys stay, as in CAPA
+    assert after == {"team": "b", "stale": "x"}  # a key this collection did not apply stays
     assert [(p.call.split(":")[0], p.reason) for p in ctx.ops.plan] == [(tagger.service, "tags differ: team")]
+
+
+APPLIED = own.APPLIED_TAGS_TAG
+
+
+@pytest.mark.parametrize("kind", sorted(TAGGERS))
+def test_each_api_removes_only_the_applied_keys_the_spec_dropped_before_it_writes(kind: str):
+    """Stubber validates the untagging request against each service's model; moto runs the EC2 path end to end
+    (tests/integration/test_cluster.py)."""
+    ctx = context()
+    tagger = TAGGERS[kind]
+    resource = RESOURCES[kind]
+    current = {"team": "a", "cost": "1", "theirs": "x", "aws:cloudformation:stack": "s", APPLIED: "cost,team"}
+    desired = own.owned_tags("demo", "common", None, {"team": "a", "env": "prod"})
+    client = ctx.client(tagger.service)
+    with Stubber(client.raw) as stub:
+        stub.add_response(tagger.untag_method, {}, tagger.untag_request(resource, ["cost"]))
+        written = {k: v for k, v in desired.items() if current.get(k) != v}
+        stub.add_response(tagger.method, {}, tagger.request(resource, written))
+        after = repair_tags(ctx, kind, resource, "r", current, desired)
+        stub.assert_no_pending_responses()
+    assert "cost" not in after and after["theirs"] == "x" and after["aws:cloudformation:stack"] == "s"
+    assert after[APPLIED] == "env,team"
+    assert [p.reason for p in ctx.ops.plan] == [
+        "tags no longer in additional_tags: cost",
+        f"tags differ: {', '.join(sorted(written))}",
+    ]
+
+
+def test_the_record_goes_when_the_spec_has_no_additional_tags_left():
+    ctx = context(check_mode=True)
+    current = {"team": "a", APPLIED: "team", "Name": "demo-vpc"}
+    after = repair_tags(ctx, "ec2", "vpc-1", "demo-vpc", current, {"Name": "demo-vpc"})
+    assert after == {"Name": "demo-vpc"}
+    assert [(p.call, p.reason) for p in ctx.ops.plan] == [
+        ("ec2:DeleteTags", f"tags no longer in additional_tags: {APPLIED}, team")
+    ]
+
+
+def test_applied_keys_a_resource_no_longer_has_frozen_keys_and_aws_keys_are_not_removed():
+    current = {
+        APPLIED: "gone,aws:x,clusterapi.aws/template-hash,kept",
+        "kept": "1",
+        "clusterapi.aws/template-hash": "h",
+    }
+    desired = {"kept": "1", APPLIED: "kept"}
+    assert own.stale_tag_keys(current, desired, frozen=["clusterapi.aws/template-hash"]) == []
+    assert own.stale_tag_keys({**current, "aws:x": "y"}, desired) == ["clusterapi.aws/template-hash"]
 
 
 def test_nothing_to_repair_is_no_call_and_frozen_and_aws_keys_are_never_written():
@@ -83,6 +131,12 @@ class TestOwnership:
     )
     def test_only_the_capa_owned_tag_means_owned(self, tags, owned):
         assert own.is_owned(tags, "demo") is owned
+
+    def test_owned_tags_record_the_additional_keys_and_nothing_when_there_are_none(self):
+        tags = own.owned_tags("demo", "common", "demo-vpc", {"team": "a", "cost-center": "7"})
+        assert tags[own.APPLIED_TAGS_TAG] == "cost-center,team"
+        assert own.APPLIED_TAGS_TAG not in own.owned_tags("demo", "common", "demo-vpc", {})
+        assert own.applied_tag_keys(tags) == {"team", "cost-center"}
 
     def test_missing_tags_only_adds_and_skips_aws_keys(self):
         assert own.missing_tags({"a": "1", "stale": "x"}, {"a": "1", "b": "2", "aws:x": "y"}) == {"b": "2"}

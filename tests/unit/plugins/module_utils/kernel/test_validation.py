@@ -35,6 +35,11 @@ class TestValidation:
             ({"k": "v" * 257}, "additional_tags.k"),
             ({"k": "bad\nvalue"}, "additional_tags.k"),
             ({f"k{i}": "v" for i in range(51)}, "additional_tags"),
+            (
+                {"sigs.k8s.io/cluster-api-provider-aws/last-applied-tags": "x"},
+                "additional_tags.sigs.k8s.io/cluster-api-provider-aws/last-applied-tags",
+            ),
+            ({f"cost-center-{i:02d}-{'x' * 10}": "v" for i in range(11)}, "additional_tags"),  # 274 characters
         ],
     )
     def test_bad_tags(self, tags, field):
