@@ -47,6 +47,15 @@ description:
 author:
   - clusterapi.aws maintainers (@clusterapi)
 options:
+  wait_timeout:
+    description:
+      - Seconds the whole run may spend waiting, shared by every wait of the run.
+      - Sized for EKS (AWS documents 10 to 15 minutes to create a cluster, and about as long for each minor version of
+        an upgrade). The cluster spec's C(wait_timeout) or C(module_defaults) set another.
+      - While it waits the module writes where it stands every 30 seconds to its log, and the last lines to
+        C(progress) in its result.
+    type: int
+    default: 1800
   name:
     description:
       - EKS cluster name. CAPA generates C(<namespace>_<name>); without namespaces, the default is I(cluster_name).
@@ -311,6 +320,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+progress:
+  description: The last lines a long wait reported (every line also went to the module's log as it happened).
+  returned: when the run waited long enough to report
+  type: list
+  elements: str
+  sample: ["95s: waiting for EKS cluster demo-eks to be ACTIVE: 90s so far, 1705s of wait_timeout left"]
 cluster:
   description: The EKS cluster after the run (in check mode, as it would be); C(null) after deletion.
   returned: always
@@ -422,6 +437,7 @@ MAPPING = dict(
 def main():
     run_tier(
         dict(
+            wait_timeout=dict(type="int", default=1800),  # sized for EKS: see DOCUMENTATION
             **kubernetes_api_argument_spec(),
             name=dict(type="str"),
             version=dict(type="str"),

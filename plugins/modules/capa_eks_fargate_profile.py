@@ -27,6 +27,15 @@ description:
 author:
   - clusterapi.aws maintainers (@clusterapi)
 options:
+  wait_timeout:
+    description:
+      - Seconds the whole run may spend waiting, shared by every wait of the run.
+      - Sized for EKS (AWS creates and deletes Fargate profiles one at a time, each in a few minutes). The cluster
+        spec's C(wait_timeout) or C(module_defaults) set another.
+      - While it waits the module writes where it stands every 30 seconds to its log, and the last lines to
+        C(progress) in its result.
+    type: int
+    default: 900
   name:
     description:
       - Name of the profile. Letters, digits, C(-) and C(_), starting with a letter or digit, at most 91
@@ -95,6 +104,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+progress:
+  description: The last lines a long wait reported (every line also went to the module's log as it happened).
+  returned: when the run waited long enough to report
+  type: list
+  elements: str
+  sample: ["95s: waiting for Fargate profile demo-eks-fp-0 to become ACTIVE: 90s so far, 805s of wait_timeout left"]
 fargate_profile:
   description: The profile after the run (in check mode, as it would be); C(null) when absent.
   returned: always
@@ -157,6 +172,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_fargate_pro
 def main():
     run_tier(
         dict(
+            wait_timeout=dict(type="int", default=900),  # sized for EKS: see DOCUMENTATION
             name=dict(type="str", required=True),
             eks_cluster_name=dict(type="str"),
             pod_execution_role_arn=dict(type="str"),

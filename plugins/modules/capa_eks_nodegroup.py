@@ -32,6 +32,15 @@ description:
 author:
   - clusterapi.aws maintainers (@clusterapi)
 options:
+  wait_timeout:
+    description:
+      - Seconds the whole run may spend waiting, shared by every wait of the run.
+      - Sized for EKS (a managed node group is created in minutes, but a version update replaces every node one batch at
+        a time). The cluster spec's C(wait_timeout) or C(module_defaults) set another.
+      - While it waits the module writes where it stands every 30 seconds to its log, and the last lines to
+        C(progress) in its result.
+    type: int
+    default: 1800
   name:
     description:
       - Name of the pool (CAPA's AWSManagedMachinePool); the first node group gets this name.
@@ -219,6 +228,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+progress:
+  description: The last lines a long wait reported (every line also went to the module's log as it happened).
+  returned: when the run waited long enough to report
+  type: list
+  elements: str
+  sample: ["95s: waiting for node group demo-eks-ng-0 to become ACTIVE: 90s so far, 1705s of wait_timeout left"]
 nodegroup:
   description: The pool's current node group after the run (in check mode, as it would be); C(null) when absent.
   returned: always
@@ -305,6 +320,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_nodegroup i
 def main():
     run_tier(
         dict(
+            wait_timeout=dict(type="int", default=1800),  # sized for EKS: see DOCUMENTATION
             name=dict(type="str", required=True),
             eks_cluster_name=dict(type="str"),
             version=dict(type="str"),

@@ -178,6 +178,7 @@ def common(cluster: ClusterSpec, **params: Any) -> dict[str, Any]:
         "region": cluster.region,
         "identity": plain(cluster.identity),
         "additional_tags": dict(cluster.additional_tags) or None,
+        "wait_timeout": cluster.wait_timeout,
         **params,
     }
 

@@ -22,6 +22,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile imp
     resolve,
     unresolved,
 )
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
 BASE = {"cluster_name": "demo", "region": "us-east-1"}
 MACHINE = {
@@ -619,3 +620,31 @@ def test_leftover_groups_by_the_role_that_deletes_them():
 
 def test_the_machine_group_names_are_capa_cluster_infos():
     assert (CONTROL_PLANE_GROUP, BASTION_GROUP) == (cluster_info.CONTROL_PLANE_GROUP, cluster_info.BASTION_GROUP)
+
+
+# waits ------------------------------------------------------------------------------------------------------------
+def _module_calls(value: Any) -> list[dict[str, Any]]:
+    """Every compiled module call (a dict with cluster_name) anywhere in the steps."""
+    if isinstance(value, dict):
+        found = [value] if "cluster_name" in value else []
+        return found + [call for item in value.values() for call in _module_calls(item)]
+    if isinstance(value, list):
+        return [call for item in value for call in _module_calls(item)]
+    return []
+
+
+@pytest.mark.parametrize("kind", ["unmanaged", "eks"])
+def test_a_cluster_wait_timeout_reaches_every_step_and_unset_leaves_each_module_its_own(kind):
+    spec = {"name": "demo", "machine_deployments": [{"name": "md-0"}]} if kind == "unmanaged" else EKS
+    calls = _module_calls(steps({**spec, "wait_timeout": 2400}))
+    assert len(calls) > 3 and {call.get("wait_timeout") for call in calls} == {2400}
+    assert not any("wait_timeout" in call for call in _module_calls(steps(spec)))
+
+
+def test_a_wait_timeout_below_one_second_is_refused():
+    validated = ArgumentSpecValidator(module_argument_spec()).validate(
+        {"cluster": {"region": "us-east-1", "name": "demo", "wait_timeout": 0}}
+    )
+    with pytest.raises(SpecError) as error:
+        compile_cluster(validated.validated_parameters["cluster"], None, None, "/out")
+    assert error.value.field == "capa_cluster.wait_timeout"
