@@ -44,6 +44,10 @@ class _IndentedDumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data: Any) -> bool:
+        # One declaration appears at several places of the documentation (machine fields): write it out each time.
+        return True
+
 
 def load_machine_spec() -> tuple[Any, Any]:
     path = ROOT / "plugins/module_utils/machines/machine_spec.py"

@@ -131,6 +131,14 @@ options:
           - Tags added to every resource the cluster creates.
         type: dict
         default: {}
+      wait_timeout:
+        description:
+          - 'Seconds each step of this cluster may wait in all (resources becoming available, machines joining,
+            EKS creating or upgrading); it wins over module_defaults. Unset: the group/clusterapi.aws.capa
+            module_defaults give it, else each module''s own budget - 600, and sized for EKS (AWS documents
+            10 to 15 minutes for a cluster) 1800 for the EKS control plane and node groups, 900 for Fargate
+            profiles.'
+        type: int
       external_resource_gc:
         description:
           - 'On delete, first remove the load balancers, target groups and security groups the in-cluster
@@ -602,20 +610,26 @@ options:
             suboptions:
               id:
                 description:
-                  - AMI id; unset means CAPA's lookup.
+                  - AMI id; no lookup when given.
                 type: str
               base_os:
                 description:
-                  - Base OS of the looked-up AMI; unset means ubuntu-24.04, or for machine pools of an eks
-                    cluster the EKS-optimised image.
+                  - Base OS in the looked-up image name. Default C(ubuntu-24.04); with C(eks) bootstrap,
+                    leaving this, I(ami.owner) and I(ami.name_format) out picks the EKS-optimised image
+                    instead.
                 type: str
               owner:
                 description:
-                  - Owner account of the looked-up AMI (default CAPA's 819546954734).
+                  - Owner account of the looked-up image. Default CAPA's C(819546954734) (for a bastion,
+                    Canonical's C(099720109477)).
                 type: str
               name_format:
                 description:
-                  - Name format of the lookup (default capa-ami-<base_os>-?<kubernetes_version>-*).
+                  - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version})
+                    (the version without its leading C(v); images named with or without the C(v) are both
+                    found). Default C(capa-ami-{base_os}-?{k8s_version}-*).
+                  - CAPA's Go-template spelling with C(.BaseOS) and C(.K8sVersion) in double braces is understood
+                    too, but Ansible would template the braces - escape it with raw/endraw or use our placeholders.
                 type: str
           root_volume:
             description:
@@ -635,7 +649,7 @@ options:
                 default: gp3
               encrypted:
                 description:
-                  - Encrypt the volume (on by default, safer than CAPA).
+                  - Encrypt the volume (safer than CAPA, which leaves it to the AMI).
                 type: bool
                 default: true
           ssh_key_name:
@@ -673,7 +687,7 @@ options:
             suboptions:
               max_price:
                 description:
-                  - Maximum price (USD/hour); unset = on-demand price.
+                  - Maximum price in USD per hour; empty means the on-demand price.
                 type: str
           imds:
             description:
@@ -683,7 +697,7 @@ options:
             suboptions:
               http_tokens:
                 description:
-                  - IMDSv2 tokens.
+                  - C(required) means IMDSv2 only.
                 type: str
                 default: required
                 choices:
@@ -691,7 +705,7 @@ options:
                   - optional
               http_put_response_hop_limit:
                 description:
-                  - Hop limit.
+                  - Hop limit of metadata responses (1 to 64).
                 type: int
                 default: 1
           bootstrap_backend:
@@ -761,20 +775,26 @@ options:
             suboptions:
               id:
                 description:
-                  - AMI id; unset means CAPA's lookup.
+                  - AMI id; no lookup when given.
                 type: str
               base_os:
                 description:
-                  - Base OS of the looked-up AMI; unset means ubuntu-24.04, or for machine pools of an eks
-                    cluster the EKS-optimised image.
+                  - Base OS in the looked-up image name. Default C(ubuntu-24.04); with C(eks) bootstrap,
+                    leaving this, I(ami.owner) and I(ami.name_format) out picks the EKS-optimised image
+                    instead.
                 type: str
               owner:
                 description:
-                  - Owner account of the looked-up AMI (default CAPA's 819546954734).
+                  - Owner account of the looked-up image. Default CAPA's C(819546954734) (for a bastion,
+                    Canonical's C(099720109477)).
                 type: str
               name_format:
                 description:
-                  - Name format of the lookup (default capa-ami-<base_os>-?<kubernetes_version>-*).
+                  - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version})
+                    (the version without its leading C(v); images named with or without the C(v) are both
+                    found). Default C(capa-ami-{base_os}-?{k8s_version}-*).
+                  - CAPA's Go-template spelling with C(.BaseOS) and C(.K8sVersion) in double braces is understood
+                    too, but Ansible would template the braces - escape it with raw/endraw or use our placeholders.
                 type: str
           root_volume:
             description:
@@ -794,7 +814,7 @@ options:
                 default: gp3
               encrypted:
                 description:
-                  - Encrypt the volume (on by default, safer than CAPA).
+                  - Encrypt the volume (safer than CAPA, which leaves it to the AMI).
                 type: bool
                 default: true
           ssh_key_name:
@@ -832,7 +852,7 @@ options:
             suboptions:
               max_price:
                 description:
-                  - Maximum price (USD/hour); unset = on-demand price.
+                  - Maximum price in USD per hour; empty means the on-demand price.
                 type: str
           imds:
             description:
@@ -842,7 +862,7 @@ options:
             suboptions:
               http_tokens:
                 description:
-                  - IMDSv2 tokens.
+                  - C(required) means IMDSv2 only.
                 type: str
                 default: required
                 choices:
@@ -850,7 +870,7 @@ options:
                   - optional
               http_put_response_hop_limit:
                 description:
-                  - Hop limit.
+                  - Hop limit of metadata responses (1 to 64).
                 type: int
                 default: 1
           bootstrap_backend:
@@ -977,20 +997,26 @@ options:
             suboptions:
               id:
                 description:
-                  - AMI id; unset means CAPA's lookup.
+                  - AMI id; no lookup when given.
                 type: str
               base_os:
                 description:
-                  - Base OS of the looked-up AMI; unset means ubuntu-24.04, or for machine pools of an eks
-                    cluster the EKS-optimised image.
+                  - Base OS in the looked-up image name. Default C(ubuntu-24.04); with C(eks) bootstrap,
+                    leaving this, I(ami.owner) and I(ami.name_format) out picks the EKS-optimised image
+                    instead.
                 type: str
               owner:
                 description:
-                  - Owner account of the looked-up AMI (default CAPA's 819546954734).
+                  - Owner account of the looked-up image. Default CAPA's C(819546954734) (for a bastion,
+                    Canonical's C(099720109477)).
                 type: str
               name_format:
                 description:
-                  - Name format of the lookup (default capa-ami-<base_os>-?<kubernetes_version>-*).
+                  - Name pattern of the looked-up image, with the placeholders C({base_os}) and C({k8s_version})
+                    (the version without its leading C(v); images named with or without the C(v) are both
+                    found). Default C(capa-ami-{base_os}-?{k8s_version}-*).
+                  - CAPA's Go-template spelling with C(.BaseOS) and C(.K8sVersion) in double braces is understood
+                    too, but Ansible would template the braces - escape it with raw/endraw or use our placeholders.
                 type: str
           root_volume:
             description:
@@ -1010,7 +1036,7 @@ options:
                 default: gp3
               encrypted:
                 description:
-                  - Encrypt the volume (on by default, safer than CAPA).
+                  - Encrypt the volume (safer than CAPA, which leaves it to the AMI).
                 type: bool
                 default: true
           ssh_key_name:
@@ -1035,7 +1061,7 @@ options:
             suboptions:
               max_price:
                 description:
-                  - Maximum price (USD/hour); unset = on-demand price.
+                  - Maximum price in USD per hour; empty means the on-demand price.
                 type: str
           imds:
             description:
@@ -1045,7 +1071,7 @@ options:
             suboptions:
               http_tokens:
                 description:
-                  - IMDSv2 tokens.
+                  - C(required) means IMDSv2 only.
                 type: str
                 default: required
                 choices:
@@ -1053,7 +1079,7 @@ options:
                   - optional
               http_put_response_hop_limit:
                 description:
-                  - Hop limit.
+                  - Hop limit of metadata responses (1 to 64).
                 type: int
                 default: 1
           bootstrap_backend:

@@ -38,7 +38,9 @@ from ..kernel.validation import (
     check_vpc_cidr,
     parse_cidr,
 )
+from ..machines import machine_spec as machine
 from ..machines.group_workload import NODE_OPTIONS
+from ..machines.machine_spec import HOP_LIMITS, ROOT_VOLUME_TYPES
 from ..machines.plan import parse_max_unhealthy
 from ..workload.access import KUBERNETES_API
 from .cluster_types import ClusterSpec, IngressRule, MachinePool
@@ -48,8 +50,7 @@ EKS_ROLES = ("bastion", "node-eks-additional")
 KUBERNETES_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
 EKS_VERSION = re.compile(r"^1\.\d{1,2}$")
 # EBS root volume sizes AWS accepts for the types a root volume can have; below 8 GiB no CAPA image boots.
-ROOT_VOLUME_GIB = (8, 16384)
-ROOT_VOLUME_TYPES = ("standard", "gp2", "gp3", "io1", "io2")
+ROOT_VOLUME_GIB = (machine.MIN_ROOT_VOLUME_GIB, 16384)
 LB_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$")
 PROTOCOLS = ("tcp", "udp", "icmp", "-1", "4", "50", "58")
 CNI_RULE_KEYS = frozenset(("description", "protocol", "from_port", "to_port"))
@@ -110,76 +111,34 @@ def _role_identity_options(chained: bool) -> tuple[Option, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Machine fields. ONE place: when machines/machine_spec.py:MACHINE_OPTIONS lands on main, MACHINE_OPTIONS below
-# becomes that declaration, with the cluster's documented defaults kept by Option.but(default=...):
-# instance_type t3.large and root_volume.size 80 (see _cluster_defaults). Nothing else here changes.
+# Machine fields: machines/machine_spec.py declares them once (types, choices, defaults); the cluster spec takes
+# them with its own wording, its two own spellings (additional_security_group_ids: added to the role's groups;
+# bootstrap_backend: the type of bootstrap data follows from the role) and its documented defaults
+# (_cluster_defaults: instance_type t3.large, root_volume.size 80).
 # ---------------------------------------------------------------------------------------------------------------
 MACHINE_OPTIONS: tuple[Option, ...] = (
-    opt("instance_type", "Instance type."),
-    opt(
-        "ami",
-        "AMI or its lookup.",
-        type="dict",
-        default={},
-        options=(
-            opt("id", "AMI id; unset means CAPA's lookup."),
-            opt(
-                "base_os",
-                "Base OS of the looked-up AMI; unset means ubuntu-24.04, or for machine pools of an eks cluster the "
-                "EKS-optimised image.",
-            ),
-            opt("owner", "Owner account of the looked-up AMI (default CAPA's 819546954734)."),
-            opt("name_format", "Name format of the lookup (default capa-ami-<base_os>-?<kubernetes_version>-*)."),
-        ),
+    machine.INSTANCE_TYPE.but(description="Instance type."),
+    machine.AMI.but(description="AMI or its lookup."),
+    machine.ROOT_VOLUME.but(description="Root volume."),
+    machine.SSH_KEY_NAME.but(description="SSH key pair name; unset means the cluster's ssh_key_name."),
+    machine.IAM_INSTANCE_PROFILE.but(
+        description="Instance profile of the machines; unset means none. clusterawsadm's are named "
+        "control-plane.<suffix> and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io."
     ),
-    opt(
-        "root_volume",
-        "Root volume.",
-        type="dict",
-        default={},
-        options=(
-            opt("size", "Size in GiB.", type="int"),
-            opt("type", "EBS volume type.", default="gp3"),
-            opt("encrypted", "Encrypt the volume (on by default, safer than CAPA).", type="bool", default=True),
-        ),
-    ),
-    opt("ssh_key_name", "SSH key pair name; unset means the cluster's ssh_key_name.", no_log=False),
-    opt(
-        "iam_instance_profile",
-        "Instance profile of the machines; unset means none. clusterawsadm's are named control-plane.<suffix> "
-        "and nodes.<suffix>, suffix cluster-api-provider-aws.sigs.k8s.io.",
-    ),
-    opt(
-        "additional_security_group_ids",
-        "Security groups added to the role's groups.",
-        type="list",
-        elements="str",
-        default=[],
+    machine.SECURITY_GROUP_IDS.but(
+        name="additional_security_group_ids",
+        description="Security groups added to the role's groups.",
         comparison="set",
     ),
-    opt("tenancy", "Placement tenancy.", choices=("default", "dedicated", "host"), default="default"),
-    opt("placement_group_name", "Placement group."),
-    opt(
-        "spot_market_options",
-        "Run on spot.",
-        type="dict",
-        options=(opt("max_price", "Maximum price (USD/hour); unset = on-demand price."),),
-    ),
-    opt(
-        "imds",
-        "Instance metadata options (IMDSv2 required by default, safer than CAPA).",
-        type="dict",
-        default={},
-        options=(
-            opt("http_tokens", "IMDSv2 tokens.", choices=("required", "optional"), default="required"),
-            opt("http_put_response_hop_limit", "Hop limit.", type="int", default=1),
-        ),
-    ),
+    machine.TENANCY,
+    machine.PLACEMENT_GROUP_NAME.but(description="Placement group."),
+    machine.SPOT_MARKET_OPTIONS.but(description="Run on spot."),
+    machine.IMDS.but(description="Instance metadata options (IMDSv2 required by default, safer than CAPA)."),
     opt(
         "bootstrap_backend",
         "Where bootstrap data waits for the machine.",
-        choices=("secrets-manager", "ssm-parameter-store"),
-        default="secrets-manager",
+        choices=machine.BACKENDS,
+        default=machine.SECRETS_MANAGER,
     ),
 )
 
@@ -191,7 +150,9 @@ def _cluster_defaults(machine: Mapping[str, Option]) -> dict[str, Option]:
     return {
         **machine,
         "instance_type": machine["instance_type"].but(default="t3.large"),
-        "root_volume": root_volume.but(options=tuple(({**volume, "size": volume["size"].but(default=80)}).values())),
+        "root_volume": root_volume.but(
+            options=tuple({**volume, "size": volume["size"].but(description="Size in GiB.", default=80)}.values())
+        ),
     }
 
 
@@ -723,6 +684,14 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
     ),
     opt("additional_tags", "Tags added to every resource the cluster creates.", type="dict", default={}),
     opt(
+        "wait_timeout",
+        "Seconds each step of this cluster may wait in all (resources becoming available, machines joining, EKS "
+        "creating or upgrading); it wins over module_defaults. Unset: the group/clusterapi.aws.capa module_defaults "
+        "give it, else each module's own budget - 600, and sized for EKS (AWS documents 10 to 15 minutes for a "
+        "cluster) 1800 for the EKS control plane and node groups, 900 for Fargate profiles.",
+        type="int",
+    ),
+    opt(
         "external_resource_gc",
         "On delete, first remove the load balancers, target groups and security groups the in-cluster cloud "
         "provider created (tagged kubernetes.io/cluster/<name>: owned), as CAPA's ExternalResourceGC does.",
@@ -848,6 +817,8 @@ def check_cluster(spec: ClusterSpec, default_region: str | None) -> None:
     """Everything an argument spec cannot check, each error naming the field (``capa_cluster.<path>``)."""
     check_cluster_name(spec.name, "capa_cluster.name")
     check_tags(spec.additional_tags, "capa_cluster.additional_tags")
+    if spec.wait_timeout is not None and spec.wait_timeout < 1:
+        raise SpecError("capa_cluster.wait_timeout", f"must be at least 1 second (is {spec.wait_timeout})")
     region = spec.region or default_region
     if not region:
         raise SpecError(
@@ -1123,23 +1094,25 @@ def _check_machines(spec: ClusterSpec, region: str) -> None:
             )
 
 
-def _check_machine(machine: Any, where: str) -> None:
+def _check_machine(group: Any, where: str) -> None:
     """What every group of machines shares: root volume, instance metadata, spot."""
-    volume = machine.root_volume
+    volume = group.root_volume
     low, high = ROOT_VOLUME_GIB
     if not low <= volume.size <= high:
         raise SpecError(f"{where}.root_volume.size", f"{volume.size} GiB: a root volume is {low} to {high} GiB")
     if volume.type not in ROOT_VOLUME_TYPES:
         raise SpecError(f"{where}.root_volume.type", f"'{volume.type}' is not one of {', '.join(ROOT_VOLUME_TYPES)}")
-    hops = machine.imds.http_put_response_hop_limit
-    if not 1 <= hops <= 64:
-        raise SpecError(f"{where}.imds.http_put_response_hop_limit", f"{hops} is not between 1 and 64")
-    spot = machine.spot_market_options
+    hops = group.imds.http_put_response_hop_limit
+    if not HOP_LIMITS[0] <= hops <= HOP_LIMITS[1]:
+        raise SpecError(
+            f"{where}.imds.http_put_response_hop_limit", f"{hops} is not between {HOP_LIMITS[0]} and {HOP_LIMITS[1]}"
+        )
+    spot = group.spot_market_options
     if spot is None:
         return
     if spot.max_price is not None and not PRICE.match(spot.max_price):
         raise SpecError(f"{where}.spot_market_options.max_price", f"'{spot.max_price}' is not a price in USD")
-    if getattr(machine, "tenancy", None) == "host":
+    if getattr(group, "tenancy", None) == "host":
         raise SpecError(f"{where}.spot_market_options", "spot instances cannot run on dedicated hosts (tenancy host)")
 
 

@@ -21,6 +21,7 @@ class ClusterSpec:
     kubernetes_version: str
     identity: Identity | None
     additional_tags: Mapping[str, Any]
+    wait_timeout: int | None
     external_resource_gc: bool
     ssh_key_name: str | None
     kubernetes_api: KubernetesApi
@@ -44,6 +45,7 @@ class ClusterSpec:
             kubernetes_version=params["kubernetes_version"],
             identity=None if params["identity"] is None else Identity.from_params(params["identity"]),
             additional_tags=dict(params["additional_tags"]),
+            wait_timeout=params["wait_timeout"],
             external_resource_gc=params["external_resource_gc"],
             ssh_key_name=params["ssh_key_name"],
             kubernetes_api=KubernetesApi.from_params(params["kubernetes_api"]),
