@@ -9,6 +9,7 @@ the cluster CA, etcd through ``pods/portforward`` with one minted from the etcd 
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
@@ -179,6 +180,19 @@ def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, 
     assert no_api["plan"] == []
     assert len(voters(sim)) == 3
 
+    # The API does not answer (a server address nothing listens on): with mode required every run fails before
+    # any change, a no-op included; with auto the control-plane removal is refused before any change.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"https://127.0.0.1:{probe.getsockname()[1]}"
+    for mode, replicas in (("required", 3), ("required", 1), ("auto", 1)):
+        unreachable = run_module(
+            MODULE, {**group, "replicas": replicas, "kubernetes_api": {"mode": mode, "server": closed, "timeout": 2}}
+        )
+        assert unreachable.get("failed") and unreachable["plan"] == [], (mode, replicas, unreachable)
+        assert "kubernetes_api" in unreachable["msg"], unreachable["msg"]
+    assert len(voters(sim)) == 3
+
     # Check mode plans the whole removal in order, and changes nothing.
     planned = run_module(MODULE, {**group, "replicas": 1}, check=True)
     assert planned["changed"] and not planned.get("failed"), planned.get("msg")
@@ -187,6 +201,11 @@ def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, 
     assert calls(planned).index("etcd:MemberRemove") < calls(planned).index("ec2:TerminateInstances")
     assert first_removal
     assert len(voters(sim)) == 3
+
+    # The run makes what check mode planned, call for call, in the same order.
+    applied = run(run_module, group, replicas=1)
+    assert calls(applied) == calls(planned)
+    assert len(voters(sim)) == 1
 
 
 def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kubesim, run_module, tmp_path):
