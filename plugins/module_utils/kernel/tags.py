@@ -182,6 +182,22 @@ def _pool_tag(resource: str, key: str, value: str | None = None) -> dict[str, An
     return tag
 
 
+def _keyed(service: str, tag: str, untag: str, id_key: str, many: bool = False) -> Tagger:
+    """The common shape: the resource under ``id_key`` (a list of one when ``many``), tags as a Key/Value list,
+    keys to remove as ``TagKeys``."""
+
+    def ident(resource: str) -> dict[str, Any]:
+        return {id_key: [resource] if many else resource}
+
+    return Tagger(
+        service,
+        tag,
+        lambda r, t: {**ident(r), "Tags": _tag_list(t)},
+        untag,
+        lambda r, k: {**ident(r), "TagKeys": k},
+    )
+
+
 TAGGERS: dict[str, Tagger] = {
     "ec2": Tagger(
         "ec2",
@@ -197,13 +213,7 @@ TAGGERS: dict[str, Tagger] = {
         "remove_tags",
         lambda r, k: {"LoadBalancerNames": [r], "Tags": _key_list(k)},
     ),
-    "elbv2": Tagger(
-        "elbv2",
-        "add_tags",
-        lambda r, t: {"ResourceArns": [r], "Tags": _tag_list(t)},
-        "remove_tags",
-        lambda r, k: {"ResourceArns": [r], "TagKeys": k},
-    ),
+    "elbv2": _keyed("elbv2", "add_tags", "remove_tags", "ResourceArns", many=True),
     # Pool tags are the group's only: instances get theirs from the launch template.
     "autoscaling": Tagger(
         "autoscaling",
@@ -219,34 +229,12 @@ TAGGERS: dict[str, Tagger] = {
         "untag_resource",
         lambda r, k: {"resourceArn": r, "tagKeys": k},
     ),
-    "iam-role": Tagger(
-        "iam",
-        "tag_role",
-        lambda r, t: {"RoleName": r, "Tags": _tag_list(t)},
-        "untag_role",
-        lambda r, k: {"RoleName": r, "TagKeys": k},
+    "iam-role": _keyed("iam", "tag_role", "untag_role", "RoleName"),
+    "iam-policy": _keyed("iam", "tag_policy", "untag_policy", "PolicyArn"),
+    "iam-oidc-provider": _keyed(
+        "iam", "tag_open_id_connect_provider", "untag_open_id_connect_provider", "OpenIDConnectProviderArn"
     ),
-    "iam-policy": Tagger(
-        "iam",
-        "tag_policy",
-        lambda r, t: {"PolicyArn": r, "Tags": _tag_list(t)},
-        "untag_policy",
-        lambda r, k: {"PolicyArn": r, "TagKeys": k},
-    ),
-    "iam-oidc-provider": Tagger(
-        "iam",
-        "tag_open_id_connect_provider",
-        lambda r, t: {"OpenIDConnectProviderArn": r, "Tags": _tag_list(t)},
-        "untag_open_id_connect_provider",
-        lambda r, k: {"OpenIDConnectProviderArn": r, "TagKeys": k},
-    ),
-    "secretsmanager": Tagger(
-        "secretsmanager",
-        "tag_resource",
-        lambda r, t: {"SecretId": r, "Tags": _tag_list(t)},
-        "untag_resource",
-        lambda r, k: {"SecretId": r, "TagKeys": k},
-    ),
+    "secretsmanager": _keyed("secretsmanager", "tag_resource", "untag_resource", "SecretId"),
 }
 
 
@@ -273,20 +261,13 @@ def repair_tags(
     if is_placeholder(resource_id):
         return {**current, **todo}
     tagger = TAGGERS[kind]
+    client = ctx.client(tagger.service)
     if stale:
+        reason = f"tags no longer in additional_tags: {', '.join(stale)}"
         ctx.ops.call(
-            ctx.client(tagger.service),
-            tagger.untag_method,
-            resource=label,
-            reason=f"tags no longer in additional_tags: {', '.join(stale)}",
-            **tagger.untag_request(resource_id, stale),
+            client, tagger.untag_method, resource=label, reason=reason, **tagger.untag_request(resource_id, stale)
         )
     if todo:
-        ctx.ops.call(
-            ctx.client(tagger.service),
-            tagger.method,
-            resource=label,
-            reason=f"tags differ: {', '.join(sorted(todo))}",
-            **tagger.request(resource_id, todo),
-        )
+        reason = f"tags differ: {', '.join(sorted(todo))}"
+        ctx.ops.call(client, tagger.method, resource=label, reason=reason, **tagger.request(resource_id, todo))
     return {**{k: v for k, v in current.items() if k not in stale}, **todo}
