@@ -100,9 +100,9 @@ options:
         description:
           - Which machines go first on scale-in (machines that are not running always go first). C(Oldest) and
             C(Newest) by launch time. A control plane also takes from the most crowded zone first.
+          - Default C(Oldest) for a control plane (as KubeadmControlPlane), C(Random) for other groups.
         type: str
         choices: [Random, Newest, Oldest]
-        default: Random
   max_unhealthy:
     description:
       - Self-healing guard, as Cluster API's MachineHealthCheck C(maxUnhealthy). A machine is unhealthy when its
@@ -406,7 +406,7 @@ def main():
                 options=dict(
                     max_surge=dict(type="int", default=1),
                     max_unavailable=dict(type="int", default=0),
-                    deletion_policy=dict(type="str", default="Random", choices=["Random", "Newest", "Oldest"]),
+                    deletion_policy=dict(type="str", choices=["Random", "Newest", "Oldest"]),
                 ),
             ),
             max_unhealthy=dict(type="raw", default="100%"),

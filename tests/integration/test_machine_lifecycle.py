@@ -70,8 +70,8 @@ def removals_in_order(result: dict[str, Any]) -> list[list[str]]:
     current: list[str] = []
     for entry in result["plan"]:
         call = entry["call"]
-        if not call.startswith(K8S_WRITES) and call != "ec2:TerminateInstances":
-            continue  # launches, bootstrap entries, load balancers
+        if not call.startswith(K8S_WRITES) and call != "ec2:TerminateInstances" or call == "k8s:Apply":
+            continue  # launches, bootstrap entries, load balancers, kubeadm-config
         current.append(call)
         if call == "k8s:DeleteNode":
             out.append(current)
@@ -153,6 +153,33 @@ def test_control_plane_1_3_5_3_and_a_replacement_keep_quorum(aws, kubesim, run_m
     # The collection's writes to the API server came with the identity it minted from the cluster CA.
     deletes = [e for e in timeline if e.get("source") == "apiserver" and e.get("method") == "DELETE"]
     assert any(e.get("user") == CONTROLLER for e in deletes), deletes
+
+    # A Kubernetes upgrade, v1.31.2 -> v1.32.0 (the images of moto_amis.json carry their kubelet). Check mode lists
+    # every write the apply then makes, in the same order, and makes none; kubeadm-config names v1.32.0 before the
+    # first new machine joins - kubeadm join --control-plane runs the components of the version it names there, so
+    # without it the "upgraded" machines would run v1.31.2 API servers.
+    upgrade = {**group, "replicas": 3, "instance_type": "t3.xlarge", "kubernetes_version": "v1.32.0"}
+    aws.reset_requests()
+    since = time.time()
+    planned = run_module(MODULE, upgrade, check=True)
+    assert planned["changed"] and not planned.get("failed"), planned.get("msg")
+    assert aws.mutating_requests() == []
+    ours = [e for e in kubesim.journal(cluster="lcp", since=since) if e.get("user") == CONTROLLER]
+    assert ours and [e for e in ours if e.get("method") != "GET"] == []
+    upgraded = run(run_module, upgrade)
+    assert calls(upgraded) == calls(planned)
+    assert calls(upgraded).index("k8s:Apply") < calls(upgraded).index("ec2:RunInstances")
+    assert len(removals_in_order(upgraded)) == 3
+    for sequence in removals_in_order(upgraded):
+        assert_kcp_order(sequence)
+    core = client.CoreV1Api(sim.api_client())
+    assert {n.status.node_info.kubelet_version for n in core.list_node().items} == {"v1.32.0"}
+    servers = core.list_namespaced_pod("kube-system", label_selector="component=kube-apiserver").items
+    assert len(servers) == 3 and {p.spec.containers[0].image for p in servers} == {
+        "registry.k8s.io/kube-apiserver:v1.32.0"
+    }
+    assert len(voters(sim)) == 3
+    assert sim.etcd()["quorum"]["failed_windows"] == [], sim.etcd()["quorum"]
 
 
 def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, kubesim, run_module, tmp_path):

@@ -36,6 +36,7 @@ class NodeRuntime:
     private_ip: str
     name: str
     instance_type: str
+    image_id: str = ""  # the AMI: its name carries the kubelet/kubeadm version baked into it (capa-ami-...-v1.32.0)
     role: str = ""  # init, control-plane, worker, eks-node
     state: str = "pending"  # pending, booting, bootstrapping, registered, joined, rejected, failed, off
     kubelet_alive: bool = False

@@ -259,7 +259,7 @@ class Kubeadm:
             self.record("apiserver-up", url=cluster.url, endpoint=endpoint)
             self.upload(init, cc, ca, endpoint, version)
             labels, taints, external = self.registration(init)
-            self.register_node(labels, taints, external, version, control_plane=True)
+            self.register_node(labels, taints, external, self.kubelet_version(version), control_plane=True)
             self.static_pods(version, etcd=True)
             self.mark_control_plane(taints)
             self.addons(version, cc)
@@ -355,6 +355,30 @@ class Kubeadm:
             KUBEADM,
         )
         sign_cluster_info(c)
+
+    def cluster_version(self) -> str:
+        """``kubernetesVersion`` of the ClusterConfiguration in kube-system/kubeadm-config, as kubeadm join reads it."""
+        cluster = self.cluster
+        configmaps = cluster.api.table.find("", "v1", "configmaps")
+        found = None
+        if configmaps is not None:
+            with cluster.api.store.lock:
+                found = cluster.api.store.peek(configmaps, "kube-system", "kubeadm-config")
+        text = ((found or {}).get("data") or {}).get("ClusterConfiguration") or ""
+        named = (yaml.safe_load(text) or {}).get("kubernetesVersion") if text else None
+        return str(named or cluster.kubeadm_config.get("version") or cluster.api.version)
+
+    def kubelet_version(self, fallback: str) -> str:
+        """The kubelet of the machine's image: the version in the AMI's name, else ``fallback``."""
+        r = self.runtime
+        if not r.image_id:
+            return fallback
+        try:
+            images = self.sim.client("ec2", r.region).describe_images(ImageIds=[r.image_id])["Images"]
+        except Exception:  # noqa: BLE001 - an image moto does not know: the cluster's version
+            return fallback
+        match = re.search(r"-v?(1\.\d+\.\d+)(?:-|$)", images[0].get("Name", "")) if images else None
+        return f"v{match.group(1)}" if match else fallback
 
     def register_node(
         self,
@@ -560,20 +584,23 @@ class Kubeadm:
         if target is None or target is not cluster:
             raise self.reject(f"the API server at {endpoint} is not the API server of cluster {cluster.name}")
         self.tls_bootstrap(endpoint, token, ca_pem)
-        version = str(cluster.kubeadm_config.get("version") or cluster.api.version)
+        # As kubeadm join: the control-plane components are those of the version the cluster's ClusterConfiguration
+        # (kubeadm-config) names; the kubelet is the one baked into the machine's image.
+        version = self.cluster_version()
+        kubelet = self.kubelet_version(version)
         labels, taints, external = self.registration(join)
         if control_plane:
             etcd_ca = self.load_ca("etcd/ca", "etcd-ca")
             self.load_ca("ca", "kubernetes")
             gateway = self.node_gateway(etcd_ca)
             self.check_etcd(gateway)
-            self.register_node(labels, taints, external, version, control_plane=True)
+            self.register_node(labels, taints, external, kubelet, control_plane=True)
             self.static_pods(version, etcd=False)
             self.join_etcd(gateway, etcd_ca, version, cluster.kubeadm_config.get("ClusterConfiguration") or {})
             self.mirror_pod("etcd", version)
             self.mark_control_plane(taints)
         else:
-            self.register_node(labels, taints, external, version, control_plane=False)
+            self.register_node(labels, taints, external, kubelet, control_plane=False)
         r.state = "joined"
         self.record("joined", control_plane=control_plane)
         self.log("This node has joined the cluster")

@@ -276,6 +276,7 @@ class Simulator:
                 private_ip=instance.get("PrivateIpAddress", ""),
                 name=instance.get("PrivateDnsName") or f"ip-{instance.get('PrivateIpAddress', '').replace('.', '-')}",
                 instance_type=instance.get("InstanceType", "t3.large"),
+                image_id=instance.get("ImageId", ""),
                 cluster_ref=cluster,
             )
             with cluster.lock:

@@ -79,6 +79,18 @@ def normalise_version(version: str) -> str:
     return version if version.startswith("v") else f"v{version}"
 
 
+def cluster_configuration_version(text: str) -> str:
+    """The ``kubernetesVersion`` of a ClusterConfiguration document (kubeadm-config's ``ClusterConfiguration``)."""
+    return str((yaml.safe_load(text or "") or {}).get("kubernetesVersion") or "")
+
+
+def with_kubernetes_version(text: str, version: str) -> str:
+    """The ClusterConfiguration document naming ``version``, everything else as it was."""
+    configuration = yaml.safe_load(text or "") or {}
+    configuration["kubernetesVersion"] = normalise_version(version)
+    return str(yaml.safe_dump(configuration, sort_keys=True))
+
+
 def kubeadm_api_version(kubernetes_version: str) -> str:
     """kubeadm.k8s.io/v1beta4 from Kubernetes 1.31 (where it became the default), v1beta3 before."""
     major, minor = parse_version(kubernetes_version)[:2]

@@ -29,6 +29,7 @@ from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder
 from ..kernel.options import Option, argument_spec
 from ..kernel.waiting import wait_until
+from ..kubeadm.cloud_init import cluster_configuration_version, normalise_version, with_kubernetes_version
 from ..kubeadm.pki import ClusterPki
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
 from ..workload.etcd import Etcd, EtcdStatus
@@ -49,6 +50,8 @@ from .plan import Machine, Step
 
 # How often a wait for machines to join reads the cluster again.
 JOIN_POLL = 5.0
+# kubeadm join --control-plane renders the static pods of the version the cluster's ClusterConfiguration names.
+KUBEADM_CONFIG = ("kube-system", "kubeadm-config")
 
 # The options of a machine group's Kubernetes side (capa_instance's DOCUMENTATION says the same; ansible-test's
 # validate-modules compares them).
@@ -140,6 +143,7 @@ class GroupWorkload:
         self.access: KubernetesAccess | None = None
         self.workload: Workload | None = None
         self.answered = False  # the API answered once in this run
+        self.version_named: str | None = None  # the version kubeadm-config names (read or written in this run)
         self._warned: set[str] = set()
 
     # observing -------------------------------------------------------------------------------------------------
@@ -272,6 +276,42 @@ class GroupWorkload:
         if not allowed:
             raise ReconcileError(f"refused: {what} would lose etcd quorum ({detail}). Nothing of this step was changed")
 
+    def target_version(self, version: str, machines: list[Machine]) -> None:
+        """Before a control-plane machine of another version joins: the ClusterConfiguration in kubeadm-config
+        names that version, as KubeadmControlPlane rewrites it before a rollout - ``kubeadm join --control-plane``
+        runs the control-plane components of the version it finds there, not of the machine's image. One read per
+        run that launches a control-plane machine; a write only when the version differs."""
+        existing = [m for m in machines if _real(m) and not m.leaving]
+        wanted = normalise_version(version) if version else ""
+        if not (self.control_plane and self.asks_cluster and wanted and existing and self.reachable):
+            return  # kubeadm init writes it; without the API, guard() has said so already
+        if self.version_named == wanted:
+            return  # read (or written, or in check mode planned) earlier in this run
+        namespace, name = KUBEADM_CONFIG
+        path = f"/api/v1/namespaces/{namespace}/configmaps/{name}"
+        found = self._api().get(path, "k8s:GetConfigMap")
+        if found is None:
+            raise ReconcileError(f"ConfigMap {namespace}/{name} is missing: this is not a cluster kubeadm initialised")
+        text = (found.get("data") or {}).get("ClusterConfiguration") or ""
+        current = cluster_configuration_version(text)
+        self.version_named = wanted
+        if current == wanted:
+            return
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {"ClusterConfiguration": with_kubernetes_version(text, wanted)},
+        }
+        self.ctx.ops.call(
+            self._api(),
+            "apply",
+            resource=f"ConfigMap {namespace}/{name}",
+            reason=f"the control plane moves from {current or 'an unknown version'} to {wanted}",
+            predicted={},
+            manifest=manifest,
+        )
+
     def refuse_blind_removals(self, going: list[Machine]) -> None:
         """Before anything: a control plane that will lose machines in this run (outdated, beyond replicas, to
         remediate) cannot keep etcd's quorum without etcd - refused while nothing has changed yet."""
@@ -295,6 +335,7 @@ class GroupWorkload:
                 node=m.readiness.node if m.readiness else None,
                 leaving=False,
                 readiness=m.readiness if isinstance(m.readiness, Readiness) else Readiness(False, "not asked"),
+                updated=m.updated,
             )
             for m in machines
             if _real(m) and not m.leaving
@@ -367,11 +408,20 @@ class GroupWorkload:
 
     def _leadership_off(self, machine: Machine, node: str, machines: list[Machine]) -> None:
         candidates = leader_candidates(self._control_plane(machines), machine.name)
-        _nodes.move_leadership_off(self.ctx, self._etcd(), self._etcd_status(), node, candidates)
+        _nodes.move_leadership_off(
+            self.ctx, self._etcd(), self._etcd_status(), node, candidates, planned=self._planned(machines)
+        )
 
     def _remove_member(self, machine: Machine, node: str, machines: list[Machine]) -> None:
-        via = leader_candidates(self._control_plane(machines), machine.name)
+        via = self._planned(machines) + leader_candidates(self._control_plane(machines), machine.name)
         _nodes.remove_member(self.ctx, self._etcd(), self._etcd_status(), node, via)
+
+    def _planned(self, machines: list[Machine]) -> list[str]:
+        """Check mode's machines of this run: up to date, and joined by the time the apply would remove anything
+        (it waits for them), so the plan moves leadership and removes members through them as the apply will."""
+        if not self.ctx.check_mode:
+            return []
+        return [m.name for m in machines if not _real(m) and not m.leaving]
 
     def forget(self, departures: list[Departure]) -> None:
         """After the instances are gone: their Node objects (Cluster API deletes them after the infrastructure)."""

@@ -79,7 +79,8 @@ MACHINE_NAME_TAG = "MachineName"
 FROZEN_TAGS = (HASH_TAG, BOOTSTRAP_TAG, VERSION_TAG)
 GROUP_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 GROUP_NAME_MAX = 40
-ROLE_TAGS = {"control-plane": ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
+CONTROL_PLANE = "control-plane"
+ROLE_TAGS = {CONTROL_PLANE: ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
 MAX_STEPS = 100
 STATUS_IDS_MAX = 100
 
@@ -129,7 +130,8 @@ class GroupSpec:
             load_balancers=[dict(lb) for lb in params.get("load_balancers") or []],
             max_surge=rollout.get("max_surge", 1),
             max_unavailable=rollout.get("max_unavailable", 0),
-            deletion_policy=rollout.get("deletion_policy") or "Random",
+            # KubeadmControlPlane always removes the oldest machine (of the most crowded failure domain).
+            deletion_policy=rollout.get("deletion_policy") or ("Oldest" if machine.role == CONTROL_PLANE else "Random"),
             max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
             nodes=NodeSettings.from_params(params),
         )
@@ -546,6 +548,8 @@ class GroupRun:
                     self.cluster.guard(Step(create=1), self.machines)
                 break
             self.cluster.guard(step, self.machines)
+            if step.create and self.spec.control_plane:
+                self.cluster.target_version(self.spec.machine.kubernetes_version or "", self.machines)
             if not swept:
                 # Before the first launch or removal (a no-op run stays one describe per type): what a killed
                 # run stored for a machine it never launched is deleted before new entries are written.

@@ -138,6 +138,7 @@ class ControlPlaneMachine:
     node: str | None  # its Node's name, None without one
     leaving: bool  # its instance is shutting down / terminating
     readiness: Readiness
+    updated: bool = True  # built from the group's current definition (not due for replacement)
 
 
 def preflight(
@@ -192,10 +193,11 @@ def quorum_allows(
 
 
 def leader_candidates(machines: Sequence[ControlPlaneMachine], leaving: str) -> list[str]:
-    """Where leadership may go from ``leaving``'s member: Nodes of machines not going, healthy ones first, newest
-    last in the input order (KCP sorts etcd-healthy first, then up to date, then newest)."""
+    """Where leadership may go from ``leaving``'s member: Nodes of machines not going - healthy ones first, then up
+    to date (a rollout moves leadership once, onto a machine that stays), in the input order (KCP sorts
+    etcd-healthy first, then up to date, then newest)."""
     able = [m for m in machines if m.name != leaving and m.node is not None and not m.leaving]
-    return [m.node for m in sorted(able, key=lambda m: not m.readiness.available) if m.node]
+    return [m.node for m in sorted(able, key=lambda m: (not m.readiness.available, not m.updated)) if m.node]
 
 
 def stray_members(etcd: EtcdStatus, machines: Sequence[ControlPlaneMachine]) -> list[Member]:

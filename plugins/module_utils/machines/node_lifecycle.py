@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
@@ -162,10 +162,25 @@ def _unhealthy_cluster(error: Exception) -> bool:
     return "unhealthy cluster" in str(error)
 
 
-def move_leadership_off(ctx: Context, etcd: Etcd, status: EtcdStatus, node: str, candidates: list[str]) -> None:
-    """Before the machine of ``node`` goes: if its member leads etcd, hand leadership to the first candidate."""
+def move_leadership_off(
+    ctx: Context, etcd: Etcd, status: EtcdStatus, node: str, candidates: list[str], planned: Sequence[str] = ()
+) -> None:
+    """Before the machine of ``node`` goes: if its member leads etcd, hand leadership to the first candidate.
+
+    ``planned``: check mode's machines of this run, which have no member yet; the plan hands leadership to the
+    first of them, as the apply will to the up-to-date machine that has joined by then."""
     leader = status.leader
     if leader is None or leader.name != node:
+        return
+    if planned:
+        ctx.ops.call(
+            etcd,
+            "move_leader",
+            resource=f"etcd leader {node}",
+            reason=f"machine of {node} goes; leadership to {planned[0]}",
+            via=node,
+            target_id=planned[0],
+        )
         return
     errors = []
     for candidate in candidates:

@@ -174,6 +174,13 @@ def test_leadership_goes_to_healthy_machines_first_and_never_to_one_leaving():
     assert lc.leader_candidates(machines, "a") == ["c", "b"]
 
 
+def test_leadership_goes_to_an_up_to_date_machine_so_a_rollout_moves_it_once():
+    old, new = cp("old"), lc.ControlPlaneMachine("new", "new", False, lc.Readiness(True, ""), updated=True)
+    machines = [cp("leader"), lc.ControlPlaneMachine("old", "old", False, lc.Readiness(True, ""), updated=False), new]
+    assert lc.leader_candidates(machines, "leader") == ["new", "old"]
+    assert old.updated  # a machine is up to date unless said otherwise
+
+
 def test_stray_members_only_once_every_machine_has_a_node():
     status = etcd(member("a"), member("b"), member("gone"), member(""))
     assert [m.name for m in lc.stray_members(status, [cp("a"), cp("b")])] == ["", "gone"]
