@@ -39,6 +39,7 @@ from ..kernel.validation import (
     parse_cidr,
 )
 from ..machines import machine_spec as machine
+from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.group_workload import NODE_OPTIONS
 from ..machines.machine_spec import HOP_LIMITS, ROOT_VOLUME_TYPES
 from ..machines.plan import parse_max_unhealthy
@@ -379,17 +380,6 @@ MACHINE_DEPLOYMENT_OPTIONS: tuple[Option, ...] = (
     _NODE["min_ready_seconds"],
 )
 
-SUSPENDABLE_PROCESSES = (
-    "Launch",
-    "Terminate",
-    "AddToLoadBalancer",
-    "AlarmNotification",
-    "AZRebalance",
-    "HealthCheck",
-    "InstanceRefresh",
-    "ReplaceUnhealthy",
-    "ScheduledActions",
-)
 
 MACHINE_POOL_OPTIONS: tuple[Option, ...] = (
     opt("name", "Name of the pool, its launch template and group; unique in the account and region.", required=True),
@@ -466,7 +456,7 @@ MACHINE_POOL_OPTIONS: tuple[Option, ...] = (
         type="list",
         elements="str",
         default=[],
-        choices=SUSPENDABLE_PROCESSES,
+        choices=SUSPENDABLE_PROCESSES,  # the auto scaling group processes asg_plan knows
         comparison="set",
     ),
     opt("capacity_rebalance", "Capacity rebalancing for spot.", type="bool", default=False),

@@ -12,6 +12,7 @@ every machine option, and a spot pool with its own volume, IMDS, profile and the
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 from typing import Any, Callable
@@ -131,7 +132,11 @@ def mask_hash(value: Any) -> Any:
 def as_module_reads(module: str, argument_spec: dict[str, Any], params: dict[str, Any]) -> Any:
     """The parameters after the module's argument spec; for capa_instance its group spec, whose defaults depend on
     the role (a bastion's instance type, public IP and bootstrap type)."""
-    result = ArgumentSpecValidator(argument_spec).validate({"cluster_name": golden.CLUSTER, **params})
+    # The validator fills sub-option defaults into the dicts it holds (a spec's default {} included): validate with
+    # copies, as each real module run validates once, in its own process.
+    result = ArgumentSpecValidator(copy.deepcopy(argument_spec)).validate(
+        {"cluster_name": golden.CLUSTER, **copy.deepcopy(params)}
+    )
     assert not result.error_messages, result.error_messages
     return (
         GroupSpec.from_params(result.validated_parameters) if module == "capa_instance" else result.validated_parameters

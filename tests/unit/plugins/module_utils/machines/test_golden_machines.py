@@ -94,7 +94,9 @@ def run_module(module: str, args: dict[str, Any], recorder: list | None = None, 
     spec, tier = module_tier(module)
     if hasattr(tier, "rng"):
         tier.rng = random.Random(rng_seed)
-    validated = ArgumentSpecValidator(spec).validate({"cluster_name": CLUSTER, **args})
+    # A copy of the spec: the validator fills sub-option defaults into a spec's default {} (a real module run
+    # validates once, in its own process).
+    validated = ArgumentSpecValidator(copy.deepcopy(spec)).validate({"cluster_name": CLUSTER, **copy.deepcopy(args)})
     assert not validated.error_messages, validated.error_messages
     params = validated.validated_parameters
     tier.validate(params, REGION)
