@@ -184,6 +184,21 @@ def web_with_budget(sim, node: str, replicas: int = 2, min_available: int = 2) -
     )
 
 
+def wait_ready_web(kubesim, api) -> None:
+    """Both web pods Running and Ready: a Pending pod is evicted without asking its budget (as the API server does),
+    so a drain that starts before they run would prove nothing about the budget."""
+
+    def ready() -> int:
+        return sum(
+            1
+            for p in api.pods("default", label_selector="app=web")
+            if (p.get("status") or {}).get("phase") == "Running"
+            and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])
+        )
+
+    kubesim.wait(lambda: ready() == 2, 60, "2 ready web pods")
+
+
 def worker_cluster(aws, kubesim):
     sim, pki = boot(aws, kubesim)
     subnet = h.subnet(aws, cidr="10.1.0.0/16")
@@ -212,7 +227,7 @@ def test_a_drain_retries_evictions_a_budget_refuses_until_node_drain_timeout(aws
     access = access_for(ctx, sim, pki)
     worker = worker_node(access.api)
     web_with_budget(sim, worker.name)
-    kubesim.wait(lambda: len(access.api.pods("default", label_selector="app=web")) == 2, 30, "2 web pods")
+    wait_ready_web(kubesim, access.api)
 
     # check mode: the whole sequence planned, nothing written
     planning = context(aws, check_mode=True)
@@ -255,7 +270,7 @@ def test_a_drain_that_runs_out_of_the_run_budget_keeps_the_machine(aws, kubesim,
     access = access_for(ctx, sim, pki)
     worker = worker_node(access.api)
     web_with_budget(sim, worker.name)
-    kubesim.wait(lambda: len(access.api.pods("default", label_selector="app=web")) == 2, 30, "2 web pods")
+    wait_ready_web(kubesim, access.api)
     short = context(aws, wait_timeout=3)
     with pytest.raises(ReconcileError, match="did not finish within wait_timeout"):
         nl.drain_node(short, access.api, worker, "md-0-a", timeout=0)
