@@ -234,6 +234,18 @@ def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, 
     assert calls(applied) == calls(planned)
     assert len(voters(sim)) == 1
 
+    # A learner that never catches up (knob: the join's learner is never promoted, kubeadm gives up): the run that
+    # launched it fails waiting for it, and the next scale-up is refused before any change, naming the learner.
+    kubesim.knob(name_prefix="lref-control-plane", etcd_never_promoted=True)
+    stuck = run_module(MODULE, {**group, "replicas": 3, "wait_timeout": 60})
+    assert stuck.get("failed") and "join" in stuck["msg"], stuck.get("msg")
+    learners = [m for m in sim.etcd()["members"] if m["is_learner"]]
+    assert len(learners) == 1 and learners[0]["started"], sim.etcd()["members"]
+    refused = run_module(MODULE, {**group, "replicas": 3})
+    assert refused.get("failed") and refused["msg"].startswith("refused:") and "learner" in refused["msg"], refused
+    assert not [p for p in refused["plan"] if p["call"] in ("ec2:RunInstances", "ec2:TerminateInstances")]
+    assert len(voters(sim)) == 1
+
 
 def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kubesim, run_module, tmp_path):
     """A machine deployment of two kubeadm workers (Nodes Ready once capa_addons applied the CNI) carrying a

@@ -791,6 +791,10 @@ class Kubeadm:
                 client_url=member.client_url,
                 pid=member.process.pid if member.process else None,
             )
+        if learner and knobs.get("etcd_never_promoted"):
+            # A learner that never catches up (a slow disk, a partition): kubeadm gives up, the learner stays.
+            self.record("etcd-never-promoted", member=r.name, reason="knob etcd_never_promoted")
+            raise KubeadmError(f"[etcd] could not promote etcd learner {r.name} (knob etcd_never_promoted)")
         if learner:
             last = ""
             attempts = 0

@@ -60,7 +60,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "ccm_deletes_terminated_nodes": True,
     "apiserver_needs_quorum": True,
 }
-KNOB_KEYS = ("never_boot", "register_delay", "etcd_never_starts", "etcd_learner")
+KNOB_KEYS = ("never_boot", "register_delay", "etcd_never_starts", "etcd_learner", "etcd_never_promoted")
 
 
 def owner_tags_of(cluster: Cluster) -> list[str]:

@@ -153,6 +153,11 @@ def preflight(
         return f"control-plane machine {', '.join(leaving)} is being deleted: one change at a time"
     if etcd is None:
         return "the etcd member list could not be read"
+    problems = [p for p in (_machine_problem(machines, excluding), _member_problem(etcd)) if p]
+    return "; ".join(problems) or None
+
+
+def _machine_problem(machines: Sequence[ControlPlaneMachine], excluding: str | None) -> str | None:
     for machine in machines:
         if machine.name == excluding:
             continue
@@ -160,11 +165,15 @@ def preflight(
             return f"control-plane machine {machine.name} has no Node yet"
         if not machine.readiness.available:
             return f"control-plane machine {machine.name} is not healthy: {machine.readiness.reason}"
+    return None
+
+
+def _member_problem(etcd: EtcdStatus) -> str | None:
     for member in etcd.members:
         if not member.started:
             return f"etcd member {member.id} was added but never started (it blocks every join until removed)"
         if member.is_learner:
-            return f"etcd member {member.name} is a learner (a join is still in progress)"
+            return f"etcd member {member.name} is a learner (a join is still in progress, or one that never caught up)"
     return None
 
 
