@@ -114,6 +114,12 @@ def cp(name: str, healthy: bool = True, leaving: bool = False, node_name: str | 
 THREE = etcd(member("a"), member("b"), member("c"), leader="a")
 
 
+def test_preflight_names_an_unhealthy_machine_and_the_learner_behind_it():
+    status = etcd(member("a"), member("b", learner=True))
+    reason = lc.preflight([cp("a"), cp("b", healthy=False)], status)
+    assert reason is not None and "machine b is not healthy" in reason and "etcd member b is a learner" in reason
+
+
 @pytest.mark.parametrize(
     "machines, status, excluding, refused",
     [
@@ -127,12 +133,6 @@ THREE = etcd(member("a"), member("b"), member("c"), leader="a")
         ([cp("a")], None, None, "the etcd member list could not be read"),
     ],
 )
-def test_preflight_names_an_unhealthy_machine_and_the_learner_behind_it():
-    status = etcd(member("a"), member("b", learner=True))
-    reason = lc.preflight([cp("a"), cp("b", healthy=False)], status)
-    assert reason is not None and "machine b is not healthy" in reason and "etcd member b is a learner" in reason
-
-
 def test_preflight(machines, status, excluding, refused):
     reason = lc.preflight(machines, status, excluding)
     if refused is None:
