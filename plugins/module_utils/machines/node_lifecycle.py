@@ -172,35 +172,28 @@ def move_leadership_off(
     leader = status.leader
     if leader is None or leader.name != node:
         return
-    if planned:
-        ctx.ops.call(
-            etcd,
-            "move_leader",
-            resource=f"etcd leader {node}",
-            reason=f"machine of {node} goes; leadership to {planned[0]}",
-            via=node,
-            target_id=planned[0],
-        )
-        return
-    errors = []
+    # (name, member id) to try in order: check mode's planned machines stand for their members-to-be.
+    targets = [(name, name) for name in planned[:1]]
     for candidate in candidates:
-        target = status.by_name(candidate)
-        if target is None or target.is_learner:
-            continue
+        member = status.by_name(candidate)
+        if member is not None and not member.is_learner:
+            targets.append((candidate, member.id))
+    errors = []
+    for name, target_id in targets:
         try:
             ctx.ops.call(
                 etcd,
                 "move_leader",
                 resource=f"etcd leader {node}",
-                reason=f"machine of {node} goes; leadership to {candidate}",
+                reason=f"machine of {node} goes; leadership to {name}",
                 retry_if=_unhealthy_cluster,
                 retry_delay=RECONFIGURE_RETRY,
                 via=node,
-                target_id=target.id,
+                target_id=target_id,
             )
             return
         except RemoteError as e:
-            errors.append(f"{candidate}: {e}")
+            errors.append(f"{name}: {e}")
     raise ReconcileError(f"etcd leadership could not be moved off {node}: {'; '.join(errors) or 'no candidate'}")
 
 
