@@ -280,6 +280,11 @@ class KubeSim:
     def state(self) -> dict[str, Any]:
         return self.call("GET", "/state")
 
+    @property
+    def proxy(self) -> str:
+        """The CONNECT proxy to every cluster's endpoint names (tools/kubesim/proxy.py)."""
+        return str(self.state()["proxy"])
+
     def journal(
         self, since: float | None = None, cluster: str | None = None, source: str | None = None, moto: bool = True
     ) -> list[dict[str, Any]]:

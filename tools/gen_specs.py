@@ -441,10 +441,23 @@ ROLES: dict[str, dict[str, Any]] = {
 }
 
 
+# Every role compiles the spec (or takes what the cluster role compiled), so every role takes the controller's
+# kubernetes_api setting.
+CAPA_KUBERNETES_API = {
+    "type": "dict",
+    "description": [
+        "How this controller reaches the clusters' Kubernetes API servers, for every key a cluster's "
+        "capa_cluster.kubernetes_api leaves unset (mode, server, tls_server_name, proxy, timeout) - e.g. "
+        "C({proxy: http://proxy.internal:3128}) for every cluster of an inventory. See C(ansible-doc "
+        "clusterapi.aws.capa_cluster_spec), option C(kubernetes_api).",
+    ],
+}
+
+
 def role_specs() -> dict[Path, str]:
     files = {}
     for role, meta in ROLES.items():
-        options: dict[str, Any] = {"capa_cluster": CAPA_CLUSTER}
+        options: dict[str, Any] = {"capa_cluster": CAPA_CLUSTER, "capa_kubernetes_api": CAPA_KUBERNETES_API}
         if not meta.get("compiles"):
             options["cluster_steps"] = CLUSTER_STEPS
         options.update(meta["options"])

@@ -24,7 +24,10 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import module_argument_spec
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import (
+    invalid_message,
+    module_argument_spec,
+)
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 
@@ -66,7 +69,7 @@ def describe(errors: Any) -> list[str]:
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("cluster", "state", "output_dir"))
+    _VALID_ARGS = frozenset(("cluster", "state", "output_dir", "kubernetes_api"))
     _requires_connection = False
 
     def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
@@ -79,10 +82,14 @@ class ActionModule(ActionBase):
         params = validated.validated_parameters
         try:
             compiled = compile_cluster(
-                params[USER_NAME], self.play_region() or environment_region(), params["state"], params["output_dir"]
+                params[USER_NAME],
+                self.play_region() or environment_region(),
+                params["state"],
+                params["output_dir"],
+                params["kubernetes_api"],
             )
         except SpecError as e:
-            result.update(failed=True, msg=f"capa_cluster is invalid: {e}", field=e.field)
+            result.update(failed=True, msg=invalid_message(e), field=e.field)
             return result
         result.update(compiled)
         return result

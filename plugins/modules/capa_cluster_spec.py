@@ -155,6 +155,8 @@ options:
           - 'How the controller reaches the cluster''s Kubernetes API server (and, through it, etcd): the
             machines count once their Nodes joined, control-plane changes keep etcd quorum, machines are
             drained before they go.'
+          - A key left unset takes the controller's setting (capa_cluster_spec's kubernetes_api, the roles'
+            capa_kubernetes_api variable), then C(mode=auto) and C(timeout=10).
         type: dict
         default: {}
         suboptions:
@@ -167,7 +169,6 @@ options:
               - C(none) - never contact it (no route from the controller); otherwise as C(auto) without
                 the API.
             type: str
-            default: auto
             choices:
               - auto
               - required
@@ -190,7 +191,6 @@ options:
             description:
               - Seconds to wait for a connection (reads wait three times as long).
             type: int
-            default: 10
       addons:
         description:
           - Addons applied to the cluster (kind unmanaged).
@@ -1550,6 +1550,39 @@ options:
         directory. Empty - no local files (no status.json, no kubeconfigs).
     type: str
     default: .capa
+  kubernetes_api:
+    description:
+      - How this controller reaches the clusters' Kubernetes API servers, for the keys of the spec's
+        C(kubernetes_api) that the spec leaves unset (the roles pass the variable C(capa_kubernetes_api)) - a proxy
+        every API server is reached through, or a mode, is often the controller's, not a cluster's.
+      - The same keys as the spec's C(kubernetes_api); a key neither sets is the modules' default (C(mode=auto),
+        C(timeout=10)).
+    type: dict
+    suboptions:
+      mode:
+        description:
+          - auto, required or none, as the spec's C(kubernetes_api.mode).
+        type: str
+        choices:
+          - auto
+          - required
+          - none
+      server:
+        description:
+          - Reach the API server at this URL instead of the control-plane endpoint.
+        type: str
+      tls_server_name:
+        description:
+          - The name the API server's certificate must carry, when it is not the endpoint host.
+        type: str
+      proxy:
+        description:
+          - An HTTP CONNECT proxy (C(http://host:port)) to the API servers.
+        type: str
+      timeout:
+        description:
+          - Seconds to wait for a connection (reads wait three times as long).
+        type: int
 """
 
 EXAMPLES = r"""
@@ -1601,6 +1634,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import (
     SpecError,
+    invalid_message,
     module_argument_spec,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster
@@ -1611,9 +1645,11 @@ def main():
     params = module.params
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     try:
-        result = compile_cluster(params["cluster"], region, params["state"], params["output_dir"])
+        result = compile_cluster(
+            params["cluster"], region, params["state"], params["output_dir"], params["kubernetes_api"]
+        )
     except SpecError as e:
-        module.fail_json(msg=f"capa_cluster is invalid: {e}", field=e.field)
+        module.fail_json(msg=invalid_message(e), field=e.field)
     module.exit_json(changed=False, **result)
 
 

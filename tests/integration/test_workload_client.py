@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import kubesim_helpers as h
 import pytest
+from kubernetes import client
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, RemoteError
@@ -140,8 +141,8 @@ def context(aws, check_mode: bool = False, wait_timeout: int = 120) -> Context:
     return Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait_timeout=wait_timeout)
 
 
-def access_for(ctx, sim, pki, mode: str = "auto") -> access_mod.KubernetesAccess:
-    settings = access_mod.KubernetesApiSettings(mode=mode, server=f"https://127.0.0.1:{sim.port}")
+def access_for(ctx, sim, pki, mode: str = "auto", **reach: str) -> access_mod.KubernetesAccess:
+    settings = access_mod.KubernetesApiSettings(mode=mode, **(reach or {"server": f"https://127.0.0.1:{sim.port}"}))
     return access_mod.KubernetesAccess.open(
         ctx,
         settings,
@@ -317,3 +318,31 @@ def test_modes_without_an_api(aws, kubesim):
     with pytest.raises(ReconcileError, match="kubernetes_api.mode is required but the Kubernetes API does not answer"):
         required.observe()
     assert ctx.session.recorder.as_dict() == {"k8s:ListNodes": 2}  # auto and required asked once each; none never
+
+
+def test_the_api_and_etcd_through_a_connect_proxy_at_the_endpoints_name(aws, kubesim):
+    """``kubernetes_api.proxy``: the API server and etcd's port-forward reached at the endpoint's own name (the load
+    balancer's DNS name, which no resolver here knows) through an HTTP CONNECT proxy, the certificate checked for that
+    name; a name the proxy cannot reach is an API that does not answer."""
+    sim, pki = boot(aws, kubesim)
+    ctx = context(aws)
+    access = access_for(ctx, sim, pki, mode="required", proxy=kubesim.proxy)
+    nodes = [n.metadata.name for n in client.CoreV1Api(sim.api_client()).list_node().items]
+    seen = access.observe(nodes)
+    assert seen.reachable and len(seen.nodes) == 1 and seen.etcd is not None and len(seen.etcd.members) == 1, seen
+    access.close()
+    tunnels = [e for e in kubesim.journal(cluster=CLUSTER, source="proxy", moto=False) if e["event"] == "connect"]
+    assert tunnels and {(e["target"], e["status"]) for e in tunnels} == {(f"{ENDPOINT}:6443", 200)}, tunnels
+    calls = ctx.session.recorder.as_dict()
+    assert calls["k8s:ListNodes"] == 1 and calls["k8s:GetPortForward"] >= 1, calls
+
+    elsewhere = access_mod.KubernetesAccess.open(
+        ctx,
+        access_mod.KubernetesApiSettings(mode="auto", proxy=kubesim.proxy),
+        endpoint_host="no-such-cluster.example.com",
+        endpoint_port=6443,
+        ca_certificate=pki.ca_cert,
+        ca_key=pki.ca_key,
+    )
+    unreachable = elsewhere.observe()
+    assert not unreachable.reachable and "502" in unreachable.reason, unreachable.reason

@@ -18,6 +18,7 @@ from pathlib import Path
 from aiohttp import web
 
 from .control import build_app
+from .proxy import ConnectProxy
 from .sim import Simulator
 
 
@@ -45,6 +46,8 @@ async def serve(args: argparse.Namespace) -> int:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     url = f"http://127.0.0.1:{port}"
     sim.control_url = url
+    proxy = ConnectProxy(sim)
+    sim.proxy_url = await proxy.start()
     sim.start()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -65,6 +68,7 @@ async def serve(args: argparse.Namespace) -> int:
                 break
     finally:
         await loop.run_in_executor(None, sim.stop)
+        await proxy.stop()
         await runner.cleanup()
         for path, text in ((args.pidfile, f"{os.getpid()}\n"), (args.urlfile, f"{url}\n")):
             try:

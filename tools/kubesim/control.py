@@ -2,7 +2,8 @@
 
 ==========================================  ===========================================================================
 ``GET  /healthz``                           ``{"ok": true}``
-``GET  /state``                             clusters (API server, instances, etcd processes, quorum), knobs, config
+``GET  /state``                             clusters (API server, instances, etcd processes, quorum), knobs, config,
+                                            ``proxy``: the URL of the CONNECT proxy to every cluster (proxy.py)
 ``POST /reset``                             stop every cluster (etcd members killed), forget knobs, journal, config
 ``GET|POST /config``                        read / change ``time_scale``, ``delays``, ``cni`` rule, ...
 ``POST /clusters``                          ``{"name", "kind": "kubeadm"|"eks", "endpoint"?, "anonymous_auth"?}``:

@@ -82,6 +82,7 @@ class Simulator:
         self.knobs: list[dict[str, Any]] = []
         self.lock = threading.RLock()
         self.control_url = ""
+        self.proxy_url = ""  # the CONNECT proxy to every cluster's endpoint (proxy.py), set by __main__
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch_loop, name="ec2-watcher", daemon=True)
         self._clients: dict[str, Any] = {}
@@ -397,6 +398,7 @@ class Simulator:
             "clusters": {c.name: c.summary() for c in clusters},
             "knobs": knobs,
             "config": config,
+            "proxy": self.proxy_url,
             "watch_errors": self.watch_errors[-10:],
             "eks_errors": self.eks.errors[-10:] if self.eks is not None else [],
         }

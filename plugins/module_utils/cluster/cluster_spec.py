@@ -43,7 +43,7 @@ from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.group_workload import NODE_OPTIONS
 from ..machines.machine_spec import HOP_LIMITS, ROOT_VOLUME_TYPES
 from ..machines.plan import parse_max_unhealthy
-from ..workload.access import KUBERNETES_API
+from ..workload.access import KUBERNETES_API, KubernetesApiSettings
 from .cluster_types import ClusterSpec, IngressRule, MachinePool
 
 UNMANAGED_ROLES = ("bastion", "apiserver-lb", "lb", "controlplane", "node")
@@ -178,6 +178,12 @@ MAX_UNHEALTHY = opt(
 # How a group's machines leave the cluster (Cluster API's Machine fields), declared once with capa_instance's.
 _NODE = by_name(NODE_OPTIONS)
 DRAIN_OPTIONS = (_NODE["node_drain_timeout"], _NODE["node_volume_detach_timeout"])
+
+# kubernetes_api without defaults, in the cluster spec and as the controller's setting: how a controller reaches the
+# API servers (a proxy, a mode) is often the controller's, not a cluster's, so a key the spec leaves unset takes the
+# controller's value before the modules' defaults (merge_kubernetes_api).
+CONTROLLER_SETTING = "capa_kubernetes_api"  # the roles' variable for capa_cluster_spec's kubernetes_api
+CONTROLLER_KUBERNETES_API: tuple[Option, ...] = tuple(o.but(default=None) for o in KUBERNETES_API.options or ())
 
 ADDON_OPTIONS: tuple[Option, ...] = (
     opt(
@@ -690,9 +696,14 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
     ),
     _MACHINE["ssh_key_name"].but(description="SSH key pair for machines that name none; unset means no key."),
     KUBERNETES_API.but(
-        description="How the controller reaches the cluster's Kubernetes API server (and, through it, etcd): the "
-        "machines count once their Nodes joined, control-plane changes keep etcd quorum, machines are drained "
-        "before they go."
+        description=[
+            "How the controller reaches the cluster's Kubernetes API server (and, through it, etcd): the machines "
+            "count once their Nodes joined, control-plane changes keep etcd quorum, machines are drained before "
+            "they go.",
+            "A key left unset takes the controller's setting (capa_cluster_spec's kubernetes_api, the roles' "
+            "capa_kubernetes_api variable), then C(mode=auto) and C(timeout=10).",
+        ],
+        options=CONTROLLER_KUBERNETES_API,
     ),
     opt("addons", "Addons applied to the cluster (kind unmanaged).", type="dict", default={}, options=ADDON_OPTIONS),
     opt("network", "The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
@@ -753,12 +764,33 @@ def argument_spec() -> dict[str, Any]:
 
 
 def module_argument_spec() -> dict[str, Any]:
-    """capa_cluster_spec's options: the spec, a state to compile for instead of the spec's, the output directory."""
+    """capa_cluster_spec's options: the spec, a state to compile for instead of the spec's, the output directory,
+    the controller's kubernetes_api settings."""
     return dict(
         cluster=dict(type="dict", required=True, options=argument_spec()),
         state=dict(type="str", choices=["present", "absent"]),
         output_dir=dict(type="str", default=".capa"),
+        kubernetes_api=dict(type="dict", options=_options.argument_spec(CONTROLLER_KUBERNETES_API)),
     )
+
+
+def invalid_message(error: SpecError) -> str:
+    """What a user has to fix - the cluster spec or the controller's kubernetes_api setting - and why."""
+    what = CONTROLLER_SETTING if error.field.startswith(CONTROLLER_SETTING) else "capa_cluster"
+    return f"{what} is invalid: {error}"
+
+
+def merge_kubernetes_api(spec: Mapping[str, Any] | None, controller: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The cluster's ``kubernetes_api``: the keys its spec sets, else the controller's, else the modules' defaults.
+
+    Raises SpecError naming the setting (``capa_kubernetes_api.<key>`` for the controller's, checked first).
+    """
+    given = {key: value for key, value in (controller or {}).items() if value is not None}
+    KubernetesApiSettings.from_params(given).validate(CONTROLLER_SETTING)
+    given.update({key: value for key, value in (spec or {}).items() if value is not None})
+    merged = KubernetesApiSettings.from_params(given)
+    merged.validate("capa_cluster.kubernetes_api")
+    return dict(plain(merged))
 
 
 def normalise(value: Any, options: Sequence[Option] = CLUSTER_OPTIONS) -> Any:

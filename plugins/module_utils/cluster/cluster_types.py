@@ -101,11 +101,11 @@ class SourceIdentity:
 
 @dataclass(frozen=True)
 class KubernetesApi:
-    mode: str
+    mode: str | None
     server: str | None
     tls_server_name: str | None
     proxy: str | None
-    timeout: int
+    timeout: int | None
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> KubernetesApi:

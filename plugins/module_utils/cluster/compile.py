@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from .cluster_spec import load, plain, roles_for
+from .cluster_spec import load, merge_kubernetes_api, plain, roles_for
 from .cluster_types import (
     Bastion,
     ClusterSpec,
@@ -603,14 +603,20 @@ def _unique(names: Any) -> list[str]:
 
 # what capa_cluster_spec returns ------------------------------------------------------------------------------------
 def compile_cluster(
-    cluster: Mapping[str, Any], default_region: str | None, state: str | None = None, output_dir: str = ".capa"
+    cluster: Mapping[str, Any],
+    default_region: str | None,
+    state: str | None = None,
+    output_dir: str = ".capa",
+    kubernetes_api: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``capa_cluster_spec``'s result for a ``cluster`` the argument spec validated. Raises SpecError.
 
     ``state`` overrides the spec's (delete.yml deletes a cluster whose spec says present); ``output_dir`` is taken
-    from the current directory, ``""`` meaning no local file.
+    from the current directory, ``""`` meaning no local file; ``kubernetes_api`` is the controller's setting, for
+    the keys the spec leaves unset.
     """
-    spec = load({**cluster, "state": state or cluster["state"]}, default_region)
+    settings = merge_kubernetes_api(cluster.get("kubernetes_api"), kubernetes_api)
+    spec = load({**cluster, "state": state or cluster["state"], "kubernetes_api": settings}, default_region)
     return {
         "cluster": plain(spec),
         "steps": compile_steps(spec, os.path.realpath(output_dir) if output_dir else ""),

@@ -35,6 +35,7 @@ ARGS = [
     {"state": "absent"},
     {"output_dir": ""},
     {"output_dir": "/tmp/capa-out", "state": "present"},
+    {"kubernetes_api": {"proxy": "http://proxy.internal:3128", "mode": "required"}},
 ]
 
 

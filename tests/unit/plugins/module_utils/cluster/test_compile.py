@@ -11,7 +11,10 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import cluster_info
-from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import module_argument_spec
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import (
+    invalid_message,
+    module_argument_spec,
+)
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import (
     BASTION_GROUP,
     CONTROL_PLANE_GROUP,
@@ -648,3 +651,39 @@ def test_a_wait_timeout_below_one_second_is_refused():
     with pytest.raises(SpecError) as error:
         compile_cluster(validated.validated_parameters["cluster"], None, None, "/out")
     assert error.value.field == "capa_cluster.wait_timeout"
+
+
+# the controller's kubernetes_api (capa_kubernetes_api) ---------------------------------------------------------------
+def _api_settings(spec: dict[str, Any], controller: dict[str, Any] | None) -> list[dict[str, Any]]:
+    validated = ArgumentSpecValidator(module_argument_spec()).validate(
+        {"cluster": {"region": "us-east-1", **spec}, "kubernetes_api": controller}
+    )
+    assert not validated.error_messages, validated.error_messages
+    params = validated.validated_parameters
+    compiled = compile_cluster(params["cluster"], None, None, "/out", params["kubernetes_api"])
+    return [call["kubernetes_api"] for call in _module_calls(compiled["steps"]) if "kubernetes_api" in call]
+
+
+def test_the_controllers_kubernetes_api_fills_what_the_spec_leaves_unset():
+    spec = {"name": "demo", "machine_deployments": [{"name": "md-0"}], "addons": {"enabled": True}}
+    proxy = "http://proxy.internal:3128"
+    # control plane, machine deployment, addons: every module that talks to the cluster
+    together = _api_settings({**spec, "kubernetes_api": {"mode": "auto"}}, {"proxy": proxy, "mode": "required"})
+    assert len(together) == 3 and all(s == {"mode": "auto", "proxy": proxy, "timeout": 10} for s in together)
+    assert {s["mode"] for s in _api_settings(spec, {"mode": "required"})} == {"required"}
+    assert {str(s) for s in _api_settings(spec, None)} == {str({"mode": "auto", "timeout": 10})}
+
+
+def test_a_bad_controller_kubernetes_api_is_named_as_the_controllers():
+    validated = ArgumentSpecValidator(module_argument_spec()).validate(
+        {"cluster": {"region": "us-east-1", "name": "demo"}, "kubernetes_api": {"proxy": "socks5://x:1080"}}
+    )
+    with pytest.raises(SpecError) as error:
+        compile_cluster(validated.validated_parameters["cluster"], None, None, "/out", {"proxy": "socks5://x:1080"})
+    assert error.value.field == "capa_kubernetes_api.proxy"
+    assert invalid_message(error.value).startswith("capa_kubernetes_api is invalid: capa_kubernetes_api.proxy:")
+    with pytest.raises(SpecError) as spec_error:
+        compile_cluster(
+            {**validated.validated_parameters["cluster"], "kubernetes_api": {"server": "http://x:6443"}}, None
+        )
+    assert invalid_message(spec_error.value).startswith("capa_cluster is invalid: capa_cluster.kubernetes_api.server")
