@@ -36,7 +36,8 @@ help:
 	@echo "make moto-start   start a moto server in the background ($(BUILD)/moto.url, $(BUILD)/moto.pid)"
 	@echo "make moto-stop    stop it"
 	@echo "make kubesim-start start the workload-cluster simulator next to it ($(BUILD)/kubesim.url); kubesim-stop"
-	@echo "make demo         run playbooks/site.yml on examples/inventory.yml twice against moto; the 2nd must change nothing"
+	@echo "make demo         run playbooks/site.yml on examples/inventory.yml twice against moto and the workload-cluster"
+	@echo "                  simulator; the 2nd must change nothing in AWS or Kubernetes (DEMO_KUBESIM=0: moto alone)"
 	@echo "make lint         ruff check + ruff format --check, mypy (make typecheck), ansible-lint --profile production"
 	@echo "make typecheck    mypy on plugins/ (mypy.ini), in its own venv $(BUILD)/tools/mypy"
 	@echo "make unit         pytest tests/unit"
@@ -172,8 +173,10 @@ kubesim-stop:
 	@if [[ -x $(PY) ]]; then $(PY) tools/kubesim_ctl.py stop --state $(BUILD)/kubesim; fi
 
 # --- demo --------------------------------------------------------------------------------------
-demo: venv collection
-	VENV=$(VENV) bash tools/demo.sh
+# DEMO_KUBESIM=0: on moto alone (no API server answers), as make floors runs it.
+DEMO_KUBESIM ?= 1
+demo: venv collection $(if $(filter 0,$(DEMO_KUBESIM)),,system-deps)
+	VENV=$(VENV) DEMO_KUBESIM=$(DEMO_KUBESIM) bash tools/demo.sh
 
 # --- benchmark (not part of `make test`) -------------------------------------------------------
 BENCH_ARGS ?=

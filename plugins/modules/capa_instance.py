@@ -115,6 +115,15 @@ options:
       - A machine terminated behind the module's back is simply gone, and replaced as a missing replica.
     type: raw
     default: "100%"
+  initialize:
+    description:
+      - Only initialize the group - when it has no machine, launch one (whatever I(replicas) says) and wait until it
+        is available; a group that has machines is left as it is, without a change or a request to the cluster.
+      - The C(control_plane) role runs this for a new cluster's control plane before the addons and the full
+        reconcile, as KubeadmControlPlane creates the first machine (C(kubeadm init)) and a ClusterResourceSet applies
+        once the control plane is initialized, so the CNI is there while the other machines join.
+    type: bool
+    default: false
   node_drain_timeout:
     description:
       - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout)); C(0) - until
@@ -410,6 +419,7 @@ def main():
                 ),
             ),
             max_unhealthy=dict(type="raw", default="100%"),
+            initialize=dict(type="bool", default=False),
         ),
         tier=InstanceTier(),
         result_key=None,

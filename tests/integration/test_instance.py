@@ -279,6 +279,24 @@ def test_wait_false_makes_one_step(aws, run_module, network):
     assert step["replicas"]["updated"] == 1
 
 
+def test_initialize_launches_only_a_first_machine_and_leaves_a_group_that_has_machines(aws, run_module, network):
+    """``initialize`` (the control_plane role's first step on a new cluster): an empty group gets one machine
+    whatever ``replicas`` says; a group with machines - even fewer than ``replicas`` - is left as it is, one
+    DescribeInstances and nothing else, so the full reconcile that follows is the one that grows it."""
+    first = run_ok(run_module, args(network, replicas=3, initialize=True))
+    assert first["changed"] and [p["call"] for p in first["plan"]] == [
+        "secretsmanager:CreateSecret",
+        "ec2:RunInstances",
+    ]
+    assert len(_instances(aws, "md-0")) == 1
+    aws.reset_requests()
+    again = run_ok(run_module, args(network, replicas=3, initialize=True))
+    assert not again["changed"] and again["plan"] == [] and again["api_calls"] == {"ec2:DescribeInstances": 1}
+    assert again["kubernetes_api"]["asked"] is False and len(again["machines"]) == 1
+    grown = run_ok(run_module, args(network, replicas=3))
+    assert len(grown["machines"]) == 3 and [p["call"] for p in grown["plan"]].count("ec2:RunInstances") == 2
+
+
 # control plane: kubeadm roles, classic load balancer registration ----------------------------------------------
 def _classic_lb(aws, network) -> str:
     public = [s["id"] for s in network["subnets"] if s["is_public"]]

@@ -82,6 +82,15 @@ GROUP_NAME_MAX = 40
 CONTROL_PLANE = "control-plane"
 ROLE_TAGS = {CONTROL_PLANE: ROLE_CONTROL_PLANE, "node": ROLE_NODE, "bastion": ROLE_BASTION}
 MAX_STEPS = 100
+# The result of an ``initialize`` run on a group that has machines.
+INITIALIZED = {
+    "kubernetes_api": {
+        "asked": False,
+        "reachable": False,
+        "reason": "initialize: the group has machines already",
+        "signal": None,
+    }
+}
 STATUS_IDS_MAX = 100
 
 
@@ -108,6 +117,8 @@ class GroupSpec:
     deletion_policy: str
     max_unhealthy: str = "100%"
     nodes: NodeSettings = NodeSettings()
+    # Only a group's first machine, and only while it has none (a new control plane's kubeadm init machine).
+    initialize: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
@@ -122,7 +133,7 @@ class GroupSpec:
         return cls(
             state=params["state"],
             name=params["name"],
-            replicas=params["replicas"],
+            replicas=min(params["replicas"], 1) if params.get("initialize") else params["replicas"],
             subnets=subnets,
             failure_domains=domains,
             public_ip=public_ip,
@@ -134,6 +145,7 @@ class GroupSpec:
             deletion_policy=rollout.get("deletion_policy") or ("Oldest" if machine.role == CONTROL_PLANE else "Random"),
             max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
             nodes=NodeSettings.from_params(params),
+            initialize=bool(params.get("initialize")),
         )
 
     @property
@@ -437,6 +449,9 @@ class InstanceTier:
             self._remove_all(ctx, spec, machines, registrations)
             return before, self._result(spec, [], None, registrations)
         run = GroupRun(ctx, spec, self.rng, machines)
+        if spec.initialize and any(not m.leaving for m in machines):
+            # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
+            return before, {**before, "health": run.health.as_dict(run.names, spec.max_unhealthy), **INITIALIZED}
         try:
             run.reconcile()
         finally:
