@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule \
-	test clean system-deps bench dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
+	test clean system-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
 	typecheck
 
 help:
@@ -51,6 +51,7 @@ help:
 	@echo "make iam-lint     every IAM document the collection generates, against AWS's service authorization reference"
 	@echo "make docs         the collection's HTML docs (antsibull-docs + Sphinx -W) into $(DOCS)/html, references checked"
 	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
+	@echo "make bench-k8s-noop  the no-op's AWS and Kubernetes requests for 2 and 20 workers on the simulator"
 	@echo "make floors       tests/unit + make demo's playbook on the declared floors (tests/constraints/floor.txt, Python 3.11)"
 	@echo "make newest       the same on the newest versions (tests/constraints/newest.txt, Python 3.13)"
 	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee docs awx-job integration molecule (stops at the first failure)"
@@ -183,6 +184,10 @@ BENCH_ARGS ?=
 bench: venv collection
 	$(PY) -m pip install --quiet -r bench/requirements.txt
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# The no-op run's AWS and Kubernetes requests for WORKERS workers (default "2 20") on the simulator.
+bench-k8s-noop: venv collection system-deps
+	bash bench/kubernetes_noop.sh
 
 # --- tests -------------------------------------------------------------------------------------
 # All the linters run; the target fails if any of them failed.  ansible-lint covers everything the tarball ships
