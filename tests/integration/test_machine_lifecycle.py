@@ -10,6 +10,7 @@ the cluster CA, etcd through ``pods/portforward`` with one minted from the etcd 
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from typing import Any
 
@@ -77,6 +78,36 @@ def removals_in_order(result: dict[str, Any]) -> list[list[str]]:
             out.append(current)
             current = []
     return out
+
+
+class ReadyWorkers:
+    """Counts the Ready worker Nodes every 0.1 s in the background while the block runs; ``fewest`` seen."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.fewest = 10**6
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            nodes = self.core.list_node().items
+            workers = [n for n in nodes if "node-role.kubernetes.io/control-plane" not in (n.metadata.labels or {})]
+            ready = [
+                n for n in workers if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+            ]
+            self.fewest = min(self.fewest, len(ready))
+            self.samples += 1
+            self._stop.wait(0.1)
+
+    def __enter__(self) -> ReadyWorkers:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
 
 
 def assert_kcp_order(sequence: list[str]) -> None:
@@ -247,12 +278,14 @@ def test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal(aws, 
     assert len(voters(sim)) == 1
 
 
-def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kubesim, run_module, tmp_path):
+def test_workers_roll_and_scale_in_under_disruption_budgets_and_a_no_op_reads_once(aws, kubesim, run_module, tmp_path):
     """A machine deployment of two kubeadm workers (Nodes Ready once capa_addons applied the CNI) carrying a
     Deployment whose PodDisruptionBudget allows one disruption: a rolling replacement drains each old worker
-    through the Eviction API (the budget decides; a refused eviction, HTTP 429, is asked again - drain_node's own
-    test in test_workload_client.py forces that case) and terminates it only after its pods left; the new workers
-    count only once their Nodes are Ready; a no-op run reads the Nodes once and nothing else of the cluster."""
+    through the Eviction API (the budget decides; a refused eviction, HTTP 429, is asked again) and terminates it
+    only after its pods left; the new workers count only once their Nodes are Ready, and at no moment are fewer
+    than replicas - max_unavailable worker Nodes Ready; a no-op run reads the Nodes once and nothing else of the
+    cluster. Then a scale-in under a budget that refuses every eviction: the leaving machine is held for
+    node_drain_timeout, goes after it, and the run warns saying so."""
     sim, cp = control_plane(aws, kubesim, run_module, tmp_path, "lwk")
     run(run_module, cp)
     addons = run_module(
@@ -321,7 +354,10 @@ def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kube
     assert noop["api_calls"]["k8s:ListNodes"] == 1 and "k8s:ListPods" not in noop["api_calls"], noop["api_calls"]
 
     started = time.time()
-    rolled = run(run_module, workers, instance_type="t3.xlarge")
+    with ReadyWorkers(core) as ready:
+        rolled = run(run_module, workers, instance_type="t3.xlarge")
+    # replicas - max_unavailable = 2: never fewer Ready workers, at any moment of the roll (sampled every 0.1 s)
+    assert ready.samples > 20 and ready.fewest >= 2, (ready.samples, ready.fewest)
     plan = calls(rolled)
     assert plan.count("ec2:TerminateInstances") == 2 and plan.count("k8s:DeleteNode") == 2
     entries = [(p["call"], p["resource"]) for p in rolled["plan"]]
@@ -341,3 +377,54 @@ def test_workers_roll_under_a_disruption_budget_and_a_no_op_reads_once(aws, kube
     assert all(m["kubernetes"]["node_ready"] == "True" for m in rolled["machines"])
     kubesim.wait(lambda: len(web_running()) == 2, 60, "two web pods running again")
     assert not ({p.spec.node_name for p in web_running()} & worker_nodes)  # all moved to the new workers
+
+    # Scale-in under a budget that refuses every eviction: a pod on each worker that its PodDisruptionBudget
+    # (minAvailable 2 of 2) protects. The leaving machine is held for node_drain_timeout, then goes, and the run
+    # says so; before that, every eviction of the held pod was refused (429) and asked again.
+    new_nodes = sorted(m["kubernetes"]["node"] for m in rolled["machines"])
+    for node in new_nodes:
+        core.create_namespaced_pod(
+            "default",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"held-{node.split('.')[0]}", "labels": {"app": "held"}},
+                "spec": {"nodeName": node, "containers": [{"name": "held", "image": "busybox"}]},
+            },
+        )
+    policy.create_namespaced_pod_disruption_budget(
+        "default",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "held"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "held"}}},
+        },
+    )
+    kubesim.wait(
+        lambda: (policy.read_namespaced_pod_disruption_budget("held", "default").status.current_healthy or 0) == 2,
+        60,
+        "both held pods healthy for their budget",
+    )
+    started = time.time()
+    shrunk = run(run_module, workers, instance_type="t3.xlarge", replicas=1, node_drain_timeout=6)
+    took = time.time() - started
+    (gone,) = [m for m in rolled["machines"] if m["id"] not in {k["id"] for k in shrunk["machines"]}]
+    held_pod = f"default/held-{gone['kubernetes']['node'].split('.')[0]}"
+    assert any(
+        "node_drain_timeout 6s passed with" in w and held_pod in w and "the machine goes anyway" in w
+        for w in shrunk.get("warnings", [])
+    ), shrunk.get("warnings")
+    assert took >= 6, took
+    timeline = kubesim.journal(cluster="lwk", since=started)
+    refused = [
+        e
+        for e in timeline
+        if e.get("source") == "apiserver" and e.get("path", "").endswith(f"/pods/{held_pod.split('/')[1]}/eviction")
+    ]
+    terminate = next(
+        e["time"] for e in timeline if e.get("operation") == "TerminateInstances" and e.get("source") == "moto"
+    )
+    assert len(refused) >= 2 and {e["status"] for e in refused} == {429}, refused  # asked again, always refused
+    assert max(e["time"] for e in refused) < terminate  # the machine was held until the drain gave up
+    assert terminate - min(e["time"] for e in refused) >= 5.5
