@@ -103,7 +103,17 @@ def module_doc(spec: Any) -> str:
             "type": "dict",
             "required": True,
             "suboptions": spec.documentation(spec.CLUSTER_OPTIONS),
-        }
+        },
+        "kubernetes_api": {
+            "description": [
+                "How this controller reaches the clusters' Kubernetes API servers, for the keys of the spec's "
+                "C(kubernetes_api) that the spec leaves unset (the roles pass the variable C(capa_kubernetes_api)) - "
+                "a proxy every API server is reached through, or a mode, is often the controller's, not a cluster's.",
+                "A key neither sets is the modules' default (C(mode=auto), C(timeout=10)).",
+            ],
+            "type": "dict",
+            "suboptions": spec.documentation(spec.CONTROLLER_KUBERNETES_API),
+        },
     }
     current = MODULE.read_text()
     head, rest = current.split(BEGIN + "\n", 1)

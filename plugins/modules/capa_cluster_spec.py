@@ -1536,6 +1536,45 @@ options:
                   - Extra tags.
                 type: dict
                 default: {}
+  kubernetes_api:
+    description:
+      - How this controller reaches the clusters' Kubernetes API servers, for the keys of the spec's C(kubernetes_api)
+        that the spec leaves unset (the roles pass the variable C(capa_kubernetes_api)) - a proxy every
+        API server is reached through, or a mode, is often the controller's, not a cluster's.
+      - A key neither sets is the modules' default (C(mode=auto), C(timeout=10)).
+    type: dict
+    suboptions:
+      mode:
+        description:
+          - C(auto) - use the API when it answers. When it does not, workers are judged by the AWS-only
+            signal C(InstanceRunning) and removed without a drain, each with a warning, and a control-plane
+            scale-down or replacement is refused before any change.
+          - C(required) - fail before any change when the API does not answer.
+          - C(none) - never contact it (no route from the controller); otherwise as C(auto) without the
+            API.
+        type: str
+        choices:
+          - auto
+          - required
+          - none
+      server:
+        description:
+          - Reach the API server at this URL (C(https://host:port)) instead of the control-plane endpoint
+            - a tunnel, an SSM port forward or a bastion C(ssh -L) to a private cluster. The server certificate
+            is still checked for the endpoint's name (or I(tls_server_name)).
+        type: str
+      tls_server_name:
+        description:
+          - The name the API server's certificate must carry, when it is not the endpoint host.
+        type: str
+      proxy:
+        description:
+          - An HTTP CONNECT proxy (C(http://host:port)) to the API server.
+        type: str
+      timeout:
+        description:
+          - Seconds to wait for a connection (reads wait three times as long).
+        type: int
   # END generated
   state:
     description:
@@ -1550,39 +1589,6 @@ options:
         directory. Empty - no local files (no status.json, no kubeconfigs).
     type: str
     default: .capa
-  kubernetes_api:
-    description:
-      - How this controller reaches the clusters' Kubernetes API servers, for the keys of the spec's
-        C(kubernetes_api) that the spec leaves unset (the roles pass the variable C(capa_kubernetes_api)) - a proxy
-        every API server is reached through, or a mode, is often the controller's, not a cluster's.
-      - The same keys as the spec's C(kubernetes_api); a key neither sets is the modules' default (C(mode=auto),
-        C(timeout=10)).
-    type: dict
-    suboptions:
-      mode:
-        description:
-          - auto, required or none, as the spec's C(kubernetes_api.mode).
-        type: str
-        choices:
-          - auto
-          - required
-          - none
-      server:
-        description:
-          - Reach the API server at this URL instead of the control-plane endpoint.
-        type: str
-      tls_server_name:
-        description:
-          - The name the API server's certificate must carry, when it is not the endpoint host.
-        type: str
-      proxy:
-        description:
-          - An HTTP CONNECT proxy (C(http://host:port)) to the API servers.
-        type: str
-      timeout:
-        description:
-          - Seconds to wait for a connection (reads wait three times as long).
-        type: int
 """
 
 EXAMPLES = r"""
