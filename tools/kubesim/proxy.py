@@ -44,8 +44,8 @@ class ConnectProxy:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ConnectionError):
             writer.close()
             return
-        method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")
-        target = rest.split(" ", 1)[0]
+        request_line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+        method, target = request_line[0], (request_line[1] if len(request_line) > 1 else "")
         if method != "CONNECT":
             await self._answer(writer, 405, "Method Not Allowed", target)
             return
