@@ -189,8 +189,8 @@ def settle(url: str, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while True:
         clusters = _call(url, "GET", "/state")["clusters"].values()  # type: ignore[index,union-attr]
-        busy = [f"{i['machine'] or i['instance_id']} ({i['state']})" for c in clusters for i in c["instances"]]
-        busy = [b for b in busy if not b.endswith(tuple(f"({s})" for s in SETTLED))]
+        instances = [i for c in clusters for i in c["instances"]]
+        busy = [f"{i['machine'] or i['instance_id']} ({i['state']})" for i in instances if i["state"] not in SETTLED]
         if not busy:
             return 0
         if time.monotonic() > deadline:

@@ -448,10 +448,10 @@ class InstanceTier:
             registrations = Registrations.observe(ctx, spec)
             self._remove_all(ctx, spec, machines, registrations)
             return before, self._result(spec, [], None, registrations)
-        run = GroupRun(ctx, spec, self.rng, machines)
         if spec.initialize and any(not m.leaving for m in machines):
             # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
-            return before, {**before, "health": run.health.as_dict(run.names, spec.max_unhealthy), **INITIALIZED}
+            return before, {**before, "health": Remediation().as_dict({}, spec.max_unhealthy), **INITIALIZED}
+        run = GroupRun(ctx, spec, self.rng, machines)
         try:
             run.reconcile()
         finally:
