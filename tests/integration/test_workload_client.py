@@ -40,7 +40,15 @@ def boot(aws, kubesim, replicas: int = 1):
             kubesim.wait(lambda n=index + 1: voters(sim) == n, 90, "a voter")
         except AssertionError as e:
             raise AssertionError(f"{e}; instances: {sim.instances()}; etcd: {sim.etcd()}") from None
+    # The kubelet starts the static pods after kubeadm returns; the API server refuses a port-forward to a Pending pod.
+    core = client.CoreV1Api(sim.api_client())
+    kubesim.wait(lambda: etcd_pods_running(core) == replicas, 60, f"{replicas} running etcd pods")
     return sim, pki
+
+
+def etcd_pods_running(core) -> int:
+    pods = core.list_namespaced_pod("kube-system", label_selector="component=etcd").items
+    return len([p for p in pods if p.status.phase == "Running"])
 
 
 def voters(sim) -> int:

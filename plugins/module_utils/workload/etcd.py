@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 try:
-    import websocket  # websocket-client, a dependency of the kubernetes client
+    import websocket  # websocket-client: the port-forward stream (v4.channel.k8s.io) to etcd
 
     HAS_WEBSOCKET = True
 except ImportError:

@@ -1,6 +1,6 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Private (workload-cluster client): the cluster's Kubernetes API, through the official ``kubernetes`` client.
+"""Private (workload-cluster client): the cluster's Kubernetes API, over urllib3 with credentials minted per run.
 
 The controller reaches the API server the way a user's kubectl would: at the control-plane endpoint (the load
 balancer), or - for private clusters - at an address the user gives (a tunnel, an SSM port forward, a bastion
@@ -8,7 +8,11 @@ balancer), or - for private clusters - at an address the user gives (a tunnel, a
 (``tls_server_name``), optionally through an HTTP CONNECT proxy. Credentials are minted per run
 (:mod:`.credentials`) and live in the process's TLS context only.
 
-Reads are plain JSON (``_preload_content=False``: the collection needs a few fields, not the client's models).
+The wire is urllib3 (``PoolManager.request``, the same pool the official ``kubernetes`` client wraps): the collection
+needs a few fields of plain JSON, not the client's models, and urllib3's request surface has held from 1.26 to 2.x,
+where the client's own low-level ``ApiClient.call_api``/``RESTClientObject.request`` changed their keyword sets in
+kubernetes 34 (a collection driving them broke on every release that followed). So the controller needs no
+``kubernetes`` package at all.
 Writes are not made here directly: :class:`KubeApi` is an :class:`~..kernel.operations.Endpoint`, so every cordon,
 eviction, Node deletion and manifest apply goes through ``Operations.call`` - planned in check mode, listed in
 ``plan``, counted in ``api_calls`` (``k8s:PatchNode`` ...), like an AWS write.
@@ -24,13 +28,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 try:
-    import kubernetes.client
     import urllib3
-    from kubernetes.client.exceptions import ApiException
 
-    HAS_KUBERNETES = True
-except ImportError:  # reported by the tier before any request: "the controller needs the kubernetes package"
-    HAS_KUBERNETES = False
+    HAS_URLLIB3 = True
+except ImportError:  # botocore depends on urllib3: wherever the AWS side imports, this does
+    HAS_URLLIB3 = False
 
 from ..kernel.errors import RemoteError
 from .credentials import Identity, tls_context
@@ -84,14 +86,8 @@ class KubeApi:
         self.timeout = timeout
         self.ssl_context = tls_context(target.ca_certificate, identity)
         self._resources: dict[str, dict[str, Any]] = {}
-        configuration = kubernetes.client.Configuration()
-        configuration.host = target.url
-        if token:
-            configuration.api_key = {"authorization": token}
-            configuration.api_key_prefix = {"authorization": "Bearer"}
-        self.client = kubernetes.client.ApiClient(configuration)
-        # The client builds its pool from certificate *files*; ours trusts the cluster CA and presents the run's
-        # identity from memory, and checks the certificate for the endpoint's name when reached at an address.
+        # The pool trusts the cluster CA and presents the run's identity from memory (never from files), and
+        # checks the certificate for the endpoint's name when the API server is reached at an address.
         pool_args: dict[str, Any] = {
             "num_pools": 2,
             "maxsize": 4,
@@ -101,10 +97,11 @@ class KubeApi:
         }
         if target.tls_server_name:
             pool_args.update(server_hostname=target.tls_server_name, assert_hostname=target.tls_server_name)
+        self.pool: urllib3.PoolManager
         if target.proxy:
-            self.client.rest_client.pool_manager = urllib3.ProxyManager(target.proxy, **pool_args)
+            self.pool = urllib3.ProxyManager(target.proxy, **pool_args)
         else:
-            self.client.rest_client.pool_manager = urllib3.PoolManager(**pool_args)
+            self.pool = urllib3.PoolManager(**pool_args)
 
     # reading -------------------------------------------------------------------------------------------------
     def probe(self) -> str | None:
@@ -221,23 +218,25 @@ class KubeApi:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        url = self.target.url.rstrip("/") + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
         try:
-            response = self.client.call_api(
-                path,
+            response = self.pool.request(
                 method,
-                query_params=list((query or {}).items()),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self.timeout * 3,
-            )[0]
-        except ApiException as e:
-            raise _remote_error(e) from None
+                url,
+                body=None if body is None else json.dumps(body),
+                headers=headers,
+                timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout * 3),
+                retries=False,
+            )
         except (urllib3.exceptions.HTTPError, ssl.SSLError, OSError) as e:
             raise RemoteError(UNREACHABLE, f"cannot reach the Kubernetes API at {self.target.url}: {_why(e)}") from None
-        data = response.data
-        return json.loads(data) if data else {}
+        if not 200 <= response.status < 300:
+            raise _remote_error(response.status, response.reason, response.data)
+        return json.loads(response.data) if response.data else {}
 
 
 class PlannedApi:
@@ -262,14 +261,17 @@ def _selectors(selectors: dict[str, str]) -> dict[str, str]:
     return {names[k]: v for k, v in selectors.items() if v}
 
 
-def _remote_error(error: Any) -> RemoteError:
+def _remote_error(status: int, reason: str | None, data: bytes | None) -> RemoteError:
+    """The API server's ``Status`` object (reason, message) as a RemoteError; a bare HTTP answer by its status."""
     try:
-        status = json.loads(error.body or "{}")
+        answer = json.loads(data or b"{}")
     except (TypeError, ValueError):
-        status = {}
-    code = status.get("reason") or error.reason or str(error.status)
-    message = status.get("message") or error.reason or f"HTTP {error.status}"
-    return RemoteError(code, message, error.status)
+        answer = {}
+    if not isinstance(answer, dict):
+        answer = {}
+    code = answer.get("reason") or reason or str(status)
+    message = answer.get("message") or reason or f"HTTP {status}"
+    return RemoteError(code, message, status)
 
 
 def _why(error: BaseException) -> str:
