@@ -52,8 +52,8 @@ help:
 	@echo "make docs         the collection's HTML docs (antsibull-docs + Sphinx -W) into $(DOCS)/html, references checked"
 	@echo "make changelog    regenerate CHANGELOG.md from changelogs/ (antsibull-changelog); changelog-lint checks it"
 	@echo "make bench-k8s-noop  the no-op's AWS and Kubernetes requests for 2 and 20 workers on the simulator"
-	@echo "make floors       tests/unit + make demo's playbook on the declared floors (tests/constraints/floor.txt, Python 3.11)"
-	@echo "make newest       the same on the newest versions (tests/constraints/newest.txt, Python 3.13)"
+	@echo "make floors       tests/unit + make demo's playbook (simulator) on the declared floors (tests/constraints/floor.txt, Python 3.11)"
+	@echo "make newest       the same on the newest release of every requirement, resolved when it runs (Python 3.13); prints them"
 	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee docs awx-job integration molecule (stops at the first failure)"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
@@ -147,13 +147,16 @@ changelog-lint: $(TOOLS)/antsibull-changelog/.stamp
 	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 
 # --- declared floors (not part of make test) -----------------------------------------------------------------
-# tests/constraints/floor.txt (Python 3.11) and newest.txt (Python 3.13): tests/unit and make demo's playbook run.
-PYTHON_FLOOR ?= $(firstword $(shell command -v python3.11) $(wildcard /root/.pyenv/versions/3.11*/bin/python3.11))
-PYTHON_NEWEST ?= $(firstword $(shell command -v python3.13) $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13))
-floors: collection
+# floors: tests/constraints/floor.txt (Python 3.11); newest: whatever pip resolves as newest when it runs (Python 3.13),
+# recorded in .build/floors/newest/versions.txt.  tests/unit and make demo's playbook on the simulator, each.
+# Run both before each release (and newest on a schedule where CI has one): users get the newest release.
+# A pyenv shim answers `command -v` for a version it does not select: the interpreters themselves come first.
+PYTHON_FLOOR ?= $(firstword $(wildcard /root/.pyenv/versions/3.11*/bin/python3.11) $(shell command -v python3.11))
+PYTHON_NEWEST ?= $(firstword $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13))
+floors: collection system-deps
 	bash tools/floors.sh floor $(or $(PYTHON_FLOOR),python3.11)
 
-newest: collection
+newest: collection system-deps
 	bash tools/floors.sh newest $(or $(PYTHON_NEWEST),python3.13)
 
 # --- moto --------------------------------------------------------------------------------------
