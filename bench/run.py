@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PY = sys.executable
 PLAYBOOK = [str(Path(PY).parent / "ansible-playbook")]
-READ_ONLY = ("Describe", "List", "Get")
+READ_ONLY = ("Describe", "List", "Get", "Simulate")
 PHASES = ["create", "noop", "noop-sm", "check", "delete"]
 # The phase runs' self-managed cluster alone: our `demo` host, the peer's first play (its EKS play switched off).
 SELF_MANAGED_HOST = "demo"

@@ -65,7 +65,8 @@ it more lenient than AWS)
    refused.  AWS evaluates the secret's / parameter's ARN: the patch gives moto that resource (from
    ``SecretId``/``Name``, or the first of ``Names``), so a scoped statement allows exactly what AWS allows.
    Likewise an IAM role action on a role that does not exist yet (``GetRole`` answering ``NoSuchEntity``,
-   ``CreateRole``) is evaluated against ``*`` instead of ``arn:aws:iam::<account>:role<path><name>``.
+   ``CreateRole``) is evaluated against ``*`` instead of ``arn:aws:iam::<account>:role<path><name>``, and
+   ``SimulatePrincipalPolicy`` against ``*`` instead of the principal simulated (``PolicySourceArn``).
 5. ``sts:AssumeRole`` and the role's trust policy: without IAM enforcement moto never reads the trust policy,
    and with it a missing ``ExternalId`` passes a ``sts:ExternalId`` condition.  AWS refuses the call with
    ``AccessDenied`` ("User: <caller> is not authorized to perform: sts:AssumeRole on resource: <role>") when
@@ -109,13 +110,21 @@ it more lenient than AWS)
 11. EKS ``DescribeClusterVersions`` (``GET /cluster-versions``): moto does not implement it (HTTP 404). A WSGI
     layer (``EksClusterVersions``) answers it from :data:`EKS_CLUSTER_VERSIONS` - the versions AWS offers for new
     clusters, in standard or extended support, with their dates and status - honouring ``clusterVersions``,
-    ``status``, ``defaultOnly`` and pagination (``maxResults``/``nextToken``).
+    ``status``, ``defaultOnly`` and pagination (``maxResults``/``nextToken``) - and, under IAM enforcement, refusing
+    a caller whose policies do not allow ``eks:DescribeClusterVersions`` as moto refuses its own operations.
 12. Service Quotas ``GetServiceQuota``: moto knows only the ``vpc`` service's defaults; AWS answers for every
     service. The patch serves AWS's default values for the EC2 (Elastic IPs, Running On-Demand and Spot standard
     vCPUs) and Elastic Load Balancing quotas of :data:`SERVICE_QUOTA_DEFAULTS` too, and, like an account whose
     quota was lowered or raised, the applied values a test posts to ``/_capa/quotas`` (``{"region", "service",
     "code", "value"}``; ``DELETE /_capa/quotas`` forgets them, as ``/moto-api/reset`` does). A quota neither
     knows still answers ``NoSuchResourceException``.
+13. IAM ``SimulatePrincipalPolicy``: moto does not implement it. The patch answers it as IAM's policy simulator does
+    for the identity-based policies of a user (inline, attached, and those of its groups) or a role (inline and
+    attached): per action and resource (``ResourceArns``, default ``*``), ``explicitDeny`` when a matching Deny
+    statement applies, ``allowed`` when a matching Allow statement does, else ``implicitDeny``; a statement with a
+    ``Condition`` is not applied and its context keys are listed in ``MissingContextValues`` (the simulator's answer
+    when the caller gives no context entries). Action and resource patterns match as moto's enforcement matches
+    them. A principal that does not exist answers ``NoSuchEntity``; ``Marker``/``MaxItems`` paginate.
 
 Fault injection (tests only)
 ----------------------------
@@ -516,7 +525,7 @@ class FaultInjector:
         record = classify(environ)
         with self._lock:
             self.requests += 1
-            writes = not record["operation"].startswith(("Describe", "List", "Get"))
+            writes = not record["operation"].startswith(("Describe", "List", "Get", "Simulate"))
             self.mutating += writes
             number = self.mutating if self.config["kill_mutating"] else self.requests
             kill = number in self.config["kill_at"] and (writes or not self.config["kill_mutating"])
@@ -668,6 +677,7 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "presigned-routing": _fix_presigned_routing,
         "tagging-eks": _fix_tagging_eks,
         "service-quotas": _serve_service_quotas,
+        "simulate-principal-policy": _serve_simulate_principal_policy,
     }
     applied: list[str] = []
     for name, fix in fixes.items():
@@ -935,6 +945,17 @@ def _fix_scoped_resources() -> list[str]:
 
         _resolve_resource_arn._capa_fixed = True  # type: ignore[attr-defined]
         IamResponse._resolve_resource_arn = _resolve_resource_arn  # type: ignore[method-assign]
+    determine = IamResponse._determine_resource
+    if not getattr(determine, "_capa_fixed", False):
+
+        def _determine_resource(self: Any) -> str:
+            # IAM's policy simulation acts on the principal simulated (AWS's service authorization reference).
+            if (self.data.get("Action") or [""])[0] == "SimulatePrincipalPolicy":
+                return str((self.data.get("PolicySourceArn") or ["*"])[0])
+            return str(determine(self))
+
+        _determine_resource._capa_fixed = True  # type: ignore[attr-defined]
+        IamResponse._determine_resource = _determine_resource  # type: ignore[method-assign]
     return ["scoped-resources"]
 
 
@@ -1084,6 +1105,38 @@ def eks_cluster_versions(params: dict[str, Any]) -> tuple[list[dict[str, Any]], 
     return page, str(start + size) if start + size < len(found) else None
 
 
+def iam_refusal(environ: dict[str, Any], operation: str) -> str | None:
+    """moto's IAM enforcement for a request a WSGI layer here answers itself: None when moto would let it through,
+    else the AccessDenied message moto gives. Counts towards ``INITIAL_NO_AUTH_ACTION_COUNT`` as moto's own do."""
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.iam.access_control import IAMRequest
+    from moto.iam.models import get_account_id_from
+
+    if ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT:
+        ActionAuthenticatorMixin.request_count += 1
+        return None
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    match = re.search(r"Credential=([^/,\s]+)/", authorization)
+    headers = {"Authorization": authorization}
+    if environ.get("HTTP_X_AMZ_SECURITY_TOKEN"):
+        headers["X-Amz-Security-Token"] = environ["HTTP_X_AMZ_SECURITY_TOKEN"]
+    try:
+        request = IAMRequest(
+            account_id=get_account_id_from(match.group(1) if match else ""),
+            method=environ.get("REQUEST_METHOD", "GET"),
+            path=environ.get("PATH_INFO", "/"),
+            data={},
+            body=b"",
+            headers=headers,
+            action=operation,
+        )
+        request.check_action_permitted("*")
+    except Exception as e:  # noqa: BLE001 - moto's AccessDenied / InvalidClientTokenId, answered as such
+        return getattr(e, "message", None) or str(e)
+    return None
+
+
 class EksClusterVersions:
     """moto fix 11 (WSGI level): EKS ``DescribeClusterVersions`` (``GET /cluster-versions``), which moto lacks.
 
@@ -1106,6 +1159,12 @@ class EksClusterVersions:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         if not self._is_ours(environ):
             return self.app(environ, start_response)
+        refused = iam_refusal(environ, "DescribeClusterVersions")
+        if refused:
+            body = json.dumps({"message": refused}).encode()
+            headers = [("Content-Type", "application/json"), ("x-amzn-ErrorType", "AccessDeniedException")]
+            start_response("403 Forbidden", [*headers, ("Content-Length", str(len(body)))])
+            return [body]
         query = parse_qs(environ.get("QUERY_STRING", ""))
         params = {
             "clusterVersions": query.get("clusterVersions", []),
@@ -1181,6 +1240,107 @@ def _serve_service_quotas() -> list[str]:
     get_service_quota._capa_fixed = True  # type: ignore[attr-defined]
     backend_cls.get_service_quota = get_service_quota  # type: ignore[method-assign]
     return ["service-quotas"]
+
+
+def _principal_policies(backend: Any, arn: str) -> list[str]:
+    """The identity-based policy documents of the user or role ``arn`` (NoSuchEntity when there is none)."""
+    from moto.iam.exceptions import NotFoundException
+
+    kind, _, name = arn.split(":", 5)[-1].partition("/")
+    name = name.rsplit("/", 1)[-1]  # a path before the name
+    documents: list[str] = []
+
+    def default_version(policy: Any) -> str:
+        return next(v.document for v in policy.versions if v.is_default)
+
+    if kind == "user":
+        user = backend.get_user(name)  # NoSuchEntity when it does not exist
+        if user.arn != arn:
+            raise NotFoundException(f"The user with name {name} cannot be found.")
+        documents += [backend.get_user_policy(name, p)["policy_document"] for p in backend.list_user_policies(name)]
+        documents += [default_version(p) for p in backend.list_attached_user_policies(name)[0]]
+        for group in backend.get_groups_for_user(name):
+            documents += [
+                backend.get_group_policy(group.name, p)["policy_document"]
+                for p in backend.list_group_policies(group.name)
+            ]
+            documents += [default_version(p) for p in backend.list_attached_group_policies(group.name)[0]]
+        return documents
+    if kind == "role":
+        role = backend.get_role(name)
+        if role.arn != arn:
+            raise NotFoundException(f"The role with name {name} cannot be found.")
+        documents += [backend.get_role_policy(name, p)[1] for p in backend.list_role_policies(name)]
+        documents += [default_version(p) for p in backend.list_attached_role_policies(name)[0]]
+        return documents
+    raise NotFoundException(f"{arn} is not a user or role this account knows.")
+
+
+def simulate(documents: list[str], action: str, resource: str) -> tuple[str, list[str]]:
+    """(decision, missing context keys) of IAM's simulator for one action on one resource."""
+    from moto.iam.access_control import IAMPolicyStatement
+
+    decision, missing = "implicitDeny", []
+    for document in documents:
+        body = json.loads(document) if isinstance(document, str) else document
+        statements = body.get("Statement", [])
+        for statement in statements if isinstance(statements, list) else [statements]:
+            matcher = IAMPolicyStatement(statement)
+            key = "NotAction" if "NotAction" in statement else "Action"
+            concerned = matcher._check_element_matches(key, action) != (key == "NotAction")
+            resource_key = "NotResource" if "NotResource" in statement else "Resource"
+            if resource_key in statement:
+                concerned = concerned and matcher._check_element_matches(resource_key, resource) != (
+                    resource_key == "NotResource"
+                )
+            if not concerned:
+                continue
+            if statement.get("Condition"):
+                missing += [k for test in statement["Condition"].values() for k in test]
+                continue
+            if statement.get("Effect") == "Deny":
+                return "explicitDeny", []
+            decision = "allowed"
+    return decision, sorted(set(missing)) if decision != "allowed" else []
+
+
+def _serve_simulate_principal_policy() -> list[str]:
+    """Fix 13: IAM SimulatePrincipalPolicy over the principal's identity-based policies."""
+    from moto.core.responses import ActionResult
+    from moto.iam.responses import IamResponse
+
+    if hasattr(IamResponse, "simulate_principal_policy"):
+        return ["simulate-principal-policy"]
+
+    def simulate_principal_policy(self: Any) -> Any:
+        arn = self._get_param("PolicySourceArn")
+        actions = self._get_param("ActionNames", [])
+        resources = self._get_param("ResourceArns", []) or ["*"]
+        documents = _principal_policies(self.backend, arn)
+        results = []
+        for action in actions:
+            for resource in resources:
+                decision, missing = simulate(documents, action, resource)
+                result: dict[str, Any] = {
+                    "EvalActionName": action,
+                    "EvalResourceName": resource,
+                    "EvalDecision": decision,
+                    "MatchedStatements": [],
+                }
+                if missing:
+                    result["MissingContextValues"] = missing
+                results.append(result)
+        start = int(self._get_param("Marker") or 0)
+        size = self._get_int_param("MaxItems", 1000)
+        page = results[start : start + size]
+        more = start + size < len(results)
+        answer: dict[str, Any] = {"EvaluationResults": page, "IsTruncated": more}
+        if more:
+            answer["Marker"] = str(start + size)
+        return ActionResult(answer)
+
+    IamResponse.simulate_principal_policy = simulate_principal_policy  # type: ignore[attr-defined]
+    return ["simulate-principal-policy"]
 
 
 def set_applied_quota(body: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,21 @@ description:
     and pool, EKS cluster and node groups). Only what the run would create is checked, with one request per
     resource type (IAM has no batch read, so one C(GetInstanceProfile) per distinct name; one C(GetServiceQuota)
     per quota that matters). A run that creates nothing costs that one request.
+  - "Permissions: the caller's policies are asked, through IAM's policy simulation (C(iam:SimulatePrincipalPolicy) on
+    the caller's user, or on the role of its assumed-role session), whether they allow the requests the run needs
+    for what it would create (those the generated controllers policies grant on any resource); a permission they
+    do not allow fails the run here, naming it and the caller, before the first change. A decision IAM cannot make
+    without the request's context (a statement with a C(Condition)) is not a refusal."
+  - A check that cannot be made does not stop the run - when a read it needs is denied (C(AccessDenied),
+    C(UnauthorizedOperation), HTTP 403) or not served by the endpoint (an unknown operation), the check is skipped
+    with a warning that names it and the permission that would enable it, and the run goes on; only facts that
+    were read can refuse a change. The generated controllers policies keep the permissions that only these
+    checks use in statements whose C(Sid) starts with C(Optional) (Service Quotas, C(DescribeClusterVersions),
+    C(DescribeInstanceTypeOfferings), C(DescribeKeyPairs), C(GetInstanceProfile), C(kms:DescribeKey),
+    C(SimulatePrincipalPolicy)); a policy without them (CAPA's C(clusterawsadm) controllers policy, say) builds
+    clusters with those warnings. Leaving out C(iam:SimulatePrincipalPolicy) turns the permissions check off.
+  - When the tagging-API read of what the cluster has is itself denied, nothing says what the run would create, so
+    no check is made (one warning).
   - In check mode the failure reads C(would fail:) followed by the problems.
 author:
   - clusterapi.aws maintainers (@clusterapi)
@@ -40,10 +55,12 @@ extends_documentation_fragment:
   - clusterapi.aws.common
   - clusterapi.aws.attributes.info
 notes:
-  - Not checkable before a run - IAM permissions (AWS evaluates them per request; a policy simulation needs
-    permissions of its own), capacity (C(InsufficientInstanceCapacity) is known only when AWS launches), and a
-    spec change on what already exists (another instance type for a group at its size) - that group's own
-    module reads its type and image before it launches.
+  - Not checkable before a run - capacity (C(InsufficientInstanceCapacity) is known only when AWS launches), a
+    spec change on what already exists (another instance type for a group at its size: that group's own module
+    reads its type and image before it launches), and permissions that the controllers policies scope to
+    resources (Secrets Manager, SSM parameters, IAM roles, C(iam:PassRole)) or to conditions, and service control
+    policies - AWS judges those when each request is made. A permission the caller holds only on specific
+    resources reads as not allowed to the simulation; such a policy should leave out C(iam:SimulatePrincipalPolicy).
   - The bastion's Canonical image and an EKS pool's EKS-optimised image are looked up by their own modules.
 """
 
@@ -73,7 +90,7 @@ preflight:
       description: The kinds of checks made.
       type: list
       elements: str
-      sample: [availability_zones, instance_types, images, key_pairs, instance_profiles, quotas]
+      sample: [availability_zones, instance_types, instance_type_offerings, images, key_pairs, quotas, permissions]
     creates:
       description:
         - What the run would create as the preflight sees it - C(network), C(vpc), C(load_balancer), C(eks_cluster)
@@ -84,6 +101,12 @@ preflight:
       description: The quota values read (C(null) for one Service Quotas does not know), by name.
       type: dict
       sample: {"vpcs": 5.0, "elastic_ips": 5.0, "on_demand_vcpus": 1152.0}
+    not_checked:
+      description:
+        - The checks skipped because a read they need was denied or not served, each with the permission that would
+          enable it (the run's warnings say the same).
+      type: dict
+      sample: {"quotas": "servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota"}
     failures:
       description: Always empty on success.
       type: list

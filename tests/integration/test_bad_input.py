@@ -383,5 +383,5 @@ def test_changes_the_current_state_forbids(aws, run_playbook, tmp_path):
         assert len(messages) == 1 and all(t in messages[0] for t in texts), (name, texts, messages)
     assert aws.mutating_requests() == []
     reads = {f"{r['service']}:{r['operation']}" for r in aws.requests()}
-    assert reads and all(op.split(":")[1].startswith(("Describe", "List", "Get")) for op in reads), reads
+    assert reads and all(op.split(":")[1].startswith(("Describe", "List", "Get", "Simulate")) for op in reads), reads
     print(f"state-dependent bad input: {len(changes)} refused, mutating requests: 0, reads: {sorted(reads)}")

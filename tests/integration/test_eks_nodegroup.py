@@ -28,7 +28,7 @@ WORKER_POLICIES = {
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 }
-READS = ("Describe", "List", "Get")
+READS = ("Describe", "List", "Get", "Simulate")
 
 
 @pytest.fixture

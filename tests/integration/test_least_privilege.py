@@ -145,14 +145,45 @@ def failed_tasks(result):
     return [t for t in result.tasks if t.failed]
 
 
+def without_statements(aws, documents, keep, name_prefix):
+    """The controllers policies as new managed policies, with only the statements ``keep(statement)`` accepts."""
+    iam = aws.client("iam")
+    arns = []
+    for name, (_arn, document) in documents.items():
+        reduced = dict(document, Statement=[s for s in document["Statement"] if keep(s)])
+        created = iam.create_policy(PolicyName=f"{name_prefix}-{name}", PolicyDocument=json.dumps(reduced))
+        arns.append(created["Policy"]["Arn"])
+    return arns
+
+
+def without_action(document, action):
+    for statement in document["Statement"]:
+        if isinstance(statement["Action"], list):
+            statement["Action"] = [a for a in statement["Action"] if a != action]
+    return document
+
+
+def is_optional(statement):
+    return statement.get("Sid", "").startswith("Optional")
+
+
+def warnings_of(result):
+    return [w for t in result.tasks for w in t.result.get("warnings", [])]
+
+
 def test_site_and_delete_need_nothing_beyond_the_controllers_policies(aws, run_playbook, tmp_path):
     """A self-managed cluster (VPC, NAT, NLB, bastion, control plane, machine deployment, ASG pool, fleet pool)
     and an EKS cluster (OIDC provider, node group, Fargate profile), built and deleted with the controllers'
-    keys only."""
+    keys only - and without the policies' Optional statements (the permissions only the preflight's checks use:
+    Service Quotas, DescribeClusterVersions, DescribeInstanceTypeOfferings, DescribeKeyPairs, GetInstanceProfile,
+    DescribeKey, SimulatePrincipalPolicy): the clusters are built, and the run's warnings name each check it skipped
+    and the permission that would enable it."""
     run_playbook(IAM_PLAYBOOK)
     documents = controllers_documents(aws)
-    env = user_environment(aws, [arn for arn, _doc in documents.values()])
-    actions = set().union(*(actions_of(doc) for _arn, doc in documents.values()))
+    optional = {a for _arn, doc in documents.values() for s in doc["Statement"] if is_optional(s) for a in s["Action"]}
+    assert {"servicequotas:GetServiceQuota", "eks:DescribeClusterVersions", "iam:SimulatePrincipalPolicy"} <= optional
+    env = user_environment(aws, without_statements(aws, documents, lambda s: not is_optional(s), "required"))
+    actions = set().union(*(actions_of(doc) for _arn, doc in documents.values())) - optional
     inventory = write_inventory(tmp_path, self_managed("lp-self", "nlb"), eks_cluster("lp-eks"))
 
     with iam_enforced(aws):
@@ -165,14 +196,26 @@ def test_site_and_delete_need_nothing_beyond_the_controllers_policies(aws, run_p
         built = run_playbook(SITE, inventory=inventory, env=env, expect_rc=None)
         assert built.rc == 0, [(t.host, t.name, t.result.get("msg")) for t in failed_tasks(built)] or built.describe()
         site_requests = len(aws.requests())
+        skipped = [w for w in warnings_of(built) if "check was skipped" in w]
         removed = run_playbook(DELETE, inventory=inventory, env=env, expect_rc=None)
         assert removed.rc == 0, [(t.host, t.name, t.result.get("msg")) for t in failed_tasks(removed)]
         elapsed = time.monotonic() - started
         total = aws.requests()
     print(
-        f"least privilege: {len(actions)} actions in the controllers policies; site.yml {site_requests} requests,"
-        f" delete.yml {len(total) - site_requests}, all under enforcement, {elapsed:.0f}s"
+        f"least privilege: {len(actions)} required actions in the controllers policies (optional ones left out);"
+        f" site.yml {site_requests} requests, delete.yml {len(total) - site_requests}, all under enforcement,"
+        f" {elapsed:.0f}s; skipped checks: {skipped}"
     )
+    # Each skipped check is named once per cluster with the permission that would enable it.
+    for check, permission in (
+        ("instance_type_offerings", "ec2:DescribeInstanceTypeOfferings"),
+        ("quotas", "servicequotas:GetServiceQuota"),
+        ("permissions", "iam:SimulatePrincipalPolicy"),
+        ("eks_version", "eks:DescribeClusterVersions"),
+    ):
+        named = [w for w in skipped if f"the {check} check was skipped: {permission}" in w and "was denied" in w]
+        assert named, (check, skipped)
+    assert all(w.startswith("preflight: ") for w in skipped), skipped
     # What the run asked for really was the whole set of tiers.
     operations = {f"{r['service']}:{r['operation']}" for r in total}
     for needed in (
@@ -196,23 +239,15 @@ def test_site_and_delete_need_nothing_beyond_the_controllers_policies(aws, run_p
     assert aws.client("eks").list_clusters()["clusters"] == []
 
 
-def test_one_missing_action_fails_clearly_and_leaves_only_owned_resources(aws, run_playbook, tmp_path):
-    """The same policies without ec2:CreateNatGateway: the run stops at the NAT gateway with AWS's access-denied
-    error naming the call and the resource; all created so far carries the cluster's owner tag, and delete.yml
-    (as administrator) removes it."""
+def denied_nat_run(aws, run_playbook, tmp_path, keep_optional):
+    """site.yml of a small cluster under the controllers policies without ec2:CreateNatGateway (and, unless
+    ``keep_optional``, without their Optional statements)."""
     run_playbook(IAM_PLAYBOOK)
-    documents = controllers_documents(aws)
-    iam = aws.client("iam")
-    arns = []
-    for name, (arn, document) in documents.items():
-        if "ec2:CreateNatGateway" in actions_of(document):
-            for statement in document["Statement"]:
-                if isinstance(statement["Action"], list):
-                    statement["Action"] = [a for a in statement["Action"] if a != "ec2:CreateNatGateway"]
-            reduced = iam.create_policy(PolicyName=f"reduced-{name}", PolicyDocument=json.dumps(document))
-            arn = reduced["Policy"]["Arn"]
-            assert "ec2:CreateNatGateway" not in actions_of(document)
-        arns.append(arn)
+    documents = {
+        name: (arn, without_action(document, "ec2:CreateNatGateway"))
+        for name, (arn, document) in controllers_documents(aws).items()
+    }
+    arns = without_statements(aws, documents, lambda s: keep_optional or not is_optional(s), "reduced")
     env = user_environment(aws, arns)
     cluster = "lp-deny"
     spec = {
@@ -221,15 +256,39 @@ def test_one_missing_action_fails_clearly_and_leaves_only_owned_resources(aws, r
         if key not in ("machine_deployments", "machine_pools")
     }
     inventory = write_inventory(tmp_path, dict(spec, bastion={"enabled": False}))
-
     with iam_enforced(aws):
         aws.reset_requests()
         result = run_playbook(SITE, inventory=inventory, env=env, expect_rc=None)
         requests = aws.requests()
+    return cluster, inventory, result, requests
+
+
+def test_a_missing_permission_fails_in_the_preflight_before_any_change(aws, run_playbook, tmp_path):
+    """The controllers policies without ec2:CreateNatGateway, their optional permission check kept: the preflight asks
+    IAM's policy simulation and fails naming the permission and the caller, before the first mutating request."""
+    cluster, _inventory, result, requests = denied_nat_run(aws, run_playbook, tmp_path, keep_optional=True)
     assert result.rc != 0
     [failed] = failed_tasks(result)
     message = failed.result["msg"]
     print(f"denied run: {len(requests)} requests; failed task {failed.name!r}: {message}")
+    assert "Preflight" in failed.name
+    assert "nothing was changed" in message and "permissions:" in message
+    assert f"arn:aws:iam::123456789012:user/{USER} may not call ec2:CreateNatGateway" in message
+    assert [r for r in requests if not r["operation"].startswith(("Describe", "List", "Get", "Simulate"))] == []
+    assert "SimulatePrincipalPolicy" in {r["operation"] for r in requests}
+    assert [v for v in aws.client("ec2").describe_vpcs()["Vpcs"] if not v["IsDefault"]] == []
+
+
+def test_one_missing_action_fails_clearly_and_leaves_only_owned_resources(aws, run_playbook, tmp_path):
+    """The same policies without the optional permission check as well: the preflight warns that it could not check
+    the permissions, and the run stops at the NAT gateway with AWS's access-denied error naming the call and the
+    resource; all created so far carries the cluster's owner tag, and delete.yml (as administrator) removes it."""
+    cluster, inventory, result, requests = denied_nat_run(aws, run_playbook, tmp_path, keep_optional=False)
+    assert result.rc != 0
+    [failed] = failed_tasks(result)
+    message = failed.result["msg"]
+    print(f"denied run: {len(requests)} requests; failed task {failed.name!r}: {message}")
+    assert any("the permissions check was skipped: iam:SimulatePrincipalPolicy" in w for w in warnings_of(result))
     assert "ec2:CreateNatGateway" in message
     assert "AccessDenied" in message or "UnauthorizedOperation" in message
     assert f"{cluster}-nat" in message  # the resource it was creating (the NAT gateway's Name)

@@ -8,6 +8,11 @@ AWS says "not found" in many spellings: ``InvalidVpcID.NotFound`` (EC2, one per 
 ``NoSuchResourceException`` (Service Quotas).
 The service wrappers turn every one of them into ``None`` (or an empty list) with :func:`is_not_found`, so no tier
 decides it again.
+
+A read can also fail for a reason that says nothing about the resource: the caller may not make it (a policy
+without the permission) or the endpoint does not implement it (a partition or an AWS-compatible endpoint without the
+service). :func:`cannot_read` names those two; a read that only serves a check becomes a warning then, never a
+failure of the run.
 """
 
 from __future__ import annotations
@@ -27,6 +32,28 @@ NOT_FOUND_CODES = frozenset(
 )
 
 
+DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",  # EC2
+        "UnauthorizedAccess",
+        "AuthorizationError",  # SNS-style query APIs
+        "Forbidden",
+    }
+)
+UNSUPPORTED_CODES = frozenset(
+    {
+        "InvalidAction",  # query APIs: an Action the endpoint does not know
+        "UnknownOperationException",  # JSON APIs
+        "UnsupportedOperation",
+        "UnsupportedOperationException",
+        "NotImplemented",
+        "OperationNotSupportedException",
+    }
+)
+
+
 def error_code(error: Exception) -> str:
     return getattr(error, "response", {}).get("Error", {}).get("Code", "")
 
@@ -40,6 +67,24 @@ def is_not_found(error: Exception) -> bool:
     code = error_code(error)
     # EC2 spells a few as ``<Kind>.NotFoundException`` (``InvalidLaunchTemplateName.NotFoundException``).
     return code.endswith(("NotFound", "NotFoundException")) or code in NOT_FOUND_CODES
+
+
+def http_status(error: Exception) -> int | None:
+    return getattr(error, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+
+
+def cannot_read(error: Exception) -> str | None:
+    """``"denied"`` when the caller may not make the request, ``"unsupported"`` when the endpoint does not implement
+    it, None when the answer is about the thing read (not found, invalid, throttled ...)."""
+    code, status = error_code(error), http_status(error)
+    if code in DENIED_CODES or status == 403:
+        return "denied"
+    if code in UNSUPPORTED_CODES or status == 501:
+        return "unsupported"
+    # A REST API answers an unknown path with a bare 404: no resource was named, so nothing was "not found".
+    if status == 404 and not is_not_found(error):
+        return "unsupported"
+    return None
 
 
 def missing_as_none(call: Any, *args: Any, **kwargs: Any) -> Any:

@@ -18,6 +18,12 @@ The tier has the skeleton of every tier, read-only:
 
 IAM has no batch read of instance profiles: one ``GetInstanceProfile`` per distinct name. Service Quotas: one
 ``GetServiceQuota`` per quota that matters.
+
+A check exists to help, never to stop a run it cannot judge: a read the caller may not make (AccessDenied,
+UnauthorizedOperation, 403) or the endpoint does not serve (an unknown operation) skips the checks that need it, with
+a warning naming the check and the permission that would enable it (:class:`Reads`); only facts that were read can
+refuse a change. The permission check asks IAM's policy simulation whether the caller may make the requests the run
+needs (those the generated policies grant on any resource), so a policy missing one fails before the first change.
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -34,10 +40,12 @@ from ..aws import eks as _eks
 from ..aws import elb as _elb
 from ..aws import elbv2 as _elbv2
 from ..aws.ec2 import describe
-from ..aws.iam import get_instance_profile
+from ..aws.errors import cannot_read, error_code, is_not_found
+from ..aws.iam import caller_arn, get_instance_profile, principal_of, simulate_principal
 from ..aws.kms import describe_key
 from ..aws.servicequotas import quota_value
 from ..aws.tagging import tagged_resources
+from ..iam.policies import unscoped_needed
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.tags import OWNED, cluster_tag_key, tags_to_dict
@@ -60,6 +68,9 @@ STANDARD_FAMILIES = frozenset("acdhimrtz")
 NOT_STANDARD = ("hpc", "inf", "dl", "trn", "mac", "u-", "vt")
 LIVE_INSTANCE_STATES = ["pending", "running"]
 LIVE_NAT_STATES = ["pending", "available"]
+QUOTA_PERMISSION = "servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota"
+EIP_READ = "ec2:DescribeAddresses"
+LB_READ = "elasticloadbalancing:DescribeLoadBalancers"
 KMS_USAGE = "ENCRYPT_DECRYPT"
 
 
@@ -113,6 +124,7 @@ class Machines:
     security_group_ids: tuple[str, ...] = ()
     size: int = 0
     spot: int = 0  # of ``size``
+    launcher: str = "instances"  # the controller tier that launches them: instances | asg | fleet | eks_nodegroup
 
     @property
     def on_demand(self) -> int:
@@ -146,6 +158,7 @@ class Needs:
     eks_name: str | None = None
     eks_version: str | None = None
     kms_key: str | None = None
+    fargate: bool = False
 
 
 def read_spec(spec: Mapping[str, Any]) -> ClusterSpec:
@@ -194,6 +207,7 @@ def needs(spec: ClusterSpec, region: str) -> Needs:
         eks_name=(spec.eks.name or spec.name) if eks else None,
         eks_version=spec.eks.version if eks else None,
         kms_key=spec.eks.encryption_config.provider if eks else None,
+        fargate=eks and bool(spec.eks.fargate_profiles),
     )
 
 
@@ -299,6 +313,7 @@ def _pool(spec: ClusterSpec, pool: MachinePool, where: str) -> Machines:
         security_group_ids=tuple(pool.additional_security_group_ids),
         size=size,
         spot=spot,
+        launcher="fleet" if pool.kind == "fleet" else "asg",
     )
 
 
@@ -324,6 +339,7 @@ def _node_group(group: NodeGroup, where: str) -> Machines:
         ami_field=f"{where}.ami_type",
         size=size,
         spot=size if group.capacity_type == "SPOT" else 0,
+        launcher="eks_nodegroup",
     )
 
 
@@ -489,7 +505,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class Facts:
-    """What the reads found. A field left None was not read (nothing in the run needed it)."""
+    """What the reads found. A field left None was not read (nothing in the run needed it); a check in ``skipped``
+    could not be made (its read was denied or not served), so nothing it would have found refuses the run."""
 
     zones: tuple[Zone, ...] = ()
     offerings: Mapping[str, frozenset[str]] = field(default_factory=dict)  # type -> zones offering it
@@ -506,6 +523,14 @@ class Facts:
     eks_versions: tuple[str, ...] | None = None
     quotas: Mapping[str, float | None] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
+    # check -> the permission whose read was denied or not served: the check was not made
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    # the permissions IAM's policy simulation says the caller lacks (None: not simulated)
+    denied: tuple[str, ...] | None = None
+    caller: str = ""
+
+    def made(self, check: str) -> bool:
+        return check not in self.skipped
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -599,6 +624,7 @@ def failures(checks: Checks, facts: Facts) -> list[Failure]:
     if checks.nothing:
         return []
     found: list[Failure] = []
+    found += _permission_failures(facts)
     found += _zone_failures(checks, facts)
     found += _network_failures(checks, facts)
     found += _machine_failures(checks, facts)
@@ -620,9 +646,23 @@ def _zone_problem(zone: str, facts: Facts, region: str) -> str | None:
     return None
 
 
+def _permission_failures(facts: Facts) -> list[Failure]:
+    if not facts.denied:
+        return []
+    return [
+        Failure(
+            "permissions",
+            f"{facts.caller} may not call {', '.join(facts.denied)} (IAM's policy simulation of its policies); the run "
+            "needs them for what it would create",
+        )
+    ]
+
+
 def _zone_failures(checks: Checks, facts: Facts) -> list[Failure]:
     needs_ = checks.needs
-    found = []
+    found: list[Failure] = []
+    if not facts.made(AVAILABILITY_ZONES):
+        return found
     if checks.creates_network:
         for subnet in needs_.subnets:
             if subnet.id or not subnet.availability_zone:
@@ -648,12 +688,12 @@ def _network_failures(checks: Checks, facts: Facts) -> list[Failure]:
     found = []
     if needs_.byo_vpc and facts.vpc_found is False:
         found.append(Failure(f"{SPEC}.network.vpc.id", f"{needs_.byo_vpc} does not exist in {region}"))
-    for subnet in needs_.subnets:
+    for subnet in needs_.subnets if facts.made(SUBNETS) else ():
         if subnet.id and subnet.id not in facts.subnets:
             found.append(
                 Failure(f"{SPEC}.network.subnets[{subnet.index}].id", f"{subnet.id} does not exist in {region}")
             )
-    for role, group in sorted(needs_.security_group_overrides.items()):
+    for role, group in sorted(needs_.security_group_overrides.items() if facts.made(SECURITY_GROUPS) else ()):
         if group not in facts.security_groups:
             found.append(
                 Failure(f"{SPEC}.network.security_group_overrides.{role}", f"{group} does not exist in {region}")
@@ -673,15 +713,15 @@ def _machine_failures(checks: Checks, facts: Facts) -> list[Failure]:
     found: list[Failure] = []
     for launch in checks.launches:
         machines = launch.machines
-        found += _offering_failures(launch, checks, facts)
+        if facts.made(OFFERINGS):
+            found += _offering_failures(launch, checks, facts)
         found += _image_failures(machines, facts, region)
-        if machines.ssh_key_name and machines.ssh_key_name not in facts.key_pairs:
+        if facts.made(KEY_PAIRS) and machines.ssh_key_name and machines.ssh_key_name not in facts.key_pairs:
             found.append(Failure(machines.key_field, f"key pair {machines.ssh_key_name} does not exist in {region}"))
-        if machines.instance_profile and machines.instance_profile not in facts.instance_profiles:
-            found.append(
-                Failure(machines.profile_field, f"instance profile {machines.instance_profile} does not exist")
-            )
-        for index, group in enumerate(machines.security_group_ids):
+        profile = machines.instance_profile
+        if facts.made(INSTANCE_PROFILES) and profile and profile not in facts.instance_profiles:
+            found.append(Failure(machines.profile_field, f"instance profile {profile} does not exist"))
+        for index, group in enumerate(machines.security_group_ids if facts.made(SECURITY_GROUPS) else ()):
             if group not in facts.security_groups:
                 found.append(
                     Failure(
@@ -723,6 +763,8 @@ def _image_failures(machines: Machines, facts: Facts, region: str) -> list[Failu
     wanted = machines.architecture
     source = f"its AMI type ({machines.ami_field})"
     if machines.ami_id:
+        if not facts.made(IMAGES):
+            return []
         if machines.ami_id not in facts.images:
             return [Failure(machines.ami_field, f"{machines.ami_id} not found in {region}")]
         wanted = facts.images[machines.ami_id]
@@ -767,7 +809,7 @@ def _eks_failures(checks: Checks, facts: Facts) -> list[Failure]:
                 f"(offered: {', '.join(facts.eks_versions) or 'none'})",
             )
         )
-    if needs_.kms_key:
+    if needs_.kms_key and facts.made(KMS_KEY):
         where = f"{SPEC}.eks.encryption_config.provider"
         key = facts.kms_key
         if key is None:
@@ -839,51 +881,198 @@ def _quota_failures(checks: Checks, facts: Facts) -> list[Failure]:
 # ---------------------------------------------------------------------------------------------------------------
 # Observe: one request per resource type, only for what the run would create
 # ---------------------------------------------------------------------------------------------------------------
-def observe_existing(ctx: Context) -> Existing:
-    """The one read every run makes: what the cluster owns, by kind (tagging API, all pages)."""
-    return existing_from(tagged_resources(ctx, cluster_tag_key(ctx.cluster), [OWNED], EXISTENCE_TYPES))
+# The checks, by the name a warning gives when one is skipped, and the permission each read needs.
+EXISTING = "existing_resources"
+AVAILABILITY_ZONES = "availability_zones"
+SUBNETS = "subnets"
+OFFERINGS = "instance_type_offerings"
+INSTANCE_TYPES = "instance_types"
+IMAGES = "images"
+AMI_LOOKUPS = "ami_lookups"
+KEY_PAIRS = "key_pairs"
+INSTANCE_PROFILES = "instance_profiles"
+SECURITY_GROUPS = "security_groups"
+VPCS = "vpcs"
+LOAD_BALANCER = "load_balancer"
+EKS_VERSION = "eks_version"
+KMS_KEY = "kms_key"
+QUOTAS_CHECK = "quotas"
+PERMISSIONS = "permissions"
+PERMISSION_OF = {
+    EXISTING: "tag:GetResources",
+    AVAILABILITY_ZONES: "ec2:DescribeAvailabilityZones",
+    SUBNETS: "ec2:DescribeSubnets",
+    OFFERINGS: "ec2:DescribeInstanceTypeOfferings",
+    INSTANCE_TYPES: "ec2:DescribeInstanceTypes",
+    IMAGES: "ec2:DescribeImages",
+    AMI_LOOKUPS: "ec2:DescribeImages",
+    KEY_PAIRS: "ec2:DescribeKeyPairs",
+    INSTANCE_PROFILES: "iam:GetInstanceProfile",
+    SECURITY_GROUPS: "ec2:DescribeSecurityGroups",
+    VPCS: "ec2:DescribeVpcs",
+    LOAD_BALANCER: "elasticloadbalancing:DescribeLoadBalancers",
+    EKS_VERSION: "eks:DescribeClusterVersions",
+    KMS_KEY: "kms:DescribeKey",
+    PERMISSIONS: "iam:SimulatePrincipalPolicy",
+}
+# What each controller tier (a key of iam.policies' tables) is needed for, as the permission check asks it.
+NETWORK_TIERS = ("subnets", "security_groups", "ec2")
+LAUNCH_TIERS = {
+    "instances": ("instances", "ami", "bootstrap_data"),
+    "asg": ("asg", "launch_template", "ami", "bootstrap_data"),
+    "fleet": ("fleet", "launch_template", "ami", "bootstrap_data"),
+    "eks_nodegroup": ("eks_nodegroup",),
+}
 
 
-def observe_facts(ctx: Context, checks: Checks) -> tuple[Facts, list[str]]:
+class Reads:
+    """The preflight's reads, each for a named check. A read the caller may not make, or the endpoint does not serve,
+    skips its check with a warning that names the permission which would enable it, and answers None."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.skipped: dict[str, str] = {}
+
+    def __call__(self, check: str, read: Callable[..., Any], *args: Any, permission: str = "", **kwargs: Any) -> Any:
+        if check in self.skipped:
+            return None
+        try:
+            return read(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - re-raised unless it says the read cannot be made at all
+            why = cannot_read(e)
+            if why is None:
+                raise
+            self.skip(check, permission or PERMISSION_OF[check], why, error_code(e))
+            return None
+
+    def skip(self, check: str, permission: str, why: str, code: str) -> None:
+        self.skipped[check] = permission
+        answer = "was denied" if why == "denied" else "is not served by the endpoint"
+        said = f"HTTP {code}" if code.isdigit() else code or why
+        self.ctx.warn(
+            f"preflight: the {check} check was skipped: {permission} {answer} ({said}); "
+            f"grant {permission} to enable it"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Observe: one request per resource type, only for what the run would create
+# ---------------------------------------------------------------------------------------------------------------
+def observe_existing(ctx: Context, reads: Reads | None = None) -> Existing | None:
+    """The one read every run makes: what the cluster owns, by kind (tagging API, all pages); None when it cannot
+    be read (then nothing says what the run would create, and no check is made)."""
+    reads = reads or Reads(ctx)
+    found = reads(EXISTING, tagged_resources, ctx, cluster_tag_key(ctx.cluster), [OWNED], EXISTENCE_TYPES)
+    return None if found is None else existing_from(found)
+
+
+def observe_facts(ctx: Context, checks: Checks, reads: Reads | None = None) -> tuple[Facts, list[str]]:
     """The reads the checks need (none when the run creates nothing), and the names of the checks made."""
     if checks.nothing:
         return Facts(), []
-    made: list[str] = []
-    values: dict[str, Any] = {"zones": _zones(ctx)}
-    made.append("availability_zones")
+    reads = reads or Reads(ctx)
+    values: dict[str, Any] = {"zones": reads(AVAILABILITY_ZONES, _zones, ctx) or ()}
     partial = Facts(zones=values["zones"])
     byo_subnets = [s.id for s in checks.needs.subnets if s.id]
-    nat_gateways = _nat_gateways(ctx) if nat_zones(checks, partial) else None
+    nat_gateways = (
+        reads("nat_gateway_usage", _nat_gateways, ctx, permission="ec2:DescribeNatGateways")
+        if nat_zones(checks, partial)
+        else None
+    )
     subnet_ids = byo_subnets + [n["SubnetId"] for n in nat_gateways or [] if n.get("SubnetId")]
     if subnet_ids:
-        values["subnets"] = _subnets(ctx, subnet_ids)
-        made.append("subnets")
+        values["subnets"] = reads(SUBNETS, _subnets, ctx, subnet_ids) or {}
     if checks.launches:
-        values.update(_machine_facts(ctx, checks))
-        made += ["instance_types", "images", "key_pairs", "instance_profiles"]
+        values.update(_machine_facts(ctx, checks, reads))
     groups = sorted(
         set(checks.needs.security_group_overrides.values())
         | {g for launch in checks.launches for g in launch.machines.security_group_ids}
     )
     if groups:
-        values["security_groups"] = _security_groups(ctx, groups)
-        made.append("security_groups")
+        values["security_groups"] = reads(SECURITY_GROUPS, _security_groups, ctx, groups) or frozenset()
     if checks.needs.byo_vpc or checks.creates_vpc:
-        vpcs = describe(ctx, "describe_vpcs", "Vpcs")
-        values["vpc_found"] = any(v["VpcId"] == checks.needs.byo_vpc for v in vpcs) if checks.needs.byo_vpc else None
-        values["vpc_count"] = len(vpcs)
-        made.append("vpcs")
+        vpcs = reads(VPCS, describe, ctx, "describe_vpcs", "Vpcs")
+        if vpcs is not None:
+            values["vpc_found"] = (
+                any(v["VpcId"] == checks.needs.byo_vpc for v in vpcs) if checks.needs.byo_vpc else None
+            )
+            values["vpc_count"] = len(vpcs)
     if checks.needs.lb_type == "external" and checks.needs.lb_name:
-        values["load_balancer_found"] = _external_lb_exists(ctx, checks.needs.lb_name)
-        made.append("load_balancer")
+        values["load_balancer_found"] = reads(LOAD_BALANCER, _external_lb_exists, ctx, checks.needs.lb_name)
     if checks.creates_eks:
-        values["eks_versions"] = _eks_versions(ctx)
-        made.append("eks_version")
+        values["eks_versions"] = reads(EKS_VERSION, _eks_versions, ctx)
         if checks.needs.kms_key:
-            values["kms_key"] = _kms_key(ctx, checks.needs.kms_key)
-            made.append("kms_key")
-    facts = _with_quotas(ctx, checks, values, nat_gateways, made)
-    return facts, made
+            values["kms_key"] = reads(KMS_KEY, _kms_key, ctx, checks.needs.kms_key)
+    facts = _with_quotas(ctx, checks, values, nat_gateways, reads)
+    denied, caller = _permissions(ctx, checks, reads)
+    facts = replace(facts, skipped=dict(reads.skipped), denied=denied, caller=caller)
+    return facts, _made(checks, values, facts)
+
+
+def _made(checks: Checks, values: Mapping[str, Any], facts: Facts) -> list[str]:
+    """The names of the checks made (read, not skipped), for the result."""
+    wanted = [AVAILABILITY_ZONES]
+    if "subnets" in values:
+        wanted.append(SUBNETS)
+    if checks.launches:
+        wanted += [INSTANCE_TYPES, OFFERINGS, IMAGES, KEY_PAIRS, INSTANCE_PROFILES]
+    if "security_groups" in values:
+        wanted.append(SECURITY_GROUPS)
+    if checks.needs.byo_vpc or checks.creates_vpc:
+        wanted.append(VPCS)
+    if "load_balancer_found" in values:
+        wanted.append(LOAD_BALANCER)
+    if checks.creates_eks:
+        wanted.append(EKS_VERSION)
+        if checks.needs.kms_key:
+            wanted.append(KMS_KEY)
+    if facts.lookups:
+        wanted.append(AMI_LOOKUPS)
+    if any(v is not None for v in facts.quotas.values()):
+        wanted.append(QUOTAS_CHECK)
+    if facts.denied is not None:
+        wanted.append(PERMISSIONS)
+    return [check for check in wanted if facts.made(check)]
+
+
+def needed_tiers(checks: Checks) -> list[str]:
+    """The controller tiers (keys of iam.policies' tables) the run uses for what it would create (pure)."""
+    tiers = ["cluster_info"]
+    if checks.creates_network:
+        tiers += [*NETWORK_TIERS, *(["vpc"] if checks.creates_vpc else [])]
+    if checks.creates_lb:
+        tiers.append("elb")
+    for launch in checks.launches:
+        tiers += LAUNCH_TIERS[launch.machines.launcher]
+    if checks.creates_eks:
+        tiers += ["eks", *(["eks_fargate"] if checks.needs.fargate else [])]
+    return sorted(set(tiers))
+
+
+def _permissions(ctx: Context, checks: Checks, reads: Reads) -> tuple[tuple[str, ...] | None, str]:
+    """(the permissions the caller lacks for what the run creates, the caller); None when not simulated.
+
+    A decision IAM could not make without context (a statement with a condition) is not a refusal: only what the
+    simulation says for sure refuses the run.
+    """
+    caller = caller_arn(ctx)
+    principal = principal_of(caller)
+    actions = unscoped_needed(needed_tiers(checks))
+    if principal is None or not actions:
+        return None, caller
+    try:
+        results = reads(PERMISSIONS, simulate_principal, ctx, principal, actions)
+    except Exception as e:  # noqa: BLE001 - a principal IAM does not know (a role with a path) cannot be simulated
+        if not is_not_found(e):
+            raise
+        ctx.warn(f"preflight: the permissions check was skipped: IAM does not know the principal {principal}")
+        return None, caller
+    if results is None:
+        return None, caller
+    denied = sorted(
+        r["EvalActionName"] for r in results if r.get("EvalDecision") != "allowed" and not r.get("MissingContextValues")
+    )
+    return tuple(denied), caller
 
 
 def _zones(ctx: Context) -> tuple[Zone, ...]:
@@ -933,30 +1122,36 @@ def _kms_key(ctx: Context, key_id: str) -> KmsKey | None:
     return KmsKey(bool(found.get("Enabled")), found.get("KeyState", ""), found.get("KeyUsage", ""))
 
 
-def _machine_facts(ctx: Context, checks: Checks) -> dict[str, Any]:
-    types = checks.instance_types()
+def _machine_facts(ctx: Context, checks: Checks, reads: Reads) -> dict[str, Any]:
+    launches = [launch.machines for launch in checks.launches]
+    image_ids = sorted({m.ami_id for m in launches if m.ami_id})
+    keys = sorted({m.ssh_key_name for m in launches if m.ssh_key_name})
+    profiles = sorted({m.instance_profile for m in launches if m.instance_profile})
+    offerings = reads(OFFERINGS, _offerings, ctx, checks.instance_types()) or {}
+    return {
+        "offerings": offerings,
+        "offered_types": sorted(offerings) if reads.skipped.get(OFFERINGS) is None else checks.instance_types(),
+        "images": reads(IMAGES, _images, ctx, image_ids) or {},
+        "lookups": [m.lookup for m in launches if m.lookup and not m.ami_id],
+        "key_pairs": reads(KEY_PAIRS, _key_pairs, ctx, keys) or frozenset(),
+        # IAM has no batch read of instance profiles: one GetInstanceProfile per distinct name.
+        "instance_profiles": frozenset(
+            p for p in profiles if reads(INSTANCE_PROFILES, get_instance_profile, ctx, p) is not None
+        ),
+    }
+
+
+def _offerings(ctx: Context, types: Sequence[str]) -> dict[str, frozenset[str]]:
     offerings: dict[str, set[str]] = {}
     for offer in describe(
         ctx,
         "describe_instance_type_offerings",
         "InstanceTypeOfferings",
         LocationType="availability-zone",
-        Filters=[{"Name": "instance-type", "Values": types}],
+        Filters=[{"Name": "instance-type", "Values": list(types)}],
     ):
         offerings.setdefault(offer["InstanceType"], set()).add(offer["Location"])
-    launches = [launch.machines for launch in checks.launches]
-    image_ids = sorted({m.ami_id for m in launches if m.ami_id})
-    keys = sorted({m.ssh_key_name for m in launches if m.ssh_key_name})
-    profiles = sorted({m.instance_profile for m in launches if m.instance_profile})
-    return {
-        "offerings": {t: frozenset(z) for t, z in offerings.items()},
-        "offered_types": sorted(offerings),
-        "images": _images(ctx, image_ids),
-        "lookups": [m.lookup for m in launches if m.lookup and not m.ami_id],
-        "key_pairs": _key_pairs(ctx, keys),
-        # IAM has no batch read of instance profiles: one GetInstanceProfile per distinct name.
-        "instance_profiles": frozenset(p for p in profiles if get_instance_profile(ctx, p) is not None),
-    }
+    return {t: frozenset(z) for t, z in offerings.items()}
 
 
 def _images(ctx: Context, ids: Sequence[str]) -> dict[str, str]:
@@ -1033,19 +1228,25 @@ def _running_instances(ctx: Context) -> list[dict[str, Any]]:
     return [i for r in reservations for i in r.get("Instances", [])]
 
 
+def _count(found: Sequence[Any] | None) -> int | None:
+    return None if found is None else len(found)
+
+
 def _with_quotas(
     ctx: Context,
     checks: Checks,
     values: dict[str, Any],
     nat_gateways: list[dict[str, Any]] | None,
-    made: list[str],
+    reads: Reads,
 ) -> Facts:
     """The instance types (of the spec and of what runs), the lookups, the quotas that matter and their usage."""
     zones = values["zones"]
     partial = Facts(zones=zones, subnets=values.get("subnets", {}))
-    running = _running_instances(ctx) if checks.launches else []
-    types = sorted(set(values.get("offered_types", [])) | {i["InstanceType"] for i in running})
-    instance_types = _instance_types(ctx, types)
+    running = (
+        reads("vcpu_usage", _running_instances, ctx, permission="ec2:DescribeInstances") if checks.launches else []
+    )
+    types = sorted(set(values.get("offered_types", [])) | {i["InstanceType"] for i in running or []})
+    instance_types = reads(INSTANCE_TYPES, _instance_types, ctx, types) or {}
     wanted: dict[Lookup, set[str]] = {}
     for launch in checks.launches:
         machines = launch.machines
@@ -1056,47 +1257,50 @@ def _with_quotas(
                 if t in instance_types
             }
             wanted.setdefault(machines.lookup, set()).update(archs)
-    lookups = _lookups(ctx, list(wanted), wanted)
-    if lookups:
-        made.append("ami_lookups")
+    lookups = reads(AMI_LOOKUPS, _lookups, ctx, list(wanted), wanted) or {}
     usage: dict[str, Any] = {}
     quotas: dict[str, float | None] = {}
     nats = nat_zones(checks, partial)
 
     def quota(name: str) -> None:
-        quotas[name] = quota_value(ctx, QUOTAS[name].service, QUOTAS[name].code)
-        if quotas[name] is None:
-            ctx.warn(f"preflight: the quota {QUOTAS[name].code} ({QUOTAS[name].name}) could not be read; not checked")
+        spec = QUOTAS[name]
+        quotas[name] = reads(QUOTAS_CHECK, quota_value, ctx, spec.service, spec.code, permission=QUOTA_PERMISSION)
+        if quotas[name] is None and QUOTAS_CHECK not in reads.skipped:
+            ctx.warn(f"preflight: the quota {spec.code} ({spec.name}) could not be read; not checked")
 
     if checks.creates_vpc:
         quota("vpcs")
-        usage["vpcs"] = values.get("vpc_count", 0)
+        usage["vpcs"] = values.get("vpc_count")
     if nats:
         quota("elastic_ips")
         quota("nat_gateways")
-        usage["elastic_ips"] = len(describe(ctx, "describe_addresses", "Addresses"))
-        by_zone: dict[str, int] = {}
-        for nat in nat_gateways or []:
-            zone = partial.subnets.get(nat.get("SubnetId", ""))
-            if zone:
-                by_zone[zone] = by_zone.get(zone, 0) + 1
-        usage["nat_gateways"] = by_zone
+        addresses = reads("elastic_ip_usage", describe, ctx, "describe_addresses", "Addresses", permission=EIP_READ)
+        usage["elastic_ips"] = _count(addresses)
+        if nat_gateways is not None:
+            by_zone: dict[str, int] = {}
+            for nat in nat_gateways:
+                zone = partial.subnets.get(nat.get("SubnetId", ""))
+                if zone:
+                    by_zone[zone] = by_zone.get(zone, 0) + 1
+            usage["nat_gateways"] = by_zone
     if checks.creates_lb:
         if checks.needs.lb_type == "classic":
             quota("classic_lbs")
-            usage["classic_lbs"] = len(_elb.describe_load_balancers(ctx))
+            usage["classic_lbs"] = _count(
+                reads("load_balancer_usage", _elb.describe_load_balancers, ctx, permission=LB_READ)
+            )
         else:
             quota("nlbs")
-            usage["nlbs"] = sum(1 for lb in _elbv2.describe_load_balancers(ctx) if lb.get("Type") == "network")
+            found = reads("load_balancer_usage", _elbv2.describe_load_balancers, ctx, permission=LB_READ)
+            usage["nlbs"] = None if found is None else sum(1 for lb in found if lb.get("Type") == "network")
     if checks.launches:
-        usage.update(_vcpus_in_use(running, instance_types))
+        if running is not None:
+            usage.update(_vcpus_in_use(running, instance_types))
         on_demand, spot = added_vcpus(checks, Facts(instance_types=instance_types))
         if on_demand:
             quota("on_demand_vcpus")
         if spot:
             quota("spot_vcpus")
-    if quotas:
-        made.append("quotas")
     return Facts(
         zones=zones,
         offerings=values.get("offerings", {}),
@@ -1155,6 +1359,7 @@ def view(checks: Checks, facts: Facts, made: Sequence[str]) -> dict[str, Any]:
             "spot_vcpus": sum(spot.values()),
         },
         "quotas": dict(facts.quotas),
+        "not_checked": dict(facts.skipped),
         "failures": [],
     }
 
@@ -1167,8 +1372,13 @@ class PreflightTier:
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
         spec = read_spec(params["spec"])
-        checks = plan_checks(needs(spec, ctx.region or ""), observe_existing(ctx))
-        facts, made = observe_facts(ctx, checks)
+        reads = Reads(ctx)
+        existing = observe_existing(ctx, reads)
+        if existing is None:  # what the run would create is unknown: no check can be judged
+            unknown = Checks(needs(spec, ctx.region or ""), False, False, False, False, ())
+            return None, view(unknown, Facts(skipped=reads.skipped), [])
+        checks = plan_checks(needs(spec, ctx.region or ""), existing)
+        facts, made = observe_facts(ctx, checks, reads)
         problems = failures(checks, facts)
         if problems:
             raise ReconcileError(message(problems, ctx.check_mode))

@@ -85,6 +85,9 @@ CONTROLLER_ACTIONS: dict[str, tuple[str, ...]] = {
         "servicequotas:GetAWSDefaultServiceQuota",
         "servicequotas:GetServiceQuota",
         "tag:GetResources",
+        # The permission check: what the run needs, simulated for the caller before the first change.
+        "iam:SimulatePrincipalPolicy",
+        "sts:GetCallerIdentity",
     ),
     "pki_store": (
         "secretsmanager:CreateSecret",
@@ -237,7 +240,6 @@ CONTROLLER_EKS_ACTIONS: dict[str, tuple[str, ...]] = {
         "eks:DeleteCluster",
         "eks:DescribeAddon",
         "eks:DescribeCluster",
-        "eks:DescribeClusterVersions",
         "eks:DescribeUpdate",
         "eks:ListAccessEntries",
         "eks:ListAddons",
@@ -289,6 +291,8 @@ CONTROLLER_EKS_ACTIONS: dict[str, tuple[str, ...]] = {
         "iam:PassRole",
     ),
     "ami_info": ("ssm:GetParameters",),
+    # capa_preflight on an EKS spec: is the version offered for new clusters.
+    "eks_preflight": ("eks:DescribeClusterVersions",),
 }
 
 # CAPA's cloud-provider policy for control-plane machines (cloudformation/bootstrap/cluster_api_node.go).
@@ -372,6 +376,27 @@ NODE_ACTIONS: tuple[str, ...] = (
     "s3:GetEncryptionConfiguration",
 )
 
+# Permissions only the preflight's checks use (the controllers' tiers never call them). A policy without them still
+# builds every cluster: the preflight skips the check a permission serves and the run warns which one, naming the
+# permission. The generated policies keep them, in statements whose Sid starts with "Optional", so a security team
+# that drops them does so knowingly. A unit test keeps this table equal to the preflight-only actions of the tables
+# above.
+OPTIONAL_SID_PREFIX = "Optional"
+OPTIONAL_ACTIONS: dict[str, str] = {
+    "ec2:DescribeInstanceTypeOfferings": "each group's instance types are offered in its zones",
+    "ec2:DescribeKeyPairs": "the key pairs the spec names exist",
+    "iam:GetInstanceProfile": "the instance profiles the spec names exist",
+    "iam:SimulatePrincipalPolicy": (
+        "the caller holds every permission the run needs, checked before the first change (IAM's policy simulation)"
+    ),
+    "kms:DescribeKey": "the EKS encryption key exists, is enabled and is for ENCRYPT_DECRYPT",
+    "servicequotas:GetAWSDefaultServiceQuota": "the quotas leave room for what the run adds (AWS's default values)",
+    "servicequotas:GetServiceQuota": "the quotas leave room for what the run adds (the account's applied values)",
+    "eks:DescribeClusterVersions": "the EKS version is one AWS offers for new clusters",
+}
+# IAM's policy simulation of a principal acts on that principal: the identities that run the playbooks.
+PRINCIPAL_ARNS = ["arn:*:iam::*:user/*", "arn:*:iam::*:role/*"]
+
 SERVICE_LINKED_ROLE_SERVICES = (
     "autoscaling.amazonaws.com",
     "elasticloadbalancing.amazonaws.com",
@@ -413,17 +438,34 @@ def _backend_statements(backends: Iterable[str], secret_actions: set[str], param
     return statements
 
 
+def unscoped_needed(tiers: Iterable[str]) -> list[str]:
+    """The permissions the tiers named (keys of the tables above) need that the generated policies grant on any
+    resource (``*``), optional ones left out: what IAM's policy simulation can judge without the resources' ARNs."""
+    tables = {**CONTROLLER_ACTIONS, **CONTROLLER_EKS_ACTIONS}
+    documents = (controllers_policy("", SECRET_BACKENDS), controllers_eks_policy())
+    unscoped = {
+        action
+        for document in documents
+        for statement in document["Statement"]
+        if statement["Resource"] == "*" and "Condition" not in statement and not is_optional(statement)
+        for action in statement["Action"]
+    }
+    return sorted({a for tier in tiers for a in tables[tier] if a in unscoped})
+
+
+def is_optional(statement: Mapping[str, Any]) -> bool:
+    """A statement of permissions the collection can do without (see :data:`OPTIONAL_ACTIONS`)."""
+    return str(statement.get("Sid", "")).startswith(OPTIONAL_SID_PREFIX)
+
+
 def controllers_policy(suffix: str, backends: Iterable[str], extra: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """What the identity running the playbooks needs for self-managed clusters."""
     actions = _flatten(CONTROLLER_ACTIONS)
-    general = {a for a in actions if not (_is_secret(a) or _is_parameter(a) or a.startswith("iam:"))}
+    optional = {a for a in actions if a in OPTIONAL_ACTIONS}
+    general = {a for a in actions - optional if not (_is_secret(a) or _is_parameter(a) or a.startswith("iam:"))}
     statements = [
         _statement(general, "*", "Controllers"),
         _statement(["iam:PassRole"], f"arn:*:iam::*:role/*{suffix}", "PassClusterRoles"),
-        # The preflight reads the instance profiles a spec names (any name: the user's or the bootstrap's).
-        _statement(
-            {a for a in actions if a == "iam:GetInstanceProfile"}, "arn:*:iam::*:instance-profile/*", "InstanceProfiles"
-        ),
         _statement(
             ["iam:CreateServiceLinkedRole"],
             "arn:*:iam::*:role/aws-service-role/*",
@@ -436,14 +478,27 @@ def controllers_policy(suffix: str, backends: Iterable[str], extra: Iterable[Map
     statements.append(_statement(secret_actions, [SECRET_ARN, PKI_SECRET_ARN], "ClusterSecrets"))
     if SSM_PARAMETER_STORE in backends:
         statements.append(_statement({a for a in actions if _is_parameter(a)}, PARAMETER_ARN, "BootstrapParameters"))
+    statements += [
+        _statement({a for a in optional if not a.startswith("iam:")}, "*", "OptionalPreflightChecks"),
+        # The preflight reads the instance profiles a spec names (any name: the user's or the bootstrap's).
+        _statement(
+            {a for a in optional if a == "iam:GetInstanceProfile"},
+            "arn:*:iam::*:instance-profile/*",
+            "OptionalInstanceProfileCheck",
+        ),
+        _statement(
+            {a for a in optional if a == "iam:SimulatePrincipalPolicy"}, PRINCIPAL_ARNS, "OptionalPermissionCheck"
+        ),
+    ]
     return _document(statements, extra)
 
 
 def controllers_eks_policy(extra: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """What the EKS path adds: EKS itself, the cluster-owned roles and OIDC providers, the EKS AMI parameters."""
     actions = _flatten(CONTROLLER_EKS_ACTIONS)
+    optional = {a for a in actions if a in OPTIONAL_ACTIONS}
     statements = [
-        _statement({a for a in actions if a.startswith("eks:")}, "*", "Eks"),
+        _statement({a for a in actions - optional if a.startswith("eks:")}, "*", "Eks"),
         _statement(
             {a for a in actions if a.startswith("iam:") and "OpenIDConnect" not in a},
             # iam:RemoveRoleFromInstanceProfile acts on the instance profile (AWS's service authorization reference).
@@ -458,6 +513,7 @@ def controllers_eks_policy(extra: Iterable[Mapping[str, Any]] = ()) -> dict[str,
             "EksServiceLinkedRoles",
             Condition={"StringLike": {"iam:AWSServiceName": list(EKS_SERVICE_LINKED_ROLE_SERVICES)}},
         ),
+        _statement(optional, "*", "OptionalEksPreflightChecks"),
     ]
     return _document(statements, extra)
 

@@ -59,11 +59,12 @@ TRANSIENT_CODES = (
     "ServiceFailure",
 )
 
-_READ_PREFIXES = ("Describe", "List", "Get")
+# IAM's Simulate* calls evaluate policies and change nothing either.
+_READ_PREFIXES = ("Describe", "List", "Get", "Simulate")
 
 
 def is_read_operation(operation: str) -> bool:
-    """Describe/List/Get calls change nothing in AWS."""
+    """Describe/List/Get/Simulate calls change nothing in AWS."""
     return operation.startswith(_READ_PREFIXES)
 
 

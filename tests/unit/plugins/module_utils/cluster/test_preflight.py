@@ -12,12 +12,15 @@ them for the integration tests, tests/integration/test_preflight.py, which run s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from botocore.stub import Stubber
 
+from ansible_collections.clusterapi.aws.plugins.module_utils.aws.errors import cannot_read
+from ansible_collections.clusterapi.aws.plugins.module_utils.aws.iam import principal_of
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import preflight as pf
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import module_argument_spec
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster
@@ -532,7 +535,7 @@ def test_message_says_would_fail_in_check_mode(check_mode, prefix):
 @pytest.fixture
 def stubs():
     session = AwsSession(REGION, None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
-    services = ("resourcegroupstaggingapi", "ec2", "eks", "kms", "service-quotas", "iam", "elb")
+    services = ("resourcegroupstaggingapi", "ec2", "eks", "kms", "service-quotas", "iam", "elb", "sts")
     stubbers = {s: Stubber(session.client(s).raw) for s in services}
     for stub in stubbers.values():
         stub.activate()
@@ -549,6 +552,41 @@ def tagging_request(cluster: str) -> dict[str, Any]:
         "ResourcesPerPage": 100,
         "TagsPerPage": 500,
     }
+
+
+CALLER = "arn:aws:iam::123456789012:user/capa-controllers"
+
+
+def caller(stub: dict[str, Stubber], arn: str = CALLER) -> None:
+    stub["sts"].add_response(
+        "get_caller_identity", {"UserId": "AIDAEXAMPLE", "Account": "123456789012", "Arn": arn}, {}
+    )
+
+
+def simulation(
+    stub: dict[str, Stubber],
+    actions: list[str] | None = None,
+    denied: tuple[str, ...] = (),
+    conditional: tuple[str, ...] = (),
+    arn: str = CALLER,
+) -> None:
+    """The caller's identity, then IAM's simulation of ``actions`` (None: whatever the run asks, all allowed)."""
+    caller(stub, arn)
+    principal = principal_of(arn)
+    expected = None if actions is None else {"PolicySourceArn": principal, "ActionNames": actions}
+
+    def results(names: list[str]) -> dict[str, Any]:
+        evaluated = []
+        for name in names:
+            result: dict[str, Any] = {"EvalActionName": name, "EvalResourceName": "*", "EvalDecision": "allowed"}
+            if name in denied or name in conditional:
+                result["EvalDecision"] = "implicitDeny"
+            if name in conditional:
+                result["MissingContextValues"] = ["aws:RequestTag/team"]
+            evaluated.append(result)
+        return {"EvaluationResults": evaluated, "IsTruncated": False}
+
+    stub["iam"].add_response("simulate_principal_policy", results(actions or []), expected)
 
 
 def test_a_no_op_run_costs_one_request(stubs):
@@ -638,6 +676,8 @@ def test_an_eks_cluster_to_create_reads_versions_key_and_quotas_once_each(stubs)
     quotas.add_response(
         "get_service_quota", quota("ec2", "L-1216C47A", 3), {"ServiceCode": "ec2", "QuotaCode": "L-1216C47A"}
     )
+    checks = pf.plan_checks(pf.needs(pf.read_spec(step["spec"]), REGION), pf.Existing())
+    simulation(stub, pf.unscoped_needed(pf.needed_tiers(checks)))
     ctx = Context(session=session, cluster="demo-eks", check_mode=True)
     with pytest.raises(ReconcileError) as failed:
         pf.PreflightTier().reconcile(ctx, step)
@@ -728,6 +768,7 @@ def test_instance_profiles_are_read_one_per_distinct_name(stubs):
     stub["service-quotas"].add_response(
         "get_service_quota", quota("ec2", "L-1216C47A", 1152), {"ServiceCode": "ec2", "QuotaCode": "L-1216C47A"}
     )
+    simulation(stub)
     ctx = Context(session=session, cluster="demo", check_mode=False)
     with pytest.raises(ReconcileError, match=r"capa_cluster.control_plane.iam_instance_profile: instance profile gone"):
         pf.PreflightTier().reconcile(ctx, step)
@@ -757,3 +798,247 @@ def test_a_quota_is_its_applied_value_else_the_default(stubs, applied, default, 
         quotas.add_response("get_service_quota", quota("ec2", "L-0263D0A3", applied), request)
     ctx = Context(session=session, cluster="demo", check_mode=False)
     assert quota_value(ctx, "ec2", "L-0263D0A3") == value
+
+
+# checks that cannot be made -----------------------------------------------------------------------------------------
+def client_error(code: str, status: int) -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "X")
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "why"),
+    [
+        ("AccessDenied", 403, "denied"),
+        ("AccessDeniedException", 400, "denied"),
+        ("UnauthorizedOperation", 403, "denied"),
+        ("SomethingNew", 403, "denied"),
+        ("InvalidAction", 400, "unsupported"),
+        ("UnknownOperationException", 400, "unsupported"),
+        ("404", 404, "unsupported"),
+        ("NotImplemented", 501, "unsupported"),
+        ("ResourceNotFoundException", 404, None),
+        ("NoSuchEntity", 404, None),
+        ("Throttling", 400, None),
+        ("InvalidParameterValue", 400, None),
+        ("InternalError", 500, None),
+    ],
+)
+def test_cannot_read_tells_a_refused_or_unknown_read_from_an_answer_about_the_resource(code, status, why):
+    assert cannot_read(client_error(code, status)) == why
+
+
+@pytest.mark.parametrize(
+    ("arn", "principal"),
+    [
+        (CALLER, CALLER),
+        (
+            "arn:aws:sts::123456789012:assumed-role/capa-controllers/ansible",
+            "arn:aws:iam::123456789012:role/capa-controllers",
+        ),
+        ("arn:aws-cn:sts::123456789012:assumed-role/r/s", "arn:aws-cn:iam::123456789012:role/r"),
+        ("arn:aws:iam::123456789012:root", None),
+        ("arn:aws:sts::123456789012:federated-user/bob", None),
+    ],
+)
+def test_the_principal_simulated_is_the_user_or_the_assumed_roles_role(arn, principal):
+    assert principal_of(arn) == principal
+
+
+DENIED = ("AccessDenied", 403)
+EC2_DENIED = ("UnauthorizedOperation", 403)
+UNKNOWN = ("UnknownOperationException", 404)
+
+
+def test_denied_checks_are_skipped_with_a_warning_and_the_run_goes_on(stubs):
+    """Every read only a check needs is denied (the generated policy without its Optional statements), and EKS does
+    not serve DescribeClusterVersions: each check is skipped with a warning that names the permission, nothing is
+    refused, and the checks that could be made still were (their reads: Stubber against AWS's model)."""
+    session, stub = stubs
+    spec = {
+        **EKS,
+        "ssh_key_name": "ops",
+        "network": {"vpc": {"availability_zone_usage_limit": 2}, "nat_gateways": "single"},
+        "eks": {**EKS["eks"], "encryption_config": {"provider": "alias/secrets"}},
+    }
+    step = compiled(spec)["preflight"]
+    stub["resourcegroupstaggingapi"].add_response(
+        "get_resources", {"ResourceTagMappingList": []}, tagging_request("demo-eks")
+    )
+    ec2 = stub["ec2"]
+    ec2.add_response(
+        "describe_availability_zones",
+        {"AvailabilityZones": [{"ZoneName": z.name, "State": "available"} for z in ZONES]},
+        {},
+    )
+    ec2.add_response("describe_nat_gateways", {"NatGateways": []}, None)
+    ec2.add_client_error("describe_instance_type_offerings", *EC2_DENIED)
+    ec2.add_response("describe_vpcs", {"Vpcs": [{"VpcId": "vpc-default"}]}, {})
+    stub["eks"].add_client_error("describe_cluster_versions", *UNKNOWN)
+    stub["kms"].add_client_error("describe_key", "AccessDeniedException", 400)
+    ec2.add_response("describe_instances", {"Reservations": []}, None)
+    ec2.add_response(
+        "describe_instance_types",
+        {
+            "InstanceTypes": [
+                {
+                    "InstanceType": "t3.large",
+                    "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+                    "VCpuInfo": {"DefaultVCpus": 2},
+                }
+            ]
+        },
+        {"InstanceTypes": ["t3.large"]},
+    )
+    stub["service-quotas"].add_client_error("get_service_quota", *DENIED)
+    ec2.add_response("describe_addresses", {"Addresses": []}, {})
+    caller(stub)
+    stub["iam"].add_client_error("simulate_principal_policy", *DENIED)
+    ctx = Context(session=session, cluster="demo-eks", check_mode=False)
+    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    assert after["not_checked"] == {
+        "instance_type_offerings": "ec2:DescribeInstanceTypeOfferings",
+        "eks_version": "eks:DescribeClusterVersions",
+        "kms_key": "kms:DescribeKey",
+        "quotas": pf.QUOTA_PERMISSION,
+        "permissions": "iam:SimulatePrincipalPolicy",
+    }
+    assert "availability_zones" in after["checked"] and "vpcs" in after["checked"]
+    assert not {"instance_type_offerings", "quotas", "permissions"} & set(after["checked"])
+    warnings = "\n".join(ctx.warnings)
+    assert len(ctx.warnings) == 5, ctx.warnings
+    assert (
+        "preflight: the instance_type_offerings check was skipped: ec2:DescribeInstanceTypeOfferings was denied "
+        "(UnauthorizedOperation); grant ec2:DescribeInstanceTypeOfferings to enable it"
+    ) in warnings
+    assert "the eks_version check was skipped: eks:DescribeClusterVersions is not served by the endpoint" in warnings
+    assert "the quotas check was skipped: servicequotas:GetServiceQuota" in warnings
+    assert "the permissions check was skipped: iam:SimulatePrincipalPolicy was denied (AccessDenied)" in warnings
+    # One quota read was tried, then the check was known to be skipped: no second denied request per quota.
+    assert session.recorder.as_dict()["service-quotas:GetServiceQuota"] == 1
+
+
+def test_a_skipped_check_refuses_nothing_it_would_have_read():
+    """Without the reads, a key pair, a BYO subnet, a security group, an image or a KMS key is not 'missing'."""
+    checks = pf.plan_checks(
+        needs_of(
+            ssh_key_name="gone",
+            network={
+                "subnets": [{"id": "subnet-0123456789abcdef0"}],
+                "security_group_overrides": {"node": "sg-0123456789abcdef0"},
+            },
+            control_plane_load_balancer={"type": "disabled"},
+            control_plane_endpoint={"host": "api.example.com"},
+            control_plane={"ami": {"id": "ami-0fffffffffffffff0"}},
+        ),
+        pf.Existing(),
+    )
+    read_nothing = facts(
+        zones=(),
+        offerings={},
+        images={},
+        key_pairs=frozenset(),
+        skipped={
+            c: "x"
+            for c in (
+                "availability_zones",
+                "subnets",
+                "instance_type_offerings",
+                "images",
+                "key_pairs",
+                "security_groups",
+            )
+        },
+    )
+    assert fails(checks, read_nothing) == []
+    assert fails(checks, replace(read_nothing, skipped={})) != []
+
+
+def test_a_denied_tagging_read_skips_the_preflight(stubs):
+    """Without the one read of what the cluster has, no check can tell what the run creates: none is made."""
+    session, stub = stubs
+    stub["resourcegroupstaggingapi"].add_client_error("get_resources", *DENIED)
+    ctx = Context(session=session, cluster="demo", check_mode=False)
+    step = compiled({"name": "demo"})["preflight"]
+    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    assert after["skipped"] is True and after["not_checked"] == {"existing_resources": "tag:GetResources"}
+    assert ctx.warnings == [
+        "preflight: the existing_resources check was skipped: tag:GetResources was denied (AccessDenied); "
+        "grant tag:GetResources to enable it"
+    ]
+    assert session.recorder.as_dict() == {"resourcegroupstaggingapi:GetResources": 1}
+
+
+def test_an_error_about_the_resource_still_fails_the_run(stubs):
+    """Only 'may not' and 'does not serve' skip a check: a throttled-out or invalid read is the run's failure."""
+    session, stub = stubs
+    stub["resourcegroupstaggingapi"].add_client_error("get_resources", "InvalidParameterException", 400)
+    ctx = Context(session=session, cluster="demo", check_mode=False)
+    with pytest.raises(Exception, match="InvalidParameterException"):
+        pf.PreflightTier().reconcile(ctx, compiled({"name": "demo"})["preflight"])
+
+
+def network_only_run(stub: dict[str, Stubber]) -> dict[str, Any]:
+    """A cluster of a VPC in one zone with no NAT gateway and no machines: the reads before the permission check."""
+    step = compiled(
+        {
+            "name": "demo",
+            "network": {"vpc": {"availability_zone_usage_limit": 1}, "nat_gateways": "none"},
+            "control_plane": {"replicas": 1},
+        }
+    )["preflight"]
+    stub["resourcegroupstaggingapi"].add_response(
+        "get_resources", {"ResourceTagMappingList": EXISTING_MACHINES_ONLY}, tagging_request("demo")
+    )
+    ec2 = stub["ec2"]
+    ec2.add_response(
+        "describe_availability_zones", {"AvailabilityZones": [{"ZoneName": "us-east-1a", "State": "available"}]}, {}
+    )
+    ec2.add_response("describe_vpcs", {"Vpcs": []}, {})
+    stub["service-quotas"].add_response(
+        "get_service_quota", quota("vpc", "L-F678F1CE", 5), {"ServiceCode": "vpc", "QuotaCode": "L-F678F1CE"}
+    )
+    return step
+
+
+EXISTING_MACHINES_ONLY = [
+    {
+        "ResourceARN": f"arn:aws:ec2:us-east-1:123456789012:instance/i-0{n}",
+        "Tags": [
+            {"Key": OWNER_TAG, "Value": "owned"},
+            {"Key": "clusterapi.aws/machine-group", "Value": "control-plane"},
+        ],
+    }
+    for n in range(1)
+]
+
+
+def test_a_permission_the_run_needs_and_the_caller_lacks_fails_before_any_change(stubs):
+    """IAM's policy simulation says the caller may not create a VPC: the preflight names the permission and the caller
+    (and only reads were made). The actions asked are the network tiers' unscoped ones, nothing else."""
+    session, stub = stubs
+    step = network_only_run(stub)
+    asked = pf.unscoped_needed(["cluster_info", "ec2", "security_groups", "subnets", "vpc"])
+    assert "ec2:CreateVpc" in asked and "ec2:RunInstances" not in asked and "eks:CreateCluster" not in asked
+    simulation(stub, asked, denied=("ec2:CreateVpc", "ec2:CreateSubnet"))
+    ctx = Context(session=session, cluster="demo", check_mode=False)
+    with pytest.raises(ReconcileError) as failed:
+        pf.PreflightTier().reconcile(ctx, step)
+    assert str(failed.value) == (
+        f"preflight: 1 problem(s), nothing was changed: permissions: {CALLER} may not call ec2:CreateSubnet, "
+        "ec2:CreateVpc (IAM's policy simulation of its policies); the run needs them for what it would create"
+    )
+    assert session.recorder.mutating() == {}
+
+
+def test_a_decision_iam_cannot_make_without_context_is_not_a_refusal(stubs):
+    """A statement with a condition (a tag the request will carry) leaves the simulation without context: only what it
+    says for sure refuses the run. An assumed role is simulated as its role."""
+    session, stub = stubs
+    step = network_only_run(stub)
+    asked = pf.unscoped_needed(["cluster_info", "ec2", "security_groups", "subnets", "vpc"])
+    simulation(stub, asked, conditional=("ec2:CreateVpc",), arn="arn:aws:sts::123456789012:assumed-role/capa/ansible")
+    ctx = Context(session=session, cluster="demo", check_mode=False)
+    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    assert "permissions" in after["checked"] and ctx.warnings == []

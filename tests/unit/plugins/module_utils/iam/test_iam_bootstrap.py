@@ -330,3 +330,60 @@ def test_scoped_statements_cover_the_names_the_code_gives():
     parameter = _bootstrap_data.new_prefix("ssm-parameter-store", uuid.uuid4()) + "/0"
     patterns = _resources(document, "ssm:PutParameter")
     assert _arn_allowed(patterns, f"arn:aws:ssm:us-east-1:123456789012:parameter{parameter}")
+
+
+def test_optional_permissions_are_exactly_what_only_the_preflight_calls():
+    """OPTIONAL_ACTIONS (documented: what each enables) is derived knowledge: the actions of capa_preflight's tables
+    that no other tier of the controllers calls. A tier starting to use one makes it required, and this fails."""
+    tables = {**policies.CONTROLLER_ACTIONS, **policies.CONTROLLER_EKS_ACTIONS}
+    preflight = set(tables["preflight"]) | set(tables["eks_preflight"])
+    others = {a for key, actions in tables.items() if key not in ("preflight", "eks_preflight") for a in actions}
+    assert set(policies.OPTIONAL_ACTIONS) == preflight - others - {"sts:GetCallerIdentity"}
+    # sts:GetCallerIdentity is never denied by IAM: listing it as optional would promise a warning that cannot come.
+    assert "sts:GetCallerIdentity" in preflight
+
+
+def test_optional_permissions_sit_in_optional_statements_only():
+    documents = [policies.controllers_policy(SUFFIX, BOTH), policies.controllers_eks_policy()]
+    for document in documents:
+        for statement in document["Statement"]:
+            optional = set(statement["Action"]) & set(policies.OPTIONAL_ACTIONS)
+            if policies.is_optional(statement):
+                assert set(statement["Action"]) == optional, statement
+            else:
+                assert optional == set(), statement
+    sids = {s["Sid"] for d in documents for s in d["Statement"] if policies.is_optional(s)}
+    assert sids == {
+        "OptionalPreflightChecks",
+        "OptionalInstanceProfileCheck",
+        "OptionalPermissionCheck",
+        "OptionalEksPreflightChecks",
+    }
+    everything = set().union(*(allowed(d) for d in documents))
+    assert set(policies.OPTIONAL_ACTIONS) <= everything
+
+
+def test_without_the_optional_statements_every_tier_but_the_preflight_checks_is_allowed():
+    found = called_actions()
+    documents = [policies.controllers_policy(SUFFIX, BOTH), policies.controllers_eks_policy()]
+    required = {
+        a
+        for d in documents
+        for s in d["Statement"]
+        if not policies.is_optional(s) and s["Effect"] == "Allow"
+        for a in s["Action"]
+    }
+    # The service wrappers behind the optional reads are called by the preflight alone.
+    optional_wrappers = ("describe_key", "quota_value", "cluster_versions", "get_instance_profile", "simulate_principal")
+    for path in MODULE_UTILS.rglob("*.py"):
+        relative = path.relative_to(MODULE_UTILS).as_posix()
+        if relative.startswith("aws/") or relative in NOT_CONTROLLERS or relative == "cluster/preflight.py":
+            continue
+        used = [w for w in optional_wrappers if re.search(rf"\b{w}\(", path.read_text())]
+        assert used == [], f"{relative} calls {used}: its permission is no longer optional"
+    missing = {
+        f: sorted(a - required)
+        for f, a in found.items()
+        if not f.startswith("aws/") and f != "cluster/preflight.py" and a - required
+    }
+    assert missing == {}
