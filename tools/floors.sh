@@ -41,7 +41,22 @@ newest)
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
     "$VENV/bin/python" -m pip install --quiet --upgrade --upgrade-strategy eager ansible-core -r requirements.txt \
         -r "$TESTS_REQUIREMENTS"
-    "$VENV/bin/python" -m pip install --quiet --upgrade --no-deps ansible
+    # amazon.aws comes from the `ansible` package (no Galaxy server here): the newest release whose amazon.aws is in
+    # galaxy.yml's range, found from the newest major down.
+    range=$(sed -n 's/^ *amazon\.aws: *"\(.*\)"/\1/p' galaxy.yml)
+    for major in $("$VENV/bin/python" -m pip index versions ansible 2>/dev/null | sed -n 's/^Available versions: //p' \
+            | tr ',' '\n' | sed 's/ //g; s/\..*//' | sort -run); do
+        "$VENV/bin/python" -m pip install --quiet --upgrade --no-deps "ansible==$major.*"
+        if "$VENV/bin/python" - "$range" <<'PY'
+import json, pathlib, sys
+import ansible_collections.amazon.aws as amazon_aws
+from packaging.specifiers import SpecifierSet
+found = json.loads((pathlib.Path(amazon_aws.__path__[0]) / "MANIFEST.json").read_text())["collection_info"]["version"]
+sys.exit(0 if found in SpecifierSet(sys.argv[1]) else 1)
+PY
+        then break; fi
+        echo "floors (newest): ansible $major.x ships amazon.aws outside galaxy.yml's range $range; trying an older one"
+    done
     ;;
 *)
     echo "floors: SET is floor or newest, not $SET" >&2

@@ -56,7 +56,7 @@ extends_documentation_fragment:
   - clusterapi.aws.attributes.info
 notes:
   - Not checkable before a run - capacity (C(InsufficientInstanceCapacity) is known only when AWS launches), a
-    spec change on what already exists (another instance type for a group at its size: that group's own module
+    spec change on what already exists (another instance type for a group at its size; that group's own module
     reads its type and image before it launches), and permissions that the controllers policies scope to
     resources (Secrets Manager, SSM parameters, IAM roles, C(iam:PassRole)) or to conditions, and service control
     policies - AWS judges those when each request is made. A permission the caller holds only on specific
