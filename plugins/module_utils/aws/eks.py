@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernel.context import Context
-from .errors import error_code, error_message, missing_as_none
+from .errors import error_code, error_message, missing_as_none, require_operation
 
 # The refusal of a delete whose resource is already gone: an answer, not a failure
 # (``ctx.ops.call_unless_refused(..., refused=GONE)``).
@@ -29,7 +29,9 @@ def cluster_versions(ctx: Context) -> list[dict[str, Any]]:
     Without ``includeAll`` AWS lists the versions in standard or extended support: one past extended support, or
     never offered, is absent from the answer.
     """
-    pages = ctx.client("eks").paginate("describe_cluster_versions")
+    client = ctx.client("eks")
+    require_operation(client, "describe_cluster_versions")  # newer than the botocore floor
+    pages = client.paginate("describe_cluster_versions")
     return list(pages.get("clusterVersions", []))
 
 

@@ -54,6 +54,22 @@ UNSUPPORTED_CODES = frozenset(
 )
 
 
+class NotInSdk(Exception):
+    """The installed botocore does not know the operation (it predates it): the read cannot be made with this SDK."""
+
+    def __init__(self, service: str, operation: str) -> None:
+        import botocore
+
+        super().__init__(f"botocore {botocore.__version__} does not know {service}:{operation}")
+        self.response = {"Error": {"Code": "NotInSdk", "Message": str(self)}}
+
+
+def require_operation(client: Any, method: str) -> None:
+    """Raise :class:`NotInSdk` when ``client``'s botocore predates ``method`` (a newer AWS read on the floors)."""
+    if method not in client.meta.method_to_api_mapping:
+        raise NotInSdk(client.meta.service_model.service_name, method)
+
+
 def error_code(error: Exception) -> str:
     return getattr(error, "response", {}).get("Error", {}).get("Code", "")
 
@@ -75,8 +91,11 @@ def http_status(error: Exception) -> int | None:
 
 def cannot_read(error: Exception) -> str | None:
     """``"denied"`` when the caller may not make the request, ``"unsupported"`` when the endpoint does not implement
-    it, None when the answer is about the thing read (not found, invalid, throttled ...)."""
+    it, ``"sdk"`` when the installed botocore predates it, None when the answer is about the thing read (not found,
+    invalid, throttled ...)."""
     code, status = error_code(error), http_status(error)
+    if isinstance(error, NotInSdk):
+        return "sdk"
     if code in DENIED_CODES or status == 403:
         return "denied"
     if code in UNSUPPORTED_CODES or status == 501:

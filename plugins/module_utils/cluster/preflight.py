@@ -947,11 +947,14 @@ class Reads:
 
     def skip(self, check: str, permission: str, why: str, code: str) -> None:
         self.skipped[check] = permission
-        answer = "was denied" if why == "denied" else "is not served by the endpoint"
+        answer = {
+            "denied": "was denied",
+            "unsupported": "is not served by the endpoint",
+            "sdk": "is not known to the installed botocore (a newer one has it)",
+        }[why]
         said = f"HTTP {code}" if code.isdigit() else code or why
         self.ctx.warn(
-            f"preflight: the {check} check was skipped: {permission} {answer} ({said}); "
-            f"grant {permission} to enable it"
+            f"preflight: the {check} check was skipped: {permission} {answer} ({said}); grant {permission} to enable it"
         )
 
 

@@ -140,9 +140,25 @@ def test_controllers_policies_allow_every_call_the_code_makes():
     assert missing == {}
 
 
+def unknown_to_this_sdk(actions: set[str]) -> set[str]:
+    """The actions whose operation the installed botocore does not know: the floor's predates a few reads (which the
+    code then skips with a warning), so the scanner cannot see their calls there."""
+    boto3_name = {prefix: name for name, prefix in IAM_PREFIX.items()}
+    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    unknown = set()
+    for action in actions:
+        prefix, operation = action.split(":", 1)
+        service = boto3_name.get(prefix, prefix)
+        if service in session.get_available_services():
+            if operation not in session.client(service).meta.method_to_api_mapping.values():
+                unknown.add(action)
+    return unknown
+
+
 def test_controllers_policies_allow_nothing_the_code_does_not_call():
     called = set().union(*called_actions().values())
-    assert controllers_allowed() - called - IMPLIED == set()
+    extra = controllers_allowed() - called - IMPLIED
+    assert extra - unknown_to_this_sdk(extra) == set()
 
 
 @pytest.mark.parametrize(
@@ -374,7 +390,13 @@ def test_without_the_optional_statements_every_tier_but_the_preflight_checks_is_
         for a in s["Action"]
     }
     # The service wrappers behind the optional reads are called by the preflight alone.
-    optional_wrappers = ("describe_key", "quota_value", "cluster_versions", "get_instance_profile", "simulate_principal")
+    optional_wrappers = (
+        "describe_key",
+        "quota_value",
+        "cluster_versions",
+        "get_instance_profile",
+        "simulate_principal",
+    )
     for path in MODULE_UTILS.rglob("*.py"):
         relative = path.relative_to(MODULE_UTILS).as_posix()
         if relative.startswith("aws/") or relative in NOT_CONTROLLERS or relative == "cluster/preflight.py":
