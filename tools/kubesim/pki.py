@@ -154,7 +154,13 @@ def subject_of(cert: x509.Certificate) -> tuple[str, list[str]]:
 
 def valid_now(cert: x509.Certificate) -> bool:
     now = _now()
-    return cert.not_valid_before_utc <= now <= cert.not_valid_after_utc
+    return _utc(cert, "not_valid_before") <= now <= _utc(cert, "not_valid_after")
+
+
+def _utc(cert: x509.Certificate, name: str) -> datetime.datetime:
+    """A validity bound as an aware datetime (cryptography < 42, the collection's floor, has only the naive one)."""
+    value = getattr(cert, f"{name}_utc", None)
+    return value if value is not None else getattr(cert, name).replace(tzinfo=datetime.timezone.utc)
 
 
 def write_pair(directory: Path, stem: str, cert: str, key: str) -> tuple[Path, Path]:
