@@ -9,7 +9,6 @@ paginate, and decide nothing else. Tag repair is :func:`..kernel.tags.repair_tag
 from __future__ import annotations
 
 import fnmatch
-import time
 from typing import Any, Callable, Mapping, Sequence
 
 try:
@@ -22,6 +21,7 @@ from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder
 from ..kernel.resources import BY_NAME, Ec2Kind
 from ..kernel.tags import tags_to_dict
+from ..kernel.waiting import Backoff, wait_until
 from .errors import error_code, error_message, is_not_found, missing_as_none
 
 
@@ -43,6 +43,35 @@ def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[st
             if any(matches_tags(i, wanted) for i in r.get("Instances", []))
         ]
     return [item for item in found if matches_tags(item, wanted)]
+
+
+def wait_for_states(
+    ctx: Context,
+    method: str,
+    key: str,
+    id_filter: str,
+    ids: Sequence[str],
+    wanted: Sequence[str],
+    what: str,
+    failed: Sequence[str] = ("failed",),
+) -> list[dict[str, Any]]:
+    """Poll ``method`` (one request for all ``ids``, by the ``id_filter`` filter) until every one is in a ``wanted``
+    state (``State``) or, when ``deleted`` is wanted, gone; one in a ``failed`` state fails the wait at once."""
+
+    def read() -> list[dict[str, Any]]:
+        return describe(ctx, method, key, Filters=[{"Name": id_filter, "Values": list(ids)}])
+
+    def settled(items: list[dict[str, Any]]) -> bool:
+        states = {item.get("State") for item in items}
+        present = len(items) == len(set(ids))
+        return (present or "deleted" in wanted) and states <= set(wanted)
+
+    def broken(items: list[dict[str, Any]]) -> str | None:
+        id_field = "".join(part.capitalize() for part in id_filter.split("-"))  # nat-gateway-id -> NatGatewayId
+        bad = [f"{i.get(id_field)} is {i.get('State')}" for i in items if i.get("State") in failed]
+        return "; ".join(bad) or None
+
+    return wait_until(read, settled, ctx, what, failed=broken)
 
 
 def kind(name: str) -> Ec2Kind:
@@ -124,6 +153,10 @@ def is_dependency_error(code: str, message: str) -> bool:
     )
 
 
+# ENIs of NAT gateways, load balancers and terminated instances take minutes to be released: no hurry to ask again.
+DEPENDANTS = Backoff(first=2.0, cap=15.0, factor=1.7)
+
+
 def delete_when_free(
     ctx: Context, attempt: Callable[[], Any], what: str, blockers: Callable[[], str] | None = None
 ) -> None:
@@ -133,7 +166,7 @@ def delete_when_free(
     retried within the run's wait budget; if it is still refused then, the error names what blocks it and whose
     it is (``network.blockers.finder``).
     """
-    delay = 2.0
+    waiting = ctx.wait_for(f"{what} to be free to delete", backoff=DEPENDANTS)
     while True:
         try:
             attempt()
@@ -144,11 +177,10 @@ def delete_when_free(
             code = error_code(e)
             message = e.response["Error"].get("Message", code)
             dependency = is_dependency_error(code, message)
-            if not dependency or ctx.remaining() <= 0 or not ctx.wait:
+            if not dependency or not waiting.budget_left() or not ctx.wait:
                 detail = f"; blocked by: {blockers()}" if blockers and dependency else ""
                 raise ReconcileError(f"cannot delete {what}: {message}{detail}") from e
-        time.sleep(min(delay, max(ctx.remaining(), 0.1)))
-        delay = min(delay * 1.7, 15.0)
+        waiting.pause()
 
 
 def launch_template(ctx: Context, name: str) -> dict[str, Any] | None:

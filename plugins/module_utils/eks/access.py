@@ -10,7 +10,6 @@ The authentication mode decides which: ``CONFIG_MAP`` reads aws-auth only, ``API
 from __future__ import annotations
 
 import base64
-import time
 import urllib.parse
 from typing import Any, Mapping, Sequence
 
@@ -25,6 +24,7 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import ROLE_COMMON
+from ..kernel.waiting import Backoff
 from ..workload import credentials
 from ..workload.kube import UNREACHABLE, ApiTarget, KubeApi, PlannedApi
 from . import cluster_plan as plan
@@ -32,7 +32,7 @@ from .eks_cluster_spec import EksClusterSpec
 from .kubeconfig import dump_yaml
 
 AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
-API_RETRY = 3.0  # seconds between reads while a required EKS API does not answer yet
+API_RETRY = Backoff(first=0.5, cap=3.0)  # reads while a required EKS API does not answer yet
 
 
 def reconcile_access(
@@ -104,16 +104,16 @@ def apply_aws_auth(
 def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool) -> dict[str, Any] | None:
     """aws-auth as the cluster has it (None: none yet). An endpoint that does not answer raises; with ``wait`` it is
     asked again within the run's wait budget first (a cluster just become ACTIVE may take a moment to serve)."""
+    waiting = ctx.wait_for("the EKS API to answer", backoff=API_RETRY)
     while True:
         try:
             return api.get(AWS_AUTH_PATH, "k8s:GetConfigMap")
         except RemoteError as e:
             if e.code != UNREACHABLE:
                 raise ReconcileError(f"reading kube-system/aws-auth: {e}") from None
-            if not wait or ctx.remaining() <= API_RETRY:
+            if not wait or not waiting.budget_left(API_RETRY.cap):
                 raise
-            ctx.progress(f"waiting for the EKS API to answer ({e})")
-            time.sleep(API_RETRY)
+            waiting.pause()
 
 
 def _api(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any]) -> KubeApi:

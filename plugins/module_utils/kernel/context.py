@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 from .operations import Operations
 from .session import AwsSession, RetryingClient
 from .tags import OWNED, cluster_tag_key, owned_tags
+from .waiting import POLL, Backoff, Wait
 
 PROGRESS_KEPT = 20  # progress lines a result keeps (the log has them all)
 
@@ -25,14 +26,19 @@ class Context:
     additional_tags: dict[str, str] = field(default_factory=dict)
     wait: bool = True
     wait_timeout: int = 600
-    started: float = field(default_factory=time.monotonic)
+    # The run's time: every wait reads this clock and sleeps through this function (a unit test passes fakes).
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    started: float = -1.0  # set from ``clock`` when not given
     warnings: list[str] = field(default_factory=list)
     # Where progress of a long wait goes as it happens (the module's log: syslog / journald on the controller).
     reporter: Callable[[str], None] = field(default=lambda _message: None, repr=False)
     progress_log: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ops = Operations(self.check_mode, self.remaining)
+        if self.started < 0:
+            self.started = self.clock()
+        self.ops = Operations(self.check_mode, self.remaining, self.sleep)
 
     def client(self, service: str, region: str | None = None) -> RetryingClient:
         """The run's client; another ``region`` only for reads that span regions (``capa_ami_info``)."""
@@ -51,14 +57,18 @@ class Context:
 
     def remaining(self) -> float:
         """Seconds left of the run's shared wait budget."""
-        return max(0.0, self.wait_timeout - (time.monotonic() - self.started))
+        return max(0.0, self.wait_timeout - (self.clock() - self.started))
+
+    def wait_for(self, what: str, limit: float = 0.0, backoff: Backoff = POLL) -> Wait:
+        """A wait of this run (:mod:`.waiting`): paced by ``backoff``, within the run's budget and ``limit``."""
+        return Wait(what, self.remaining, self.progress, limit, backoff, self.clock, self.sleep)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
     def progress(self, message: str) -> None:
         """A long wait says where it stands: now to the log, and in the result (the last few) afterwards."""
-        stamped = f"{int(time.monotonic() - self.started)}s: {message}"
+        stamped = f"{int(self.clock() - self.started)}s: {message}"
         self.reporter(stamped)
         self.progress_log.append(stamped)
         del self.progress_log[:-PROGRESS_KEPT]

@@ -93,9 +93,15 @@ class Operations:
     once, and local file writes are planned by :meth:`write_file` / :meth:`delete_file`.
     """
 
-    def __init__(self, check_mode: bool, remaining: Callable[[], float] = lambda: 0.0) -> None:
+    def __init__(
+        self,
+        check_mode: bool,
+        remaining: Callable[[], float] = lambda: 0.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.check_mode = check_mode
         self.remaining = remaining  # seconds left of the run's wait budget (retries stay within it)
+        self.sleep = sleep
         self.plan: list[PlannedCall] = []
         self.lost_responses: list[str] = []
         self.claimed: set[str] = set()
@@ -171,7 +177,7 @@ class Operations:
                     return None
                 if retry_if is None or not retry_if(e) or self.remaining() <= retry_delay:
                     raise
-            time.sleep(retry_delay)
+            self.sleep(retry_delay)
 
     def write_file(self, path: Path, text: str, what: str, reason: str | None = None) -> bool:
         """Write a local file (mode 0600) unless it already holds ``text``; planned as ``file:WriteFile``.

@@ -13,20 +13,21 @@ instance is terminated - and delete its Node once the instance is gone (:func:`d
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
+from ..kernel.waiting import Backoff
 from ..workload.etcd import Etcd, EtcdStatus
 from ..workload.kube import KubeApi
 from ..workload.observe import NodeView
 from .lifecycle import EXCLUDE_DRAINING, EXCLUDE_VOLUME_WAIT, PodRef, pods_to_evict
 
-# How often a drain retries refused evictions and re-reads the Node's pods (CAPI: every 20 s; one run has less).
-DRAIN_RETRY = 5.0
-VOLUME_POLL = 5.0
+# How often a drain retries refused evictions and re-reads the Node's pods (CAPI: every 20 s; one run has less time):
+# quickly at first - an evicted pod is often gone in a second - then every 5 s.
+DRAIN_RETRY = Backoff(first=0.5, cap=5.0)
+VOLUME_POLL = Backoff(first=1.0, cap=5.0)
 # etcd refuses reconfiguration for ~5 s after any membership or leader change ("unhealthy cluster").
 RECONFIGURE_RETRY = 1.0
 
@@ -57,11 +58,10 @@ def drain_node(
     machine: str,
     timeout: int = 0,
     excluded: bool = False,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> DrainOutcome:
     """Cordon the Node and evict its pods (not DaemonSet or mirror pods), as Cluster API's Machine controller does.
 
-    Evictions a PodDisruptionBudget refuses (HTTP 429) are retried every :data:`DRAIN_RETRY` seconds; the drain
+    Evictions a PodDisruptionBudget refuses (HTTP 429) are retried, paced by :data:`DRAIN_RETRY`; the drain
     ends when no evicted pod is left on the Node, or when ``timeout`` seconds have passed (``0`` = no limit of its
     own; the run's wait budget still bounds it): then the machine goes anyway, as with CAPI's
     ``nodeDrainTimeout``, and the outcome says which pods were still there. The annotation
@@ -81,7 +81,7 @@ def drain_node(
             _evict(ctx, api, pod, why)
             outcome.evicted.append(f"{pod.namespace}/{pod.name}")
         return outcome
-    started = time.monotonic()
+    waiting = ctx.wait_for(f"node {node.name} to drain", limit=timeout, backoff=DRAIN_RETRY)
     pending = {(p.namespace, p.name): p for p in pods}
     evicted: set[tuple[str, str]] = set()
     while pending:
@@ -97,21 +97,21 @@ def drain_node(
         pending = {key: pod for key, pod in pending.items() if key in on_node}
         if not pending:
             break
-        if timeout and time.monotonic() - started >= timeout:
+        if waiting.over_limit():
             outcome.timed_out = sorted(f"{ns}/{name}" for ns, name in pending)
             ctx.warn(
                 f"node {node.name} (machine {machine}): node_drain_timeout {timeout}s passed with "
                 f"{', '.join(outcome.timed_out)} still on it; the machine goes anyway"
             )
             break
-        if ctx.remaining() <= DRAIN_RETRY:
+        if not waiting.budget_left(DRAIN_RETRY.first):
             raise ReconcileError(
                 f"draining node {node.name} (machine {machine}) did not finish within wait_timeout: "
                 f"{', '.join(sorted(f'{ns}/{name}' for ns, name in pending))} still there (a PodDisruptionBudget "
                 "refuses their eviction, or they do not terminate); the machine was kept - the next run goes on, "
                 "or set node_drain_timeout to let it go after that long"
             )
-        sleep(DRAIN_RETRY)
+        waiting.pause()
     return outcome
 
 
@@ -136,7 +136,7 @@ def wait_volumes_detached(
     (``0`` = no limit of its own); returns the volumes still attached when it gave up."""
     if excluded or ctx.check_mode:
         return []
-    started = time.monotonic()
+    waiting = ctx.wait_for(f"volumes of node {node_name} to detach", limit=timeout, backoff=VOLUME_POLL)
     while True:
         current = api.get(f"/api/v1/nodes/{node_name}", "k8s:GetNode")
         if current is None:
@@ -144,18 +144,18 @@ def wait_volumes_detached(
         view = NodeView.from_api(current)
         if EXCLUDE_VOLUME_WAIT in view.annotations or not view.volumes_attached:
             return []
-        if timeout and time.monotonic() - started >= timeout:
+        if waiting.over_limit():
             ctx.warn(
                 f"node {node_name} (machine {machine}): node_volume_detach_timeout {timeout}s passed with "
                 f"{', '.join(view.volumes_attached)} still attached; the machine goes anyway"
             )
             return list(view.volumes_attached)
-        if ctx.remaining() <= VOLUME_POLL:
+        if not waiting.budget_left(VOLUME_POLL.first):
             raise ReconcileError(
                 f"volumes of node {node_name} (machine {machine}) did not detach within wait_timeout: "
                 f"{', '.join(view.volumes_attached)}; the machine was kept"
             )
-        time.sleep(VOLUME_POLL)
+        waiting.pause()
 
 
 def _unhealthy_cluster(error: Exception) -> bool:

@@ -15,18 +15,13 @@ Registering control-plane instances is not done here: capa_instance does it with
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
-
-try:
-    import botocore.exceptions
-except ImportError:
-    pass
+from typing import Any, Mapping
 
 from ..aws import elb as _elb
 from ..aws import elbv2 as _elbv2
-from ..aws.errors import error_code, missing_as_none
+from ..aws.ec2 import delete_when_free
+from ..aws.errors import missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
@@ -821,7 +816,9 @@ class _Deletion:
             if not is_owned(state.tags.get(group["TargetGroupArn"]), self.ctx.cluster):
                 continue
             label = f"{lb.aws_name}/{group['TargetGroupName']}"
-            self._retry_in_use(
+            # AWS may answer ResourceInUse for a moment after the listeners using the group are gone.
+            delete_when_free(
+                self.ctx,
                 functools.partial(
                     missing_as_none,
                     self.ctx.ops.call,
@@ -831,23 +828,9 @@ class _Deletion:
                     reason="cluster deleted",
                     TargetGroupArn=group["TargetGroupArn"],
                 ),
-                label,
+                f"target group {label}",
                 blockers=finder(self.ctx, target_group_arn=group["TargetGroupArn"]),
             )
-
-    def _retry_in_use(self, attempt: Callable[[], Any], label: str, blockers: Callable[[], str] | None = None) -> None:
-        """AWS may answer ResourceInUse for a moment after the listeners using a target group are gone."""
-        delay = 2.0
-        while True:
-            try:
-                attempt()
-                return
-            except botocore.exceptions.ClientError as e:
-                if error_code(e) != "ResourceInUse" or not self.ctx.wait or self.ctx.remaining() <= 0:
-                    blocked = f"; blocked by: {blockers()}" if blockers and error_code(e) == "ResourceInUse" else ""
-                    raise ReconcileError(f"cannot delete target group {label}: {e}{blocked}") from e
-            time.sleep(min(delay, max(self.ctx.remaining(), 0.1)))
-            delay = min(delay * 1.7, 15.0)
 
     def _wait_gone(self, classic: list[dict[str, Any]], v2: list[V2State]) -> None:
         if self.ctx.check_mode or not self.ctx.wait:

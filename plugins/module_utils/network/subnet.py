@@ -15,12 +15,7 @@ import ipaddress
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-try:
-    import botocore.exceptions
-except ImportError:
-    pass
-
-from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of
+from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of, wait_for_states
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.idempotency import new_client_token
@@ -539,7 +534,15 @@ class _Build:
                 tags = repair_tags(self.ctx, "ec2", state.id, state.label, state.observed.tags, wanted)
                 state.observed = replace(state.observed, tags=tags)
         if created and self.ctx.wait and not self.ctx.check_mode:
-            _wait(self.ctx, self.ec2, "subnet_available", f"subnets {', '.join(created)}", SubnetIds=created)
+            wait_for_states(
+                self.ctx,
+                "describe_subnets",
+                "Subnets",
+                "subnet-id",
+                created,
+                ["available"],
+                f"subnets {', '.join(created)}",
+            )
         for state in observed.states:
             if state.managed and state.is_public and state.observed and not state.observed.map_public_ip:
                 self.ctx.ops.call(
@@ -619,8 +622,15 @@ class _Build:
             ids = ", ".join(n.id for n in free)
             self.ctx.warn(f"NAT gateway(s) {ids} are owned by the cluster but no longer needed; they are kept")
         if waiting and self.ctx.wait and not self.ctx.check_mode:
-            _wait(
-                self.ctx, self.ec2, "nat_gateway_available", f"NAT gateways {', '.join(waiting)}", NatGatewayIds=waiting
+            wait_for_states(
+                self.ctx,
+                "describe_nat_gateways",
+                "NatGateways",
+                "nat-gateway-id",
+                waiting,
+                ["available"],
+                f"NAT gateways {', '.join(waiting)} to be available",
+                failed=["failed", "deleting", "deleted"],
             )
             observed.nats = [replace(n, state="available") if n.id in waiting else n for n in observed.nats]
         return nat_by_zone
@@ -827,8 +837,14 @@ class _Deletion:
             pending.append(nat.id)
         # Deleted in parallel, then one wait: their EIPs and ENIs are only released once they are gone.
         if pending and self.ctx.wait and not self.ctx.check_mode:
-            _wait(
-                self.ctx, self.ec2, "nat_gateway_deleted", f"NAT gateways {', '.join(pending)}", NatGatewayIds=pending
+            wait_for_states(
+                self.ctx,
+                "describe_nat_gateways",
+                "NatGateways",
+                "nat-gateway-id",
+                pending,
+                ["deleted"],
+                f"NAT gateways {', '.join(pending)} to be deleted",
             )
 
     def _release_addresses(self, addresses: Sequence[Address]) -> None:
@@ -872,15 +888,6 @@ class _Deletion:
 # helpers ---------------------------------------------------------------------------------------------------------
 def _vpc_filter(vpc_id: str | None) -> list[dict[str, Any]]:
     return [{"Name": "vpc-id", "Values": [vpc_id]}]
-
-
-def _wait(ctx: Context, client: Any, waiter: str, what: str, delay: int = 2, **params: Any) -> None:
-    """A botocore waiter bounded by the run's shared wait budget."""
-    attempts = max(1, int(ctx.remaining() // delay))
-    try:
-        client.waiter(waiter).wait(WaiterConfig={"Delay": delay, "MaxAttempts": attempts}, **params)
-    except botocore.exceptions.WaiterError as e:
-        raise ReconcileError(f"{what}: {waiter} not reached within {ctx.wait_timeout}s ({e.last_response})") from e
 
 
 # view ------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of
+from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of, wait_for_states
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import placeholder
@@ -256,7 +256,9 @@ def _apply_vpc(ctx: Context, spec: VpcSpec, vpc: ObservedVpc | None, steps: VpcP
         )["Vpc"]
         vpc = replace(ObservedVpc.from_aws(created, ctx.cluster), tags=dict(tags), owned=True, dns=NEW_VPC_DNS)
         if ctx.wait and not ctx.check_mode:
-            ec2.waiter("vpc_available").wait(VpcIds=[vpc.id], WaiterConfig={"Delay": 2, "MaxAttempts": 60})
+            wait_for_states(
+                ctx, "describe_vpcs", "Vpcs", "vpc-id", [vpc.id], ["available"], f"VPC {name} to be available"
+            )
     else:
         vpc = replace(vpc, tags=repair_tags(ctx, "ec2", vpc.id, name, vpc.tags, tags))
     for attribute in steps.enable_dns:

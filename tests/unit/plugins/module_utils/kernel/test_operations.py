@@ -14,7 +14,6 @@ import pytest
 from botocore.stub import Stubber
 
 from ansible_collections.clusterapi.aws.plugins.module_utils import capa
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import operations
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import (
     Operations,
@@ -82,14 +81,14 @@ def test_other_refusals_still_fail_and_stay_in_the_plan():
     assert [p.call for p in ops.plan] == ["secretsmanager:CreateSecret"]
 
 
-def test_a_call_retried_on_a_condition_is_planned_once(monkeypatch):
-    monkeypatch.setattr(operations.time, "sleep", lambda _s: None)
+def test_a_call_retried_on_a_condition_is_planned_once():
     client, stub = stubbed("eks")
     request = {"name": "c", "roleArn": "arn:aws:iam::123456789012:role/r", "resourcesVpcConfig": {}}
     for _attempt in range(2):
         stub.add_client_error("create_cluster", "InvalidParameterException", "Role cannot be assumed")
     stub.add_response("create_cluster", {"cluster": {"name": "c"}}, request)
-    ops = Operations(check_mode=False, remaining=lambda: 100.0)
+    paused: list[float] = []
+    ops = Operations(check_mode=False, remaining=lambda: 100.0, sleep=paused.append)
     with stub:
         answer = ops.call(
             client,
@@ -97,11 +96,12 @@ def test_a_call_retried_on_a_condition_is_planned_once(monkeypatch):
             "c",
             "missing",
             retry_if=lambda e: "role" in str(e).lower(),
-            retry_delay=0.0,
+            retry_delay=3.0,
             **request,
         )
     assert answer == {"cluster": {"name": "c"}}
     assert [p.call for p in ops.plan] == ["eks:CreateCluster"]
+    assert paused == [3.0, 3.0]  # on the run's clock (the context's sleep), not time.sleep
 
 
 def test_the_retry_stops_when_the_budget_is_spent():
