@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule \
-	test clean system-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
+	test check tools-venvs clean system-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
 	typecheck
 
 help:
@@ -54,7 +54,9 @@ help:
 	@echo "make bench-k8s-noop  the no-op's AWS and Kubernetes requests for 2 and 20 workers on the simulator"
 	@echo "make floors       tests/unit + make demo's playbook (simulator) on the declared floors (tests/constraints/floor.txt, Python 3.11)"
 	@echo "make newest       the same on the newest release of every requirement, resolved when it runs (Python 3.13); prints them"
-	@echo "make test         venv collection lint unit sanity changelog-lint iam-lint galaxy-importer ee docs awx-job integration molecule (stops at the first failure)"
+	@echo "make test         everything: integration on one lane, lint unit sanity changelog-lint iam-lint galaxy-importer ee docs"
+	@echo "                  awx-job molecule on the other; coverage per package; report in .build/test-report.md"
+	@echo "make check        the inner loop: lint, unit, and the integration tests marked check"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
 # --- environment -----------------------------------------------------------------------------
@@ -267,19 +269,27 @@ molecule: venv collection
 	echo "molecule: AWS_ENDPOINT_URL=$$AWS_ENDPOINT_URL"; \
 	molecule test $(MOLECULE_ARGS)
 
-test: venv collection
-	@echo "make test: lint, unit, sanity, changelog-lint, iam-lint, galaxy-importer, ee, docs, awx-job, integration, molecule"
-	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory sanity
-	$(MAKE) --no-print-directory changelog-lint
-	$(MAKE) --no-print-directory iam-lint
-	$(MAKE) --no-print-directory galaxy-importer
-	$(MAKE) --no-print-directory ee
-	$(MAKE) --no-print-directory docs
-	$(MAKE) --no-print-directory awx-job
-	$(MAKE) --no-print-directory integration
-	$(MAKE) --no-print-directory molecule
+# Everything, in two lanes (tools/test_all.sh): the integration suite on one, every check that needs no server on
+# the other; unit and integration under coverage (tools/coverage.ini), reported per package; per-target times and the
+# 20 slowest tests in .build/test-report.md.
+INTEGRATION_WORKERS ?= 4
+test: venv collection system-deps tools-venvs
+	INTEGRATION_WORKERS=$(INTEGRATION_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/test_all.sh
+
+# Every tool venv at once (pip downloads overlap), before the lanes start.
+TOOL_STAMPS := $(patsubst tools/requirements/%.txt,$(TOOLS)/%/.stamp,$(wildcard tools/requirements/*.txt))
+tools-venvs:
+	@$(MAKE) --no-print-directory -j4 $(TOOL_STAMPS)
+
+# The inner loop for a change in progress: lint, the unit tests and the integration tests marked `check` (one per
+# tier and the simulator's main paths: tests/integration/conftest.py CHECK), in a few minutes. `make test` stays
+# everything, and is what CI runs.
+check: venv collection system-deps $(TOOLS)/mypy/.stamp
+	@start=$$SECONDS; status=0; \
+	$(MAKE) --no-print-directory lint || status=1; \
+	pytest -q -n 2 -p no:cacheprovider tests/unit $(PYTEST_ARGS) || status=1; \
+	pytest -q -n $(INTEGRATION_WORKERS) -p no:cacheprovider -m check tests/integration $(PYTEST_ARGS) || status=1; \
+	echo "make check: $$((SECONDS - start))s, $$([[ $$status == 0 ]] && echo passed || echo FAILED)"; exit $$status
 
 clean: kubesim-stop moto-stop
 	rm -rf $(BUILD) .capa .pytest_cache .ruff_cache tests/output

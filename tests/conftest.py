@@ -423,10 +423,80 @@ def run_module_cmd(
     env: dict[str, str] | None = None,
     timeout: float = 600,
 ) -> dict[str, Any]:
-    """Run one module on localhost (one-task playbook) and return its result dict.
+    """Run one module and return its result dict, as Ansible runs a module: its Python file, with its arguments and
+    Ansible's internal ones (``_ansible_check_mode``, ``_ansible_diff`` ...) as ``ANSIBLE_MODULE_ARGS``, its JSON
+    answer on stdout. A module that has an action plugin (``plugins/action/<module>.py``: the action runs first, on
+    the controller) is run through a one-task playbook instead, so that its action runs too.
+
+    Why not always a playbook: a module's own behaviour is what these tests assert, and starting ansible-playbook
+    for each call cost as much CPU as the module itself (the suite was CPU-bound); playbook runs (roles, site.yml,
+    module_defaults, the callbacks) are tested through :func:`run_playbook_cmd`.
 
     A failing module does not raise: check ``result["failed"]``.
     """
+    namespace, collection, module = module_fqcn.split(".")
+    if (REPO / "plugins" / "action" / f"{module}.py").is_file():
+        return _run_module_in_a_playbook(module_fqcn, args, check, diff, env, timeout)
+    internal = {
+        "_ansible_check_mode": check,
+        "_ansible_diff": diff,
+        "_ansible_module_name": module_fqcn,
+        "_ansible_no_log": False,
+        "_ansible_verbosity": 0,
+    }
+    with tempfile.TemporaryDirectory(prefix="run-module-") as tmp:
+        arguments = Path(tmp) / "args.json"
+        arguments.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {**(args or {}), **internal}}))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                f"ansible_collections.{namespace}.{collection}.plugins.modules.{module}",
+                str(arguments),
+            ],
+            env={**ansible_env(env), "PYTHONPATH": str(COLLECTIONS_PATH)},
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    keep_output(module, proc.stdout, proc.stderr)
+    try:
+        result = json.loads(proc.stdout[proc.stdout.index("{") :])
+    except ValueError:
+        output = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        raise AssertionError(f"module {module_fqcn} answered no JSON (rc {proc.returncode})\n{output}") from None
+    result.setdefault("changed", False)
+    if proc.returncode != 0:
+        result["failed"] = True
+    return _as_the_controller_shows(result)
+
+
+def _as_the_controller_shows(result: dict[str, Any]) -> dict[str, Any]:
+    """ansible-core 2.19 modules send warnings and deprecations as structured summaries, which the controller turns
+    into the messages a task result carries; older cores send the messages themselves."""
+    for key in ("warnings", "deprecations"):
+        entries = []
+        for entry in result.get(key) or []:
+            if isinstance(entry, dict) and isinstance(entry.get("event"), dict):
+                message = entry["event"].get("msg", "")
+                entry = message if key == "warnings" else {"msg": message}
+            entries.append(entry)
+        if key in result:
+            result[key] = entries
+    return result
+
+
+def _run_module_in_a_playbook(
+    module_fqcn: str,
+    args: dict[str, Any] | None,
+    check: bool,
+    diff: bool,
+    env: dict[str, str] | None,
+    timeout: float,
+) -> dict[str, Any]:
     play = [
         {
             "name": "run_module",
