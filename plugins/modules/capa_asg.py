@@ -60,8 +60,8 @@ options:
     default: 1
   desired_capacity:
     description:
-      - Desired capacity; between I(min_size) and I(max_size) unless I(externally_managed_replicas). Default - AWS
-        starts at I(min_size) and the module leaves it alone.
+      - Desired capacity, between I(min_size) and I(max_size) (with I(externally_managed_replicas) too - it is then
+        the group's first size). Default - AWS starts at I(min_size) and the module leaves it alone.
     type: int
   externally_managed_replicas:
     description:

@@ -393,37 +393,11 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import (
-    InstanceTier,
-    machine_argument_spec,
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import InstanceTier, group_argument_spec
 
 
 def main():
-    run_tier(
-        dict(
-            **machine_argument_spec(),
-            name=dict(type="str", required=True),
-            role=dict(type="str", default="node", choices=["control-plane", "node", "bastion"]),
-            replicas=dict(type="int", default=1),
-            failure_domains=dict(type="list", elements="str"),
-            public_ip=dict(type="bool"),
-            load_balancers=dict(type="list", elements="dict", default=[]),
-            rollout=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    max_surge=dict(type="int", default=1),
-                    max_unavailable=dict(type="int", default=0),
-                    deletion_policy=dict(type="str", choices=["Random", "Newest", "Oldest"]),
-                ),
-            ),
-            max_unhealthy=dict(type="raw", default="100%"),
-            initialize=dict(type="bool", default=False),
-        ),
-        tier=InstanceTier(),
-        result_key=None,
-    )
+    run_tier(group_argument_spec(), tier=InstanceTier(), result_key=None)
 
 
 if __name__ == "__main__":

@@ -120,14 +120,14 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.vpc import VpcTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.vpc import DEFAULT_CIDR, VpcTier
 
 
 def main():
     run_tier(
         dict(
             id=dict(type="str"),
-            cidr_block=dict(type="str", default="10.0.0.0/16"),
+            cidr_block=dict(type="str", default=DEFAULT_CIDR),
             secondary_cidr_blocks=dict(type="list", elements="str", default=[]),
         ),
         tier=VpcTier(),

@@ -25,15 +25,15 @@ from ..kernel.waiting import Backoff, wait_until
 from .errors import error_code, error_message, is_not_found, missing_as_none
 
 
-def describe(ctx: Context, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
+def describe(ctx: Context, method: str, key: str, **request: Any) -> list[dict[str, Any]]:
     """One logical describe (all pages) returning the list under ``key``.
 
     Tag filters are checked again on what comes back: what a describe returns is what a tier may change or delete,
     and a server that ignored a tag filter (moto does for NAT gateways) must not make another cluster's resource
     look like ours.
     """
-    found = ctx.client("ec2").paginate(method, **params).get(key, [])
-    wanted = tag_filters(params.get("Filters") or params.get("Filter") or [])
+    found = ctx.client("ec2").paginate(method, **request).get(key, [])
+    wanted = tag_filters(request.get("Filters", request.get("Filter", [])))
     if not wanted:
         return found
     if key == "Reservations":

@@ -24,6 +24,7 @@ import re
 from dataclasses import fields, is_dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..eks.nodegroup_plan import check_scaling
 from ..kernel import options as _options
 from ..kernel.errors import SpecError
 from ..kernel.options import Option, by_name
@@ -37,26 +38,25 @@ from ..kernel.validation import (
     check_tags,
     check_vpc_cidr,
     parse_cidr,
+    parse_kubernetes_version,
 )
 from ..machines import machine_spec as machine
 from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
+from ..machines.asg_plan import check_pool_sizes
 from ..machines.group_workload import NODE_OPTIONS
-from ..machines.machine_spec import HOP_LIMITS, ROOT_VOLUME_TYPES
-from ..machines.plan import parse_max_unhealthy
+from ..machines.plan import DEFAULT_MAX_UNHEALTHY, check_max_unhealthy, check_replicas, check_rollout
+from ..network.elb_plan import check_lb_name
+from ..network.vpc import DEFAULT_CIDR as DEFAULT_VPC_CIDR
 from ..workload.access import KUBERNETES_API, KubernetesApiSettings
 from .cluster_types import ClusterSpec, IngressRule, MachinePool
 
 UNMANAGED_ROLES = ("bastion", "apiserver-lb", "lb", "controlplane", "node")
 EKS_ROLES = ("bastion", "node-eks-additional")
-KUBERNETES_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
 EKS_VERSION = re.compile(r"^1\.\d{1,2}$")
 # EBS root volume sizes AWS accepts for the types a root volume can have; below 8 GiB no CAPA image boots.
-ROOT_VOLUME_GIB = (machine.MIN_ROOT_VOLUME_GIB, 16384)
-LB_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$")
 PROTOCOLS = ("tcp", "udp", "icmp", "-1", "4", "50", "58")
 CNI_RULE_KEYS = frozenset(("description", "protocol", "from_port", "to_port"))
 POOL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-PRICE = re.compile(r"^\d+(\.\d+)?$")
 
 
 def opt(name: str, description: str, type: str = "str", **settings: Any) -> Option:
@@ -172,7 +172,7 @@ MAX_UNHEALTHY = opt(
     "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it no unhealthy "
     "(stopped, impaired) machine is replaced.",
     type="raw",
-    default="100%",
+    default=DEFAULT_MAX_UNHEALTHY,
 )
 
 # How a group's machines leave the cluster (Cluster API's Machine fields), declared once with capa_instance's.
@@ -212,7 +212,7 @@ NETWORK_OPTIONS: tuple[Option, ...] = (
         default={},
         options=(
             opt("id", "An existing VPC to use (bring your own): used, never changed or deleted.", immutable=True),
-            opt("cidr_block", "Primary CIDR block of a managed VPC.", default="10.0.0.0/16", immutable=True),
+            opt("cidr_block", "Primary CIDR block of a managed VPC.", default=DEFAULT_VPC_CIDR, immutable=True),
             opt(
                 "secondary_cidr_blocks",
                 "Secondary CIDR blocks (add-only).",
@@ -855,11 +855,7 @@ def check_cluster(spec: ClusterSpec, default_region: str | None) -> None:
     if spec.kind == "eks":
         _check_eks(spec)
     else:
-        if not KUBERNETES_VERSION.match(spec.kubernetes_version or ""):
-            raise SpecError(
-                "capa_cluster.kubernetes_version",
-                f"'{spec.kubernetes_version}' is not a Kubernetes version like v1.31.2",
-            )
+        parse_kubernetes_version(spec.kubernetes_version, "capa_cluster.kubernetes_version")
         _check_load_balancer(spec)
     _check_machines(spec, region)
     _check_machine_pools(spec, region)
@@ -888,11 +884,7 @@ def _check_eks(spec: ClusterSpec) -> None:
         _check_unique_names([item.name for item in items], f"{field}.{key}", check_cluster_name)
     for index, group in enumerate(eks.node_groups):
         scaling = group.scaling
-        where = f"{field}.node_groups[{index}].scaling"
-        if not 0 <= scaling.min_size <= scaling.max_size:
-            raise SpecError(where, "needs 0 <= min_size <= max_size")
-        if not scaling.min_size <= scaling.desired_size <= scaling.max_size:
-            raise SpecError(f"{where}.desired_size", "must lie between min_size and max_size")
+        check_scaling(scaling.min_size, scaling.max_size, scaling.desired_size, f"{field}.node_groups[{index}]")
     control_plane_minor = int(eks.version.split(".")[1])
     for index, group in enumerate(eks.node_groups):
         where = f"{field}.node_groups[{index}].version"
@@ -933,14 +925,7 @@ def _check_machine_pools(spec: ClusterSpec, region: str) -> None:
 
 
 def _check_machine_pool(pool: MachinePool, where: str, region: str) -> None:
-    if pool.min_size < 0:
-        raise SpecError(f"{where}.min_size", "must not be negative")
-    if pool.max_size < pool.min_size:
-        raise SpecError(f"{where}.max_size", f"{pool.max_size} is less than min_size {pool.min_size}")
-    desired = pool.desired_capacity
-    # Also with externally managed replicas: the first desired capacity still has to fit the group.
-    if desired is not None and not pool.min_size <= desired <= pool.max_size:
-        raise SpecError(f"{where}.desired_capacity", "must lie between min_size and max_size")
+    check_pool_sizes(pool.min_size, pool.max_size, pool.desired_capacity, where)
     check_availability_zones(pool.failure_domains, region, f"{where}.failure_domains")
     _check_machine(pool, where)
     policy = pool.mixed_instances_policy
@@ -970,12 +955,7 @@ def _check_load_balancer(spec: ClusterSpec) -> None:
     if balancer.additional_listeners and balancer.type != "nlb":
         raise SpecError(f"{field}.additional_listeners", "additional listeners need type nlb")
     if balancer.name is not None:
-        if len(balancer.name) > 32:
-            raise SpecError(f"{field}.name", "load balancer names are at most 32 characters")
-        if not LB_NAME.match(balancer.name):
-            raise SpecError(
-                f"{field}.name", f"'{balancer.name}' must be letters, digits and '-', not starting or ending with '-'"
-            )
+        check_lb_name(balancer.name, f"{field}.name")
     if balancer.preserve_client_ip and balancer.type != "nlb":
         raise SpecError(f"{field}.preserve_client_ip", "client IP preservation is a setting of type nlb only")
     for index, rule in enumerate(balancer.ingress_rules):
@@ -1079,63 +1059,38 @@ def _check_source_cidr(cidr: str, field: str) -> None:
         raise SpecError(field, f"'{cidr}' is not a valid CIDR block ({e})") from None
 
 
-def _check_max_unhealthy(value: Any, field: str) -> None:
-    try:
-        parse_max_unhealthy(value)
-    except ValueError:
-        raise SpecError(field, f"'{value}' is not a count (like 2) or a percentage up to 100% (like 40%)") from None
-
-
 def _check_machines(spec: ClusterSpec, region: str) -> None:
     control_plane = spec.control_plane
-    _check_max_unhealthy(control_plane.max_unhealthy, "capa_cluster.control_plane.max_unhealthy")
-    replicas = control_plane.replicas
-    if replicas < 1 or replicas % 2 == 0:
-        raise SpecError(
-            "capa_cluster.control_plane.replicas", f"{replicas}: etcd needs an odd number of members (1, 3, 5)"
-        )
-    if control_plane.rollout.max_surge not in (0, 1):
-        # KubeadmControlPlane's rule: etcd membership changes one member at a time.
-        raise SpecError("capa_cluster.control_plane.rollout.max_surge", "must be 0 or 1")
-    _check_machine(control_plane, "capa_cluster.control_plane")
+    where = "capa_cluster.control_plane"
+    check_max_unhealthy(control_plane.max_unhealthy, f"{where}.max_unhealthy")
+    if control_plane.replicas < 1:
+        raise SpecError(f"{where}.replicas", f"{control_plane.replicas}: a cluster needs its control plane (1, 3, 5)")
+    check_replicas(control_plane.replicas, where, control_plane=True)
+    check_rollout(control_plane.rollout.max_surge, 0, where, control_plane=True)
+    _check_machine(control_plane, where)
     field = "capa_cluster.machine_deployments"
     _check_unique_names([d.name for d in spec.machine_deployments], field, check_cluster_name)
     for index, deployment in enumerate(spec.machine_deployments):
         where = f"{field}[{index}]"
         check_availability_zones(deployment.failure_domains, region, f"{where}.failure_domains")
         _check_machine(deployment, where)
-        if deployment.replicas < 0:
-            raise SpecError(f"{where}.replicas", "must not be negative")
-        _check_max_unhealthy(deployment.max_unhealthy, f"{where}.max_unhealthy")
-        rollout = deployment.rollout
-        if rollout.max_surge < 0 or rollout.max_unavailable < 0:
-            raise SpecError(f"{where}.rollout", "max_surge and max_unavailable must not be negative")
-        if rollout.max_surge == 0 and rollout.max_unavailable == 0:
-            raise SpecError(
-                f"{where}.rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start"
-            )
+        check_replicas(deployment.replicas, where)
+        check_max_unhealthy(deployment.max_unhealthy, f"{where}.max_unhealthy")
+        check_rollout(deployment.rollout.max_surge, deployment.rollout.max_unavailable, where)
 
 
 def _check_machine(group: Any, where: str) -> None:
-    """What every group of machines shares: root volume, instance metadata, spot."""
-    volume = group.root_volume
-    low, high = ROOT_VOLUME_GIB
-    if not low <= volume.size <= high:
-        raise SpecError(f"{where}.root_volume.size", f"{volume.size} GiB: a root volume is {low} to {high} GiB")
-    if volume.type not in ROOT_VOLUME_TYPES:
-        raise SpecError(f"{where}.root_volume.type", f"'{volume.type}' is not one of {', '.join(ROOT_VOLUME_TYPES)}")
-    hops = group.imds.http_put_response_hop_limit
-    if not HOP_LIMITS[0] <= hops <= HOP_LIMITS[1]:
-        raise SpecError(
-            f"{where}.imds.http_put_response_hop_limit", f"{hops} is not between {HOP_LIMITS[0]} and {HOP_LIMITS[1]}"
-        )
+    """What every group of machines shares: root volume, instance metadata, spot - the machines' own rules."""
     spot = group.spot_market_options
-    if spot is None:
-        return
-    if spot.max_price is not None and not PRICE.match(spot.max_price):
-        raise SpecError(f"{where}.spot_market_options.max_price", f"'{spot.max_price}' is not a price in USD")
-    if getattr(group, "tenancy", None) == "host":
-        raise SpecError(f"{where}.spot_market_options", "spot instances cannot run on dedicated hosts (tenancy host)")
+    machine.check_machine_fields(
+        group.root_volume.size,
+        group.root_volume.type,
+        group.imds.http_put_response_hop_limit,
+        spot.max_price if spot is not None else None,
+        spot is not None,
+        getattr(group, "tenancy", None),
+        where,
+    )
 
 
 __all__ = [

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.operations import is_placeholder, placeholder
-from ..kernel.validation import check_tags
+from ..kernel.validation import at, check_tags
 
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
 FARGATE_PROFILE_TAG = "clusterapi.aws/fargate-profile"
@@ -228,16 +228,22 @@ class NodegroupSpec:
         )
 
 
+def check_scaling(min_size: int, max_size: int, desired_size: int, where: str = "") -> None:
+    """An EKS node group's scaling config, once (capa_eks_nodegroup and the cluster spec's node groups)."""
+    field = at(where, "scaling")
+    if min_size < 0 or max_size < 1 or min_size > max_size:
+        raise SpecError(field, "needs 0 <= min_size <= max_size and max_size >= 1")
+    if not min_size <= desired_size <= max_size:
+        raise SpecError(f"{field}.desired_size", f"{desired_size} is outside {min_size}..{max_size}")
+
+
 def validate_nodegroup(spec: NodegroupSpec) -> None:
     check_member_base(spec.pool, NODEGROUP_NAME_MAX)
     check_tags(spec.tags, "tags")
     version = parse_version(spec.version)
     if spec.release_version and version and not spec.release_version.startswith(f"{format_version(version)}."):
         raise SpecError("release_version", f"'{spec.release_version}' is not a release of version {spec.version}")
-    if spec.min_size < 0 or spec.max_size < 1 or spec.min_size > spec.max_size:
-        raise SpecError("scaling", "needs 0 <= min_size <= max_size and max_size >= 1")
-    if not spec.min_size <= spec.desired_size <= spec.max_size:
-        raise SpecError("scaling.desired_size", f"{spec.desired_size} is outside {spec.min_size}..{spec.max_size}")
+    check_scaling(spec.min_size, spec.max_size, spec.desired_size)
     if spec.launch_template:
         if bool(spec.launch_template.get("id")) == bool(spec.launch_template.get("name")):
             raise SpecError("launch_template", "needs exactly one of id and name")

@@ -96,12 +96,13 @@ def done_already(operation: str, code: str) -> bool:
 
 
 def tag_lookup(
-    service: str, params: Mapping[str, Any]
+    service: str, request: Mapping[str, Any]
 ) -> tuple[str, str, str | None, str, list[dict[str, Any]]] | None:
-    """(describe method, list key, answer key, id key, filters) finding what an EC2 create made, by its tags."""
+    """(describe method, list key, answer key, id key, filters) finding what an EC2 create (its ``request``) made,
+    by its tags."""
     if service != "ec2":
         return None
-    specs = params.get("TagSpecifications") or []
+    specs = request.get("TagSpecifications", [])
     if not specs or specs[0].get("ResourceType") not in FOUND_BY_TAGS or not specs[0].get("Tags"):
         return None
     kind = BY_TAG_TYPE[specs[0]["ResourceType"]]

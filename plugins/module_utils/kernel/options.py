@@ -111,9 +111,41 @@ def defaults(options: Iterable[Option]) -> dict[str, Any]:
     return result
 
 
+def given(value: Any) -> Any:
+    """None for what is not set: the roles write an empty string for "not set" too (one spelling of unset here)."""
+    return None if value is None or value == "" else value
+
+
+def filled(option: Option, value: Any) -> Any:
+    """``value`` with every unset field (None or ``""``) taken from ``option``'s declaration, as Ansible fills in
+    defaults - for values no argument spec validated (a cluster spec section, a suboption handed on)."""
+    value = given(value)
+    if option.options is None or option.type != "dict":
+        return _copy(option.default) if value is None else value
+    if value is None:
+        if option.default is None:
+            return None
+        value = option.default
+    return {sub.name: filled(sub, value.get(sub.name)) for sub in option.options}
+
+
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
+
+
+def validated(spec: Mapping[str, Any], params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """``params`` checked against an argument spec and with its defaults filled in, as AnsibleModule hands them to a
+    module - for code that builds a tier's typed spec from parameters no module validated (the cluster spec's
+    sections, tests). Raises :class:`SpecError` with the validator's first message."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    from .errors import SpecError
+
+    result = ArgumentSpecValidator(dict(spec)).validate(dict(params))
+    if result.error_messages:
+        raise SpecError(where or "parameters", result.error_messages[0])
+    return dict(result.validated_parameters)

@@ -184,21 +184,21 @@ def _client_config(user_agent: str, aws_config: Any) -> Any:
 LEGACY_TOKEN_VARIABLES = ("AWS_SECURITY_TOKEN", "EC2_SECURITY_TOKEN")
 
 
-def with_legacy_session_token(params: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
-    """``params`` with the token of keys taken from the environment, when only a legacy variable carries it.
+def with_legacy_session_token(connect: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """``connect`` with the token of keys taken from the environment, when only a legacy variable carries it.
 
     Only for keys that came from ``AWS_ACCESS_KEY_ID``, and only while ``AWS_SESSION_TOKEN`` is not set at all:
     an empty ``AWS_SESSION_TOKEN`` says "these keys have no token".
     """
-    if params.get("aws_session_token") or params.get("profile_name") or "AWS_SESSION_TOKEN" in environ:
-        return params
-    key = params.get("aws_access_key_id")
+    if connect.get("aws_session_token") or connect.get("profile_name") or "AWS_SESSION_TOKEN" in environ:
+        return connect
+    key = connect.get("aws_access_key_id")
     if not key or key != environ.get("AWS_ACCESS_KEY_ID"):
-        return params
+        return connect
     for name in LEGACY_TOKEN_VARIABLES:
         if environ.get(name):
-            return dict(params, aws_session_token=environ[name])
-    return params
+            return dict(connect, aws_session_token=environ[name])
+    return connect
 
 
 class IdentityRefused(Exception):

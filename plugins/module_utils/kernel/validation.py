@@ -12,6 +12,8 @@ from .errors import SpecError
 from .operations import is_placeholder
 from .tags import APPLIED_TAGS_LIMIT, APPLIED_TAGS_TAG, applied_tags_value
 
+# A Kubernetes release (v1.31.2, 1.31.2, v1.32.0-rc.1): the kubeadm machines, the AMI lookup and the cluster spec.
+KUBERNETES_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)([-+][0-9A-Za-z.+-]+)?$")
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 CLUSTER_NAME_MAX = 40
 TAG_CHARS = re.compile(r"^[\w .:/=+\-@]*$", re.UNICODE)
@@ -22,6 +24,14 @@ RESOURCE_ID = {
     "sg": re.compile(r"^sg-[0-9a-f]{8,17}$"),
     "igw": re.compile(r"^igw-[0-9a-f]{8,17}$"),
 }
+
+
+def parse_kubernetes_version(version: str | None, field: str = "kubernetes_version") -> tuple[int, int, int]:
+    """(major, minor, patch) of a Kubernetes release, or a SpecError naming ``field``."""
+    match = KUBERNETES_VERSION.match(version or "")
+    if not match:
+        raise SpecError(field, f"'{version}' is not a Kubernetes version like v1.31.2")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
 def check_cluster_name(name: str, field: str = "cluster_name") -> None:
@@ -142,3 +152,14 @@ def check_one_of(value: Any, allowed: Iterable[Any], field: str) -> None:
     allowed = list(allowed)
     if value not in allowed:
         raise SpecError(field, f"'{value}' is not one of {', '.join(map(str, allowed))}")
+
+
+def at(where: str, field: str) -> str:
+    """``field`` under ``where``: a module checks its own options (``where`` empty), the cluster spec the same rule
+    under its section (``capa_cluster.control_plane``), and the error names the field the user wrote either way."""
+    return f"{where}.{field}" if where else field
+
+
+def check_not_negative(value: int | None, field: str) -> None:
+    if value is not None and value < 0:
+        raise SpecError(field, "must not be negative")

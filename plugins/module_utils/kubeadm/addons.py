@@ -61,18 +61,19 @@ class AddonsSpec:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> AddonsSpec:
-        endpoint = params.get("endpoint") or {}
-        ccm = params.get("cloud_controller_manager") or {}
+        """The module's parameters as the argument spec validated them (every default filled in)."""
+        endpoint = params["endpoint"]
+        ccm = params["cloud_controller_manager"]
         return cls(
-            kubernetes_version=params.get("kubernetes_version") or "",
-            endpoint_host=endpoint.get("host") or "",
-            endpoint_port=endpoint.get("port") or 6443,
-            kubernetes_api=KubernetesApiSettings.from_params(params.get("kubernetes_api")),
-            cni=params.get("cni") or "calico",
-            cloud_controller_manager=ccm.get("enabled", True),
-            ccm_image=ccm.get("image") or None,
-            additional=tuple(params.get("additional_manifests") or ()),
-            strategy=params.get("strategy") or "ApplyOnce",
+            kubernetes_version=params["kubernetes_version"],
+            endpoint_host=endpoint["host"],
+            endpoint_port=endpoint["port"],
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
+            cni=params["cni"],
+            cloud_controller_manager=ccm["enabled"],
+            ccm_image=ccm["image"] or None,
+            additional=tuple(params["additional_manifests"]),
+            strategy=params["strategy"],
         )
 
     def validate(self) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-import re
 from typing import Any, Iterable, Mapping
 
 try:
@@ -26,6 +25,7 @@ except ImportError:
     HAS_YAML = False
 
 from ..kernel.errors import SpecError
+from ..kernel.validation import parse_kubernetes_version
 from .pki import CA_PAIRS, ClusterPki, ca_cert_hash
 
 DEFAULT_API_PORT = 6443
@@ -35,7 +35,6 @@ ROLE_JOIN_CONTROL_PLANE = "join-control-plane"
 ROLE_JOIN_WORKER = "join-worker"
 ROLES = (ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER)
 
-VERSION_PATTERN = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)([-+][0-9A-Za-z.+-]*)?$")
 
 KUBEADM_CONFIG_PATH = "/run/kubeadm/kubeadm.yaml"
 BOOTSTRAP_SUCCESS_PATH = "/run/cluster-api/bootstrap-success.complete"
@@ -48,11 +47,7 @@ CONTROLLER_MANAGER_EXTRA_ARGS = {"cloud-provider": "external"}
 BOOTSTRAP_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 
 
-def parse_version(version: str, field: str = "kubernetes_version") -> tuple[int, int, int]:
-    match = VERSION_PATTERN.match(version or "")
-    if not match:
-        raise SpecError(field, f"'{version}' is not a Kubernetes version like v1.31.2")
-    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+parse_version = parse_kubernetes_version
 
 
 def check_upgrade_step(running: Iterable[str], desired: str, field: str = "kubernetes_version") -> None:

@@ -59,8 +59,8 @@ class KubeadmTier:
         if params["state"] != "present":
             return
         cloud_init.parse_version(params["kubernetes_version"] or "")
-        endpoint = params.get("endpoint") or {}
-        if not endpoint.get("host"):
+        endpoint = params["endpoint"]  # required with state present only: unset is None
+        if endpoint is None:
             raise SpecError("endpoint.host", "is required")
         if not 1 <= endpoint["port"] <= 65535:
             raise SpecError("endpoint.port", f"{endpoint['port']} is not a port number")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..kernel.errors import SpecError
-from ..kernel.validation import check_availability_zone
+from ..kernel.validation import at, check_availability_zone, check_not_negative
 from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from .machine_spec import MachineSpec
 from .plan import check_placement_inputs, default_failure_domains
@@ -204,17 +204,19 @@ def validate(spec: PoolSpec, region: str | None) -> None:
 
 
 def _validate_sizes(spec: PoolSpec) -> None:
-    if spec.min_size < 0:
-        raise SpecError("min_size", "must not be negative")
-    if spec.max_size < spec.min_size:
-        raise SpecError("max_size", f"{spec.max_size} is smaller than min_size {spec.min_size}")
-    desired = spec.desired_capacity
-    if desired is not None and not spec.externally_managed and not spec.min_size <= desired <= spec.max_size:
+    check_pool_sizes(spec.min_size, spec.max_size, spec.desired_capacity)
+
+
+def check_pool_sizes(min_size: int, max_size: int, desired: int | None, where: str = "") -> None:
+    """A pool's sizes, once (capa_asg, capa_fleet's cluster section, the cluster spec's machine pools). The desired
+    capacity must fit also when cluster-autoscaler owns it (externally managed): the group starts with it."""
+    check_not_negative(min_size, at(where, "min_size"))
+    if max_size < min_size:
+        raise SpecError(at(where, "max_size"), f"{max_size} is less than min_size {min_size}")
+    if desired is not None and not min_size <= desired <= max_size:
         raise SpecError(
-            "desired_capacity", f"{desired} is not between min_size {spec.min_size} and max_size {spec.max_size}"
+            at(where, "desired_capacity"), f"{desired} is not between min_size {min_size} and max_size {max_size}"
         )
-    if desired is not None and desired < 0:
-        raise SpecError("desired_capacity", "must not be negative")
 
 
 def _validate_market(spec: PoolSpec) -> None:

@@ -103,12 +103,13 @@ class NodeSettings:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> NodeSettings:
+        """The :data:`NODE_OPTIONS` of a module's validated parameters."""
         return cls(
-            kubernetes_api=KubernetesApiSettings.from_params(params.get("kubernetes_api")),
-            node_drain_timeout=int(params.get("node_drain_timeout") or 0),
-            node_volume_detach_timeout=int(params.get("node_volume_detach_timeout") or 0),
-            min_ready_seconds=int(params.get("min_ready_seconds") or 0),
-            cluster_deletion=bool(params.get("cluster_deletion")),
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
+            node_drain_timeout=params["node_drain_timeout"],
+            node_volume_detach_timeout=params["node_volume_detach_timeout"],
+            min_ready_seconds=params["min_ready_seconds"],
+            cluster_deletion=params["cluster_deletion"],
         )
 
 

@@ -31,6 +31,7 @@ from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.options import Option, argument_spec
 from ..kernel.tags import (
     OWNED,
     ROLE_BASTION,
@@ -42,7 +43,7 @@ from ..kernel.tags import (
     repair_tags,
     tag_specifications,
 )
-from ..kernel.validation import check_availability_zone
+from ..kernel.validation import check_availability_zone, check_one_of
 from ..kernel.waiting import wait_until
 from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
 from . import bootstrap_data as _bootstrap_data
@@ -52,19 +53,22 @@ from .group_workload import Departure, GroupWorkload, NodeSettings, node_argumen
 from .machine_spec import BASTION, KUBEADM, NONE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
 from .node_bootstrap import NodeBootstrap
 from .plan import (
+    DEFAULT_MAX_UNHEALTHY,
     DELETION_POLICIES,
     LEAVING_STATES,
     LIVE_STATES,
     Machine,
     Remediation,
     Step,
+    check_max_unhealthy,
     check_placement_inputs,
+    check_replicas,
+    check_rollout,
     choose_zone,
     default_failure_domains,
     health_reason,
     instance_ready,
     machine_name,
-    parse_max_unhealthy,
     plan_remediation,
     plan_step,
     subnet_for_zone,
@@ -100,6 +104,41 @@ def machine_argument_spec() -> dict[str, Any]:
     return {**instance_argument_spec(), **node_argument_spec()}
 
 
+# The group's own options, declared once: the module's argument spec comes from here (its DOCUMENTATION says the
+# same; ansible-test's validate-modules compares the two), and so does every default a GroupSpec holds.
+GROUP_OPTIONS: tuple[Option, ...] = (
+    Option("name", "Name of the group, e.g. C(control-plane), C(md-0), C(bastion).", required=True),
+    Option("role", "What the machines are.", default="node", choices=tuple(ROLE_TAGS)),
+    Option("replicas", "Number of machines.", type="int", default=1),
+    Option("failure_domains", "Availability zones to spread the machines over.", type="list", elements="str"),
+    Option("public_ip", "Public IPs and public subnets (default true for the bastion, else false).", type="bool"),
+    Option("load_balancers", "Load balancers of the API server.", type="list", elements="dict", default=[]),
+    Option(
+        "rollout",
+        "How machines are replaced and removed.",
+        type="dict",
+        default={},
+        options=(
+            Option("max_surge", "Machines allowed above replicas during a rollout.", type="int", default=1),
+            Option("max_unavailable", "Running machines allowed below replicas.", type="int", default=0),
+            Option("deletion_policy", "Which machines go first on scale-in.", choices=DELETION_POLICIES),
+        ),
+    ),
+    Option(
+        "max_unhealthy",
+        "Self-healing guard (MachineHealthCheck maxUnhealthy).",
+        type="raw",
+        default=DEFAULT_MAX_UNHEALTHY,
+    ),
+    Option("initialize", "Only launch a first machine while the group has none.", type="bool", default=False),
+)
+
+
+def group_argument_spec() -> dict[str, Any]:
+    """``capa_instance``'s whole argument spec (without the options every module takes)."""
+    return {**machine_argument_spec(), **argument_spec(GROUP_OPTIONS)}
+
+
 @dataclass
 class GroupSpec:
     """The group's options as plain values, defaults resolved per role; the machines' own in ``machine``."""
@@ -115,37 +154,41 @@ class GroupSpec:
     max_surge: int
     max_unavailable: int
     deletion_policy: str
-    max_unhealthy: str = "100%"
+    max_unhealthy: str = DEFAULT_MAX_UNHEALTHY
     nodes: NodeSettings = NodeSettings()
     # Only a group's first machine, and only while it has none (a new control plane's kubeadm init machine).
     initialize: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
+        """capa_instance's parameters, as its argument spec validated them (every default filled in); what is left
+        unset there depends on the role: the bastion's public IP and single zone, the deletion policy."""
         machine = MachineSpec.from_params(params)
-        public_ip = params.get("public_ip")
-        public_ip = machine.bastion if public_ip is None else public_ip
-        subnets = [dict(s) for s in params.get("subnets") or []]
-        domains = list(params.get("failure_domains") or [])
+        public_ip = machine.bastion if params["public_ip"] is None else params["public_ip"]
+        subnets = [dict(s) for s in params["subnets"]]
+        domains = list(params["failure_domains"] or ())
         if not domains:
             domains = default_failure_domains(subnets, public=public_ip, first_only=machine.bastion)
-        rollout = params.get("rollout") or {}
+        rollout = params["rollout"]
+        deletion_policy = rollout["deletion_policy"]
+        if deletion_policy is None:
+            # KubeadmControlPlane always removes the oldest machine (of the most crowded failure domain).
+            deletion_policy = "Oldest" if machine.role == CONTROL_PLANE else "Random"
         return cls(
             state=params["state"],
             name=params["name"],
-            replicas=min(params["replicas"], 1) if params.get("initialize") else params["replicas"],
+            replicas=min(params["replicas"], 1) if params["initialize"] else params["replicas"],
             subnets=subnets,
             failure_domains=domains,
             public_ip=public_ip,
             machine=machine,
-            load_balancers=[dict(lb) for lb in params.get("load_balancers") or []],
-            max_surge=rollout.get("max_surge", 1),
-            max_unavailable=rollout.get("max_unavailable", 0),
-            # KubeadmControlPlane always removes the oldest machine (of the most crowded failure domain).
-            deletion_policy=rollout.get("deletion_policy") or ("Oldest" if machine.role == CONTROL_PLANE else "Random"),
-            max_unhealthy=str(params.get("max_unhealthy") if params.get("max_unhealthy") is not None else "100%"),
+            load_balancers=[dict(lb) for lb in params["load_balancers"]],
+            max_surge=rollout["max_surge"],
+            max_unavailable=rollout["max_unavailable"],
+            deletion_policy=deletion_policy,
+            max_unhealthy=str(params["max_unhealthy"]),
             nodes=NodeSettings.from_params(params),
-            initialize=bool(params.get("initialize")),
+            initialize=params["initialize"],
         )
 
     @property
@@ -185,26 +228,10 @@ def validate(params: Mapping[str, Any], region: str | None) -> None:
 
 
 def _validate_rollout(spec: GroupSpec) -> None:
-    if spec.replicas < 0:
-        raise SpecError("replicas", "must not be negative")
-    if spec.control_plane and spec.state == "present" and spec.replicas % 2 == 0 and spec.replicas:
-        raise SpecError("replicas", f"{spec.replicas}: a control plane needs an odd number of machines (etcd quorum)")
-    if spec.role == BASTION and spec.replicas > 1:
-        raise SpecError("replicas", "a cluster has at most one bastion")
-    if spec.max_surge < 0 or spec.max_unavailable < 0:
-        raise SpecError("rollout", "max_surge and max_unavailable must not be negative")
-    if spec.max_surge == 0 and spec.max_unavailable == 0:
-        raise SpecError("rollout", "max_surge and max_unavailable cannot both be 0: a rollout could never start")
-    if spec.control_plane and spec.max_unavailable:
-        raise SpecError("rollout.max_unavailable", "must be 0 for a control plane (machines are replaced one by one)")
-    if spec.deletion_policy not in DELETION_POLICIES:
-        raise SpecError("rollout.deletion_policy", f"must be one of {', '.join(DELETION_POLICIES)}")
-    try:
-        parse_max_unhealthy(spec.max_unhealthy)
-    except ValueError:
-        raise SpecError(
-            "max_unhealthy", f"'{spec.max_unhealthy}' is not a count (like 2) or a percentage up to 100% (like 40%)"
-        ) from None
+    check_replicas(spec.replicas, "", spec.control_plane and spec.state == "present", spec.role == BASTION)
+    check_rollout(spec.max_surge, spec.max_unavailable, "", spec.control_plane)
+    check_one_of(spec.deletion_policy, DELETION_POLICIES, "rollout.deletion_policy")
+    check_max_unhealthy(spec.max_unhealthy, "max_unhealthy")
 
 
 def _validate_nodes(nodes: NodeSettings) -> None:

@@ -31,14 +31,15 @@ so the cluster spec (which runs in the controller) stays small.
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from ..kernel import validation
 from ..kernel.errors import SpecError
-from ..kernel.options import Option, argument_spec
+from ..kernel.options import Option, argument_spec, filled, given
+from ..kernel.validation import at, check_one_of
 
 KUBEADM, EKS, RAW, NONE = "kubeadm", "eks", "raw", "none"
 BOOTSTRAP_TYPES = (KUBEADM, EKS, RAW, NONE)
@@ -51,11 +52,14 @@ TENANCIES = ("default", "dedicated", "host")
 HTTP_TOKENS = ("required", "optional")
 HOP_LIMITS = (1, 64)
 MIN_ROOT_VOLUME_GIB = 8
+MAX_ROOT_VOLUME_GIB = 16384
+# A spot max price in USD (AWS's SpotMarketOptions.MaxPrice is a decimal string).
+PRICE = re.compile(r"^\d+(\.\d+)?$")
 DEFAULT_ROOT_VOLUME_TYPE = "gp3"
 # The EBS volume types a root volume can have (the cluster spec refuses others; the modules leave that to AWS).
 ROOT_VOLUME_TYPES = ("standard", "gp2", DEFAULT_ROOT_VOLUME_TYPE, "io1", "io2")
 # The image lookup's version forms: CAPA's lookup names images by full version, EKS publishes one line per minor.
-VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
+VERSION = validation.KUBERNETES_VERSION
 EKS_VERSION = re.compile(r"^v?(\d+\.\d+)(\.\d+)?$")
 # Where a machine's (or a launch template version's) bootstrap entries are: ``<backend>:<prefix>:<count>``.
 BOOTSTRAP_TAG = "clusterapi.aws/bootstrap-data"
@@ -392,25 +396,33 @@ def fleet_argument_spec() -> dict[str, Any]:
 
 
 # parameters -> values ---------------------------------------------------------------------------------------------
-def _given(value: Any) -> Any:
-    """None for what is not set: the modules' callers (the roles) write an empty string for "not set" too."""
-    return None if value is None or value == "" else value
+_at = at
 
 
-def filled(option: Option, value: Any) -> Any:
-    """``value`` with every unset field (None or ``""``) taken from the declaration, as Ansible fills defaults in."""
-    value = _given(value)
-    if option.options is None or option.type != "dict":
-        return copy.deepcopy(option.default) if value is None else value
-    if value is None:
-        if option.default is None:
-            return None
-        value = option.default
-    return {sub.name: filled(sub, value.get(sub.name)) for sub in option.options}
-
-
-def _at(where: str, field: str) -> str:
-    return f"{where}.{field}" if where else field
+def check_machine_fields(
+    volume_size: int | None,
+    volume_type: str | None,
+    hop_limit: int,
+    spot_max_price: str | None,
+    spot: bool,
+    tenancy: str | None,
+    where: str = "",
+) -> None:
+    """The rules of a machine's own fields, once: :meth:`MachineSpec.validate` checks a module's machine with them and
+    the cluster spec each section's (its root volume, instance metadata and spot fields)."""
+    low, high = MIN_ROOT_VOLUME_GIB, MAX_ROOT_VOLUME_GIB
+    if volume_size is not None and not low <= volume_size <= high:
+        raise SpecError(at(where, "root_volume.size"), f"{volume_size} GiB: a root volume is {low} to {high} GiB")
+    if volume_type is not None:
+        check_one_of(volume_type, ROOT_VOLUME_TYPES, at(where, "root_volume.type"))
+    if not HOP_LIMITS[0] <= hop_limit <= HOP_LIMITS[1]:
+        raise SpecError(
+            at(where, "imds.http_put_response_hop_limit"), f"must be between {HOP_LIMITS[0]} and {HOP_LIMITS[1]}"
+        )
+    if spot_max_price is not None and not PRICE.match(spot_max_price):
+        raise SpecError(at(where, "spot_market_options.max_price"), f"'{spot_max_price}' is not a price in USD")
+    if spot and tenancy == "host":
+        raise SpecError(at(where, "spot_market_options"), "spot instances cannot run on dedicated hosts (tenancy host)")
 
 
 def eks_minor(kubernetes_version: str | None, field: str = "kubernetes_version") -> str:
@@ -528,7 +540,7 @@ class MachineSpec:
         ``role`` (``capa_instance``'s; pools are nodes) decides the bastion's defaults: a small instance type,
         no bootstrap data, Canonical's Ubuntu image.
         """
-        role = _given(params.get("role")) or "node"
+        role = given(params.get("role")) or "node"
         bastion = role == BASTION
         ami = filled(AMI, params.get("ami"))
         volume = filled(ROOT_VOLUME, params.get("root_volume"))
@@ -537,17 +549,17 @@ class MachineSpec:
         bootstrap = filled(BOOTSTRAP, params.get("bootstrap"))
         return cls(
             role=role,
-            instance_type=_given(params.get("instance_type")) or (BASTION_INSTANCE_TYPE if bastion else None),
-            kubernetes_version=_given(params.get("kubernetes_version")),
+            instance_type=given(params.get("instance_type")) or (BASTION_INSTANCE_TYPE if bastion else None),
+            kubernetes_version=given(params.get("kubernetes_version")),
             ami=Ami(**ami),
             root_volume=RootVolume(**volume),
-            ssh_key_name=_given(params.get("ssh_key_name")),
-            iam_instance_profile=_given(params.get("iam_instance_profile")),
+            ssh_key_name=given(params.get("ssh_key_name")),
+            iam_instance_profile=given(params.get("iam_instance_profile")),
             security_group_ids=tuple(filled(SECURITY_GROUP_IDS, params.get("security_group_ids"))),
             imds=Imds(**imds),
             spot=Spot(**spot) if spot is not None else None,
             tenancy=filled(TENANCY, params.get("tenancy")),
-            placement_group_name=_given(params.get("placement_group_name")),
+            placement_group_name=given(params.get("placement_group_name")),
             bootstrap=Bootstrap(**{**bootstrap, "type": bootstrap["type"] or (NONE if bastion else KUBEADM)}),
         )
 
@@ -573,12 +585,15 @@ class MachineSpec:
         if not self.instance_type:
             raise SpecError(_at(where, "instance_type"), "is required")
         self._validate_image_inputs(where)
-        size = self.root_volume.size
-        if size is not None and size < MIN_ROOT_VOLUME_GIB:
-            raise SpecError(_at(where, "root_volume.size"), f"must be at least {MIN_ROOT_VOLUME_GIB} GiB")
-        low, high = HOP_LIMITS
-        if not low <= self.imds.http_put_response_hop_limit <= high:
-            raise SpecError(_at(where, "imds.http_put_response_hop_limit"), f"must be between {low} and {high}")
+        check_machine_fields(
+            self.root_volume.size,
+            self.root_volume.type,
+            self.imds.http_put_response_hop_limit,
+            self.spot.max_price if self.spot else None,
+            self.spot is not None,
+            self.tenancy,
+            where,
+        )
         self._validate_bootstrap(where)
 
     def _validate_image_inputs(self, where: str) -> None:

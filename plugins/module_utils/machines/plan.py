@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from ..kernel.errors import SpecError
-from ..kernel.validation import check_resource_id
+from ..kernel.validation import at, check_not_negative, check_resource_id
 from .machine_spec import BOOTSTRAP_TAG, BootstrapRef
 
 
@@ -184,6 +184,46 @@ def parse_max_unhealthy(value: Any) -> tuple[int, bool]:
     if number < 0 or (percent and number > 100):
         raise ValueError(text)
     return number, percent
+
+
+# the rules of a group, once: capa_instance checks its options with them, the cluster spec its sections --------------
+def check_max_unhealthy(value: Any, field: str) -> None:
+    try:
+        parse_max_unhealthy(value)
+    except ValueError:
+        raise SpecError(field, f"'{value}' is not a count (like 2) or a percentage up to 100% (like 40%)") from None
+
+
+def check_replicas(replicas: int, where: str, control_plane: bool = False, bastion: bool = False) -> None:
+    """A group's size: not negative; a control plane's odd (etcd's quorum); a bastion's at most one."""
+    field = at(where, "replicas")
+    check_not_negative(replicas, field)
+    if control_plane and replicas % 2 == 0 and replicas:
+        raise SpecError(field, f"{replicas}: etcd needs an odd number of members (1, 3, 5)")
+    if bastion and replicas > 1:
+        raise SpecError(field, "a cluster has at most one bastion")
+
+
+def check_rollout(max_surge: int, max_unavailable: int, where: str, control_plane: bool = False) -> None:
+    """A rolling replacement can start, and a control plane's changes etcd one member at a time (KCP's rule): it
+    adds its new machine first (max_surge 1) and never takes a machine away before (max_unavailable 0).
+
+    KubeadmControlPlane's scale-in-first rollout (maxSurge 0) is not implemented: the cluster spec refuses it rather
+    than hand the module a rollout it cannot start."""
+    field = at(where, "rollout")
+    if max_surge < 0 or max_unavailable < 0:
+        raise SpecError(field, "max_surge and max_unavailable must not be negative")
+    if control_plane:
+        if max_surge != 1:
+            raise SpecError(
+                f"{field}.max_surge", f"{max_surge}: a control plane adds its new machine before it removes one: 1"
+            )
+        if max_unavailable:
+            raise SpecError(
+                f"{field}.max_unavailable", "must be 0 for a control plane (machines are replaced one by one)"
+            )
+    if max_surge == 0 and max_unavailable == 0:
+        raise SpecError(field, "max_surge and max_unavailable cannot both be 0: a rollout could never start")
 
 
 def max_unhealthy_count(value: Any, targets: int) -> int:

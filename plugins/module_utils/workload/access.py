@@ -22,7 +22,7 @@ from typing import Any
 
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
-from ..kernel.options import Option
+from ..kernel.options import Option, filled
 from . import credentials
 from .etcd import Etcd, EtcdStatus
 from .kube import UNREACHABLE, ApiTarget, KubeApi
@@ -78,13 +78,14 @@ class KubernetesApiSettings:
 
     @classmethod
     def from_params(cls, value: dict[str, Any] | None) -> KubernetesApiSettings:
-        value = value or {}
+        """The option's value with what is unset taken from its declaration (:data:`KUBERNETES_API`)."""
+        settings = filled(KUBERNETES_API, value)
         return cls(
-            mode=value.get("mode") or "auto",
-            server=value.get("server") or None,
-            tls_server_name=value.get("tls_server_name") or None,
-            proxy=value.get("proxy") or None,
-            timeout=10 if value.get("timeout") is None else value["timeout"],
+            mode=settings["mode"],
+            server=settings["server"],
+            tls_server_name=settings["tls_server_name"],
+            proxy=settings["proxy"],
+            timeout=settings["timeout"],
         )
 
     def validate(self, where: str = "kubernetes_api") -> None:

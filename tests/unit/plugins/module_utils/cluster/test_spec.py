@@ -389,12 +389,21 @@ def test_more_bad_specs_fail_naming_the_field(spec, field):
     [
         {"kind": "eks", "eks": {"node_groups": [{"name": "ng-0", "version": "1.28"}]}},
         {"machine_pools": [{**POOL, "externally_managed_replicas": True, "desired_capacity": 2}]},
-        {"control_plane": {"rollout": {"max_surge": 0}}},
         {"control_plane_load_balancer": {"type": "nlb", "preserve_client_ip": True}},
     ],
 )
 def test_edges_of_the_new_rules_pass(spec):
     check_cluster(normalise({"name": "demo", "region": "us-east-1", **spec}), None)
+
+
+def test_a_control_plane_rollout_that_capa_instance_refuses_is_refused_by_the_spec_too():
+    """The cluster spec and capa_instance check a rollout with one rule (machines.plan.check_rollout): max_surge 0 for
+    a control plane (KCP's scale-in first) passed the spec and failed capa_instance after the network was built."""
+    with pytest.raises(SpecError) as error:
+        check_cluster(
+            normalise({"name": "demo", "region": "us-east-1", "control_plane": {"rollout": {"max_surge": 0}}}), None
+        )
+    assert error.value.field == "capa_cluster.control_plane.rollout.max_surge"
 
 
 def test_machine_pools_are_allowed_on_eks_clusters():

@@ -116,8 +116,12 @@ def test_bad_input_names_the_field(extra, field):
     assert caught.value.field == field
 
 
-def test_externally_managed_desired_capacity_may_be_outside_the_bounds_and_absent_skips_machine_checks():
-    plan.validate(spec(externally_managed_replicas=True, desired_capacity=5, max_size=3), "us-east-1")
+def test_externally_managed_desired_capacity_must_fit_too_and_absent_skips_machine_checks():
+    """With cluster-autoscaler owning the size, the desired capacity is still the group's first size: AWS refuses a
+    CreateAutoScalingGroup outside min..max, so the module does first (the rule the cluster spec shares)."""
+    with pytest.raises(SpecError, match="desired_capacity: 5 is not between min_size 1 and max_size 3"):
+        plan.validate(spec(externally_managed_replicas=True, desired_capacity=5, max_size=3), "us-east-1")
+    plan.validate(spec(externally_managed_replicas=True, desired_capacity=3, max_size=3), "us-east-1")
     plan.validate(spec(state="absent", instance_type=None, kubernetes_version=None), "us-east-1")
 
 

@@ -191,7 +191,7 @@ def test_a_cluster_section_is_checked_with_its_path():
             "kubernetes_version",
             "'1.31' is not a version like v1.31.2",  # CAPA's lookup, not EKS's
         ),
-        ({"root_volume": {"size": 4}}, "root_volume.size", "must be at least 8 GiB"),
+        ({"root_volume": {"size": 4}}, "root_volume.size", "4 GiB: a root volume is 8 to 16384 GiB"),
         ({"imds": {"http_put_response_hop_limit": 65}}, "imds.http_put_response_hop_limit", "must be between 1 and 64"),
         (
             {"bootstrap": {"type": "kubeadm"}},

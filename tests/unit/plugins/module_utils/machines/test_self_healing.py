@@ -17,7 +17,12 @@ from botocore.stub import Stubber
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import observe_health, validate
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import (
+    group_argument_spec,
+    observe_health,
+    validate,
+)
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.plan import (
     Machine,
     health_reason,
@@ -154,8 +159,9 @@ def test_validation_refuses_a_bad_max_unhealthy_before_any_call():
         "max_unhealthy": "150%",
         "rollout": {"max_surge": 1, "max_unavailable": 0, "deletion_policy": "Random"},
     }
+    module_spec = {"state": {"type": "str", "default": "present"}, **group_argument_spec()}
     with pytest.raises(SpecError) as e:
-        validate(params, "us-east-1")
+        validate(validated(module_spec, params), "us-east-1")
     assert e.value.field == "max_unhealthy"
 
 
