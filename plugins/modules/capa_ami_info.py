@@ -130,23 +130,12 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami_info import AmiInfoTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami_info import AmiInfoTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            kubernetes_versions=dict(type="list", elements="str", required=True),
-            base_oses=dict(
-                type="list",
-                elements="str",
-                default=["centos-7", "ubuntu-24.04", "ubuntu-22.04", "amazon-2", "flatcar-stable", "rhel-8"],
-            ),
-            owner=dict(type="str", default="819546954734"),
-            regions=dict(type="list", elements="str"),
-            architectures=dict(type="list", elements="str", choices=["x86_64", "arm64"], default=["x86_64"]),
-            eks_optimized=dict(type="bool", default=False),
-        ),
+        module_argument_spec(),
         tier=AmiInfoTier(),
         result_key=None,
         info=True,

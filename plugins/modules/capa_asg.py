@@ -381,88 +381,12 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import (
-    PROCESSES,
-    AsgTier,
-    machine_argument_spec,
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import AsgTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            **machine_argument_spec(),
-            name=dict(type="str", required=True),
-            failure_domains=dict(type="list", elements="str"),
-            min_size=dict(type="int", default=1),
-            max_size=dict(type="int", default=1),
-            desired_capacity=dict(type="int"),
-            externally_managed_replicas=dict(type="bool", default=False),
-            mixed_instances_policy=dict(
-                type="dict",
-                options=dict(
-                    instances_distribution=dict(
-                        type="dict",
-                        default={},
-                        options=dict(
-                            on_demand_base_capacity=dict(type="int", default=0),
-                            on_demand_percentage_above_base_capacity=dict(type="int", default=100),
-                            spot_allocation_strategy=dict(
-                                type="str",
-                                default="lowest-price",
-                                choices=[
-                                    "lowest-price",
-                                    "capacity-optimized",
-                                    "capacity-optimized-prioritized",
-                                    "price-capacity-optimized",
-                                ],
-                            ),
-                            on_demand_allocation_strategy=dict(
-                                type="str", default="prioritized", choices=["prioritized", "lowest-price"]
-                            ),
-                        ),
-                    ),
-                    overrides=dict(
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(instance_type=dict(type="str", required=True)),
-                    ),
-                ),
-            ),
-            suspended_processes=dict(type="list", elements="str", choices=list(PROCESSES), default=[]),
-            capacity_rebalance=dict(type="bool", default=False),
-            default_cooldown=dict(type="int", default=300),
-            default_instance_warmup=dict(type="int", default=300),
-            refresh_preferences=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    disable=dict(type="bool", default=False),
-                    min_healthy_percentage=dict(type="int", default=90),
-                    instance_warmup=dict(type="int"),
-                ),
-            ),
-            lifecycle_hooks=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    name=dict(type="str", required=True),
-                    lifecycle_transition=dict(
-                        type="str",
-                        default="autoscaling:EC2_INSTANCE_TERMINATING",
-                        choices=["autoscaling:EC2_INSTANCE_LAUNCHING", "autoscaling:EC2_INSTANCE_TERMINATING"],
-                    ),
-                    default_result=dict(type="str", default="ABANDON", choices=["CONTINUE", "ABANDON"]),
-                    heartbeat_timeout=dict(type="int", default=3600),
-                    notification_target_arn=dict(type="str"),
-                    role_arn=dict(type="str"),
-                    notification_metadata=dict(type="str"),
-                ),
-            ),
-            drain_on_scale_in=dict(type="bool"),
-        ),
+        module_argument_spec(),
         tier=AsgTier(),
         result_key=None,
     )

@@ -145,12 +145,15 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_info import ClusterInfoTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_info import (
+    ClusterInfoTier,
+    module_argument_spec,
+)
 
 
 def main():
     run_tier(
-        dict(spec=dict(type="dict", default={}), vpc_id=dict(type="str")),
+        module_argument_spec(),
         tier=ClusterInfoTier(),
         result_key=None,
         info=True,

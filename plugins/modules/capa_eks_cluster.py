@@ -422,100 +422,12 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster import (
-    EksClusterTier,
-    kubernetes_api_argument_spec,
-)
-
-MAPPING = dict(
-    username=dict(type="str"),
-    groups=dict(type="list", elements="str", default=[]),
-    policy_arn=dict(type="str"),
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster import EksClusterTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            wait_timeout=dict(type="int", default=1800),  # sized for EKS: see DOCUMENTATION
-            **kubernetes_api_argument_spec(),
-            name=dict(type="str"),
-            version=dict(type="str"),
-            role_arn=dict(type="str"),
-            role_name=dict(type="str"),
-            subnets=dict(type="list", elements="raw", default=[]),
-            restrict_private_subnets=dict(type="bool", default=False),
-            security_group_ids=dict(type="list", elements="str", default=[]),
-            endpoint_access=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    public=dict(type="bool", default=True),
-                    private=dict(type="bool", default=False),
-                    public_cidrs=dict(type="list", elements="str", default=["0.0.0.0/0"]),
-                ),
-            ),
-            logging=dict(
-                type="dict",
-                default={},
-                options={
-                    key: dict(type="bool", default=False)
-                    for key in ("api_server", "audit", "authenticator", "controller_manager", "scheduler")
-                },
-            ),
-            encryption_config=dict(
-                type="dict",
-                options=dict(
-                    provider=dict(type="str"),
-                    resources=dict(type="list", elements="str", default=["secrets"]),
-                ),
-            ),
-            access_config=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    authentication_mode=dict(
-                        type="str", default="CONFIG_MAP", choices=["CONFIG_MAP", "API", "API_AND_CONFIG_MAP"]
-                    ),
-                    bootstrap_cluster_creator_admin_permissions=dict(type="bool", default=True),
-                ),
-            ),
-            addons=dict(
-                type="list",
-                elements="dict",
-                options=dict(
-                    name=dict(type="str", required=True),
-                    version=dict(type="str"),
-                    configuration=dict(type="str"),
-                    service_account_role_arn=dict(type="str"),
-                    conflict_resolution=dict(
-                        type="str", default="overwrite", choices=["overwrite", "none", "preserve"]
-                    ),
-                ),
-            ),
-            associate_oidc_provider=dict(type="bool", default=False),
-            oidc_thumbprint=dict(type="str"),
-            iam_authenticator=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    map_roles=dict(
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(rolearn=dict(type="str", required=True), **MAPPING),
-                    ),
-                    map_users=dict(
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(userarn=dict(type="str", required=True), **MAPPING),
-                    ),
-                ),
-            ),
-            node_role_arns=dict(type="list", elements="str", default=[]),
-            output_dir=dict(type="path", default=".capa"),
-        ),
+        module_argument_spec(),
         tier=EksClusterTier(),
         result_key=None,
         mutually_exclusive=[("role_arn", "role_name")],

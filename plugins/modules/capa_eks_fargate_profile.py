@@ -166,25 +166,15 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_fargate_profile import FargateProfileTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_fargate_profile import (
+    FargateProfileTier,
+    module_argument_spec,
+)
 
 
 def main():
     run_tier(
-        dict(
-            wait_timeout=dict(type="int", default=900),  # sized for EKS: see DOCUMENTATION
-            name=dict(type="str", required=True),
-            eks_cluster_name=dict(type="str"),
-            pod_execution_role_arn=dict(type="str"),
-            subnets=dict(type="list", elements="dict", default=[]),
-            selectors=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(namespace=dict(type="str", required=True), labels=dict(type="dict")),
-            ),
-            tags=dict(type="dict", default={}),
-        ),
+        module_argument_spec(),
         tier=FargateProfileTier(),
         result_key=None,
     )

@@ -314,67 +314,15 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_nodegroup import NodegroupTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_nodegroup import (
+    NodegroupTier,
+    module_argument_spec,
+)
 
 
 def main():
     run_tier(
-        dict(
-            wait_timeout=dict(type="int", default=1800),  # sized for EKS: see DOCUMENTATION
-            name=dict(type="str", required=True),
-            eks_cluster_name=dict(type="str"),
-            version=dict(type="str"),
-            release_version=dict(type="str"),
-            scaling=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    min_size=dict(type="int", default=1),
-                    max_size=dict(type="int", default=3),
-                    desired_size=dict(type="int", default=2),
-                ),
-            ),
-            externally_managed_replicas=dict(type="bool", default=False),
-            instance_types=dict(type="list", elements="str"),
-            capacity_type=dict(type="str", default="ON_DEMAND", choices=["ON_DEMAND", "SPOT"]),
-            ami_type=dict(type="str"),
-            disk_size=dict(type="int"),
-            labels=dict(type="dict", default={}),
-            taints=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    key=dict(type="str", required=True, no_log=False),
-                    value=dict(type="str"),
-                    effect=dict(type="str", required=True, choices=["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"]),
-                ),
-            ),
-            update_config=dict(
-                type="dict",
-                default={},
-                options=dict(
-                    max_unavailable=dict(type="int"),
-                    max_unavailable_percentage=dict(type="int"),
-                ),
-                mutually_exclusive=[("max_unavailable", "max_unavailable_percentage")],
-            ),
-            launch_template=dict(
-                type="dict",
-                options=dict(id=dict(type="str"), name=dict(type="str"), version=dict(type="str")),
-                mutually_exclusive=[("id", "name")],
-            ),
-            remote_access=dict(
-                type="dict",
-                options=dict(
-                    ec2_ssh_key=dict(type="str", no_log=False),
-                    source_security_group_ids=dict(type="list", elements="str"),
-                ),
-            ),
-            node_role_arn=dict(type="str"),
-            subnets=dict(type="list", elements="dict", default=[]),
-            tags=dict(type="dict", default={}),
-        ),
+        module_argument_spec(),
         tier=NodegroupTier(),
         result_key=None,
     )

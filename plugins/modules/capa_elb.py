@@ -267,39 +267,12 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.elb import ElbTier
-
-SCHEMES = ["internet-facing", "internal"]
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.elb import ElbTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            vpc_id=dict(type="str"),
-            subnets=dict(type="list", elements="dict", default=[]),
-            security_group_ids=dict(type="list", elements="str", default=[]),
-            type=dict(type="str", default="classic", choices=["classic", "nlb", "external", "disabled"]),
-            scheme=dict(type="str", default="internet-facing", choices=SCHEMES),
-            name=dict(type="str"),
-            health_check_protocol=dict(type="str", default="TCP", choices=["TCP", "HTTPS"]),
-            api_server_port=dict(type="int", default=6443),
-            additional_listeners=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(port=dict(type="int", required=True), protocol=dict(type="str", default="TCP")),
-            ),
-            cross_zone_load_balancing=dict(type="bool", default=False),
-            preserve_client_ip=dict(type="bool", default=False),
-            secondary=dict(
-                type="dict",
-                options=dict(
-                    enabled=dict(type="bool", default=False),
-                    name=dict(type="str"),
-                    scheme=dict(type="str", default="internal", choices=SCHEMES),
-                ),
-            ),
-        ),
+        module_argument_spec(),
         tier=ElbTier(),
         result_key=None,
     )

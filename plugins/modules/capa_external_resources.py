@@ -93,19 +93,15 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.external_resources import ExternalResourcesTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.external_resources import (
+    ExternalResourcesTier,
+    module_argument_spec,
+)
 
 
 def main():
     run_tier(
-        dict(
-            tasks=dict(
-                type="list",
-                elements="str",
-                default=[],
-                choices=["load-balancer", "target-group", "security-group"],
-            ),
-        ),
+        module_argument_spec(),
         tier=ExternalResourcesTier(),
         result_key=None,
     )

@@ -182,35 +182,12 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines.fleet import (
-    FleetTier,
-    machine_argument_spec,
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines.fleet import FleetTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            **machine_argument_spec(),
-            name=dict(type="str", required=True),
-            failure_domains=dict(type="list", elements="str"),
-            total_target_capacity=dict(type="int", default=1),
-            on_demand_target_capacity=dict(type="int", default=0),
-            default_target_capacity_type=dict(type="str", default="spot", choices=["spot", "on-demand"]),
-            instance_types=dict(type="list", elements="str", default=[]),
-            spot_allocation_strategy=dict(
-                type="str",
-                default="price-capacity-optimized",
-                choices=[
-                    "price-capacity-optimized",
-                    "capacity-optimized",
-                    "capacity-optimized-prioritized",
-                    "diversified",
-                    "lowest-price",
-                ],
-            ),
-            replace_unhealthy_instances=dict(type="bool", default=True),
-        ),
+        module_argument_spec(),
         tier=FleetTier(),
         result_key="fleet",
     )

@@ -152,27 +152,12 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.iam.iam import IamBootstrapTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.iam.iam import IamBootstrapTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            prefix=dict(type="str", default=""),
-            suffix=dict(type="str", default=".cluster-api-provider-aws.sigs.k8s.io"),
-            path=dict(type="str", default="/"),
-            permissions_boundary=dict(type="str"),
-            eks=dict(type="bool", default=True),
-            eks_nodegroup=dict(type="bool", default=False),
-            eks_fargate=dict(type="bool", default=False),
-            secret_backends=dict(
-                type="list",
-                elements="str",
-                choices=["secrets-manager", "ssm-parameter-store"],
-                default=["secrets-manager"],
-            ),
-            extra_statements=dict(type="dict", default={}),
-        ),
+        module_argument_spec(),
         tier=IamBootstrapTier(),
         result_key="iam",
     )

@@ -221,33 +221,12 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.kubeadm import KubeadmTier
-
-PKI_FIELDS = (
-    "cluster_ca_cert",
-    "cluster_ca_key",
-    "etcd_ca_cert",
-    "etcd_ca_key",
-    "front_proxy_ca_cert",
-    "front_proxy_ca_key",
-    "service_account_public_key",
-    "service_account_private_key",
-)
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.kubeadm import KubeadmTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            kubernetes_version=dict(type="str"),
-            endpoint=dict(
-                type="dict",
-                options=dict(host=dict(type="str", required=True), port=dict(type="int", default=6443)),
-            ),
-            pki=dict(type="dict", no_log=True, options={name: dict(type="str", no_log=True) for name in PKI_FIELDS}),
-            output_dir=dict(type="path", default=".capa"),
-            service_cidr=dict(type="str", default="10.96.0.0/12"),
-            pod_cidr=dict(type="str", default="192.168.0.0/16"),
-        ),
+        module_argument_spec(),
         tier=KubeadmTier(),
         result_key=None,
         required_if=[("state", "present", ("kubernetes_version", "endpoint"))],

@@ -278,57 +278,15 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.security_group import SecurityGroupTier
-
-RULE_OPTIONS = dict(
-    description=dict(type="str"),
-    protocol=dict(type="str", required=True),
-    from_port=dict(type="int"),
-    to_port=dict(type="int"),
-    cidr_blocks=dict(type="list", elements="str", default=[]),
-    source_security_group_ids=dict(type="list", elements="str", default=[]),
-    source_security_group_roles=dict(type="list", elements="str", default=[]),
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.security_group import (
+    SecurityGroupTier,
+    module_argument_spec,
 )
 
 
 def main():
     run_tier(
-        dict(
-            vpc_id=dict(type="str"),
-            vpc_cidr_block=dict(type="str"),
-            kind=dict(type="str", default="unmanaged", choices=["unmanaged", "eks"]),
-            bastion=dict(
-                type="dict",
-                apply_defaults=True,
-                options=dict(
-                    enabled=dict(type="bool", default=False),
-                    allowed_cidr_blocks=dict(type="list", elements="str", default=["0.0.0.0/0"]),
-                ),
-            ),
-            cni_ingress_rules=dict(type="raw", default="calico"),
-            additional_control_plane_ingress_rules=dict(type="list", elements="dict", default=[], options=RULE_OPTIONS),
-            additional_node_ingress_rules=dict(type="list", elements="dict", default=[], options=RULE_OPTIONS),
-            node_port_ingress_cidr_blocks=dict(type="list", elements="str", default=["0.0.0.0/0"]),
-            control_plane_load_balancer=dict(
-                type="dict",
-                apply_defaults=True,
-                options=dict(
-                    type=dict(type="str", default="classic", choices=["classic", "nlb", "external", "disabled"]),
-                    scheme=dict(type="str", default="internet-facing", choices=["internet-facing", "internal"]),
-                    ingress_rules=dict(type="list", elements="dict", default=[], options=RULE_OPTIONS),
-                    additional_listeners=dict(
-                        type="list",
-                        elements="dict",
-                        default=[],
-                        options=dict(port=dict(type="int", required=True), protocol=dict(type="str", default="TCP")),
-                    ),
-                    preserve_client_ip=dict(type="bool", default=False),
-                ),
-            ),
-            api_server_port=dict(type="int", default=6443),
-            nat_gateway_ips=dict(type="list", elements="str", default=[]),
-            security_group_overrides=dict(type="dict", default={}),
-        ),
+        module_argument_spec(),
         tier=SecurityGroupTier(),
         result_key="security_groups",
     )

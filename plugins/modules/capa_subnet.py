@@ -253,31 +253,12 @@ diff:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.subnet import SubnetTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.subnet import SubnetTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            vpc_id=dict(type="str"),
-            vpc_cidr_block=dict(type="str"),
-            subnets=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    id=dict(type="str"),
-                    availability_zone=dict(type="str"),
-                    cidr_block=dict(type="str"),
-                    is_public=dict(type="bool", default=False),
-                    tags=dict(type="dict"),
-                ),
-            ),
-            availability_zone_usage_limit=dict(type="int", default=3),
-            availability_zone_selection=dict(type="str", default="Ordered", choices=["Ordered", "Random"]),
-            nat_gateways=dict(type="str", default="per_az", choices=["per_az", "single", "none"]),
-            internet_gateway_id=dict(type="str"),
-        ),
+        module_argument_spec(),
         tier=SubnetTier(),
         result_key=None,
     )

@@ -120,16 +120,12 @@ api_calls:
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier
-from ansible_collections.clusterapi.aws.plugins.module_utils.network.vpc import DEFAULT_CIDR, VpcTier
+from ansible_collections.clusterapi.aws.plugins.module_utils.network.vpc import VpcTier, module_argument_spec
 
 
 def main():
     run_tier(
-        dict(
-            id=dict(type="str"),
-            cidr_block=dict(type="str", default=DEFAULT_CIDR),
-            secondary_cidr_blocks=dict(type="list", elements="str", default=[]),
-        ),
+        module_argument_spec(),
         tier=VpcTier(),
         result_key="vpc",
     )

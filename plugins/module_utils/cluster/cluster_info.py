@@ -940,14 +940,20 @@ class ClusterInfoTier:
     """Read-only: observe every kind once, then summarise."""
 
     def validate(self, params: dict[str, Any], region: str | None) -> None:
-        read_spec(params.get("spec") or {}, params["cluster_name"])
-        if params.get("vpc_id"):
+        read_spec(params["spec"], params["cluster_name"])
+        if params["vpc_id"]:
             check_resource_id(params["vpc_id"], "vpc", "vpc_id")
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        view = read_spec(params.get("spec") or {}, params["cluster_name"])
+        view = read_spec(params["spec"], params["cluster_name"])
         scope = Scope(cluster=ctx.cluster, byo_vpc_id=view.byo_vpc_id)
         if view.lb_type == "external":
             scope.shared["lb_name"] = view.lb_name
-        result = summarise(observe(ctx, scope), view, params.get("vpc_id"))
+        result = summarise(observe(ctx, scope), view, params["vpc_id"])
         return result, result
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_cluster_info's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(spec=dict(type="dict", default={}), vpc_id=dict(type="str"))

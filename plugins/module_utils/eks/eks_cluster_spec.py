@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..kernel.options import argument_spec as _argument_spec
+from ..kernel.options import given
 from ..workload.access import KUBERNETES_API, KubernetesApiSettings
 
 
@@ -70,30 +71,30 @@ class EksClusterSpec:
         cluster = params["cluster_name"]
         access = params["access_config"]
         authenticator = params["iam_authenticator"]
-        addons = params.get("addons")
+        addons = params["addons"]
         return cls(
             cluster=cluster,
             state=params["state"],
-            name=params.get("name") or cluster,
-            version=params.get("version") or None,
-            role_arn=params.get("role_arn") or None,
-            role_name=params.get("role_name") or default_role_name(cluster),
+            name=given(params["name"]) or cluster,  # unset: the cluster's own name, as CAPA names it
+            version=given(params["version"]),
+            role_arn=given(params["role_arn"]),
+            role_name=given(params["role_name"]) or default_role_name(cluster),
             subnets=list(params["subnets"]),
             restrict_private_subnets=bool(params["restrict_private_subnets"]),
             security_group_ids=list(params["security_group_ids"]),
             endpoint_access=dict(params["endpoint_access"]),
             logging=dict(params["logging"] or {}),
-            encryption_config=params.get("encryption_config") or None,
+            encryption_config=given(params["encryption_config"]),
             authentication_mode=access["authentication_mode"],
             bootstrap_cluster_creator_admin_permissions=access["bootstrap_cluster_creator_admin_permissions"],
             addons=list(addons) if addons is not None else None,
             associate_oidc_provider=bool(params["associate_oidc_provider"]),
-            oidc_thumbprint=params.get("oidc_thumbprint") or None,
+            oidc_thumbprint=given(params["oidc_thumbprint"]),
             map_roles=list(authenticator["map_roles"]),
             map_users=list(authenticator["map_users"]),
             node_role_arns=list(params["node_role_arns"]),
             output_dir=params["output_dir"],
-            kubernetes_api=KubernetesApiSettings.from_params(params.get("kubernetes_api")),
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
         )
 
     @property

@@ -210,3 +210,22 @@ class _FargateRun:
             "reason": "Deleted" if gone else "EKSFargateDeleting",
         }
         return before, self.result(None)
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_eks_fargate_profile's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        wait_timeout=dict(type="int", default=900),  # sized for EKS: see DOCUMENTATION
+        name=dict(type="str", required=True),
+        eks_cluster_name=dict(type="str"),
+        pod_execution_role_arn=dict(type="str"),
+        subnets=dict(type="list", elements="dict", default=[]),
+        selectors=dict(
+            type="list",
+            elements="dict",
+            default=[],
+            options=dict(namespace=dict(type="str", required=True), labels=dict(type="dict")),
+        ),
+        tags=dict(type="dict", default={}),
+    )

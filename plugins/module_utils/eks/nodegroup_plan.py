@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.options import given
 from ..kernel.validation import at, check_tags
 
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
@@ -183,19 +184,20 @@ class NodegroupSpec:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> NodegroupSpec:
-        scaling = params.get("scaling") or {}
-        template = params.get("launch_template")
+        """capa_eks_nodegroup's parameters as its argument spec validated them. What is unset depends on the launch
+        template: without one, EKS's AMI type, instance types and disk size default here (CAPA's); with one, the
+        template decides."""
+        scaling = params["scaling"]
+        template = params["launch_template"]
         template = {k: v for k, v in template.items() if v is not None} if template else None
-        access = params.get("remote_access")
+        access = params["remote_access"]
         access = {k: v for k, v in access.items() if v} if access else None
-        update = params.get("update_config") or {}
-        if update.get("max_unavailable_percentage") is not None:
+        update = params["update_config"]
+        if update["max_unavailable_percentage"] is not None:
             update_config = {"maxUnavailablePercentage": update["max_unavailable_percentage"]}
         else:
-            update_config = {"maxUnavailable": update.get("max_unavailable") or 1}
-        ami_type = params.get("ami_type")
-        instance_types = params.get("instance_types")
-        disk_size = params.get("disk_size")
+            update_config = {"maxUnavailable": update["max_unavailable"] or 1}
+        ami_type, instance_types, disk_size = params["ami_type"], params["instance_types"], params["disk_size"]
         if not template:
             ami_type = ami_type or DEFAULT_AMI_TYPE
             instance_types = instance_types or list(DEFAULT_INSTANCE_TYPES)
@@ -203,28 +205,25 @@ class NodegroupSpec:
         return cls(
             state=params["state"],
             pool=params["name"],
-            eks_cluster=params.get("eks_cluster_name") or params["cluster_name"],
-            version=params.get("version"),
-            release_version=params.get("release_version") or None,
-            min_size=scaling.get("min_size", 1),
-            max_size=scaling.get("max_size", 3),
-            desired_size=scaling.get("desired_size", 2),
-            external_replicas=bool(params.get("externally_managed_replicas")),
+            eks_cluster=given(params["eks_cluster_name"]) or params["cluster_name"],  # unset: the cluster's own name
+            version=given(params["version"]),
+            release_version=given(params["release_version"]),
+            min_size=scaling["min_size"],
+            max_size=scaling["max_size"],
+            desired_size=scaling["desired_size"],
+            external_replicas=params["externally_managed_replicas"],
             instance_types=list(instance_types) if instance_types else None,
-            capacity_type=params.get("capacity_type") or "ON_DEMAND",
+            capacity_type=params["capacity_type"],
             ami_type=ami_type,
             disk_size=disk_size,
-            labels={str(k): str(v) for k, v in (params.get("labels") or {}).items()},
-            taints=[
-                {"key": t["key"], "value": t.get("value") or "", "effect": t["effect"]}
-                for t in params.get("taints") or []
-            ],
+            labels={str(k): str(v) for k, v in params["labels"].items()},
+            taints=[{"key": t["key"], "value": t["value"] or "", "effect": t["effect"]} for t in params["taints"]],
             update_config=update_config,
             launch_template=template or None,
             remote_access=access or None,
-            node_role_arn=params.get("node_role_arn") or None,
-            subnets=[dict(s) for s in params.get("subnets") or []],
-            tags=dict(params.get("tags") or {}),
+            node_role_arn=given(params["node_role_arn"]),
+            subnets=[dict(s) for s in params["subnets"]],
+            tags=dict(params["tags"]),
         )
 
 
@@ -603,7 +602,7 @@ class FargateSpec:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> FargateSpec:
         selectors = []
-        for selector in params.get("selectors") or []:
+        for selector in params["selectors"]:
             entry: dict[str, Any] = {"namespace": selector["namespace"]}
             if selector.get("labels"):
                 entry["labels"] = {str(k): str(v) for k, v in selector["labels"].items()}
@@ -611,11 +610,11 @@ class FargateSpec:
         return cls(
             state=params["state"],
             base=params["name"],
-            eks_cluster=params.get("eks_cluster_name") or params["cluster_name"],
-            role_arn=params.get("pod_execution_role_arn") or None,
-            subnets=[dict(s) for s in params.get("subnets") or []],
+            eks_cluster=given(params["eks_cluster_name"]) or params["cluster_name"],  # unset: the cluster's own name
+            role_arn=given(params["pod_execution_role_arn"]),
+            subnets=[dict(s) for s in params["subnets"]],
             selectors=selectors,
-            tags=dict(params.get("tags") or {}),
+            tags=dict(params["tags"]),
         )
 
 

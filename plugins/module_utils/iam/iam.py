@@ -90,12 +90,12 @@ def validate(params: Mapping[str, Any]) -> None:
         raise SpecError("prefix", f"role names would be longer than 64 characters ('{longest}')")
     if not PATH.match(params["path"]) or len(params["path"]) > 512:
         raise SpecError("path", "must start and end with '/' (for example '/' or '/capa/')")
-    boundary = params.get("permissions_boundary")
+    boundary = params["permissions_boundary"]
     if boundary and not boundary.startswith("arn:"):
         raise SpecError("permissions_boundary", f"'{boundary}' is not a policy ARN")
     if not params["secret_backends"]:
         raise SpecError("secret_backends", "needs at least one backend")
-    for base, statements in (params.get("extra_statements") or {}).items():
+    for base, statements in params["extra_statements"].items():
         if base not in POLICY_BASES:
             raise SpecError(f"extra_statements.{base}", f"is not one of the policies {', '.join(POLICY_BASES)}")
         if not isinstance(statements, list):
@@ -112,7 +112,7 @@ def validate(params: Mapping[str, Any]) -> None:
 def desired_state(params: Mapping[str, Any], region: str | None) -> Desired:
     prefix, suffix, eks = params["prefix"], params["suffix"], params["eks"]
     names = {base: resource_name(prefix, base, suffix) for base in set(ROLE_BASES) | set(POLICY_BASES)}
-    extra = params.get("extra_statements") or {}
+    extra = params["extra_statements"]
     backends = params["secret_backends"]
     documents = {
         CONTROLLERS: policies.controllers_policy(suffix, backends, extra.get(CONTROLLERS, [])),
@@ -436,3 +436,24 @@ def _summary(policies_now: Mapping[str, Any], profiles_now: Mapping[str, Any]) -
         "policies": {n: {"arn": p["arn"], "document": p["document"]} for n, p in sorted(policies_now.items())},
         "instance_profiles": {n: {"arn": p["arn"], "roles": p["roles"]} for n, p in sorted(profiles_now.items())},
     }
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_iam's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        prefix=dict(type="str", default=""),
+        suffix=dict(type="str", default=".cluster-api-provider-aws.sigs.k8s.io"),
+        path=dict(type="str", default="/"),
+        permissions_boundary=dict(type="str"),
+        eks=dict(type="bool", default=True),
+        eks_nodegroup=dict(type="bool", default=False),
+        eks_fargate=dict(type="bool", default=False),
+        secret_backends=dict(
+            type="list",
+            elements="str",
+            choices=["secrets-manager", "ssm-parameter-store"],
+            default=["secrets-manager"],
+        ),
+        extra_statements=dict(type="dict", default={}),
+    )

@@ -231,3 +231,31 @@ def _read_text(path: Path | None) -> str | None:
         return None
     except OSError as e:
         raise ReconcileError(f"cannot read {path}: {e}") from None
+
+
+PKI_FIELDS = (
+    "cluster_ca_cert",
+    "cluster_ca_key",
+    "etcd_ca_cert",
+    "etcd_ca_key",
+    "front_proxy_ca_cert",
+    "front_proxy_ca_key",
+    "service_account_public_key",
+    "service_account_private_key",
+)
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_kubeadm's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        kubernetes_version=dict(type="str"),
+        endpoint=dict(
+            type="dict",
+            options=dict(host=dict(type="str", required=True), port=dict(type="int", default=6443)),
+        ),
+        pki=dict(type="dict", no_log=True, options={name: dict(type="str", no_log=True) for name in PKI_FIELDS}),
+        output_dir=dict(type="path", default=".capa"),
+        service_cidr=dict(type="str", default="10.96.0.0/12"),
+        pod_cidr=dict(type="str", default="192.168.0.0/16"),
+    )

@@ -114,7 +114,7 @@ class AmiInfoTier:
         validate(params)
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        regions = params.get("regions") or [ctx.region]
+        regions = params["regions"] or [ctx.region]  # unset: the run's own region
         base_oses, versions = params["base_oses"], params["kubernetes_versions"]
         architectures = params["architectures"]
         images: list[dict[str, Any]] = []
@@ -160,3 +160,20 @@ def eks_images(ctx: Context, region: str, versions: list[str], architectures: li
         image = by_id.get(image_id, {"ImageId": image_id})
         found.append(image_entry(region, EKS_BASE_OS, version, arch, image))
     return found
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_ami_info's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        kubernetes_versions=dict(type="list", elements="str", required=True),
+        base_oses=dict(
+            type="list",
+            elements="str",
+            default=["centos-7", "ubuntu-24.04", "ubuntu-22.04", "amazon-2", "flatcar-stable", "rhel-8"],
+        ),
+        owner=dict(type="str", default="819546954734"),
+        regions=dict(type="list", elements="str"),
+        architectures=dict(type="list", elements="str", choices=["x86_64", "arm64"], default=["x86_64"]),
+        eks_optimized=dict(type="bool", default=False),
+    )

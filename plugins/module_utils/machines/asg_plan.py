@@ -91,30 +91,28 @@ class PoolSpec:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], drain_hook_name: str) -> PoolSpec:
-        subnets = [dict(s) for s in params.get("subnets") or []]
-        domains = list(params.get("failure_domains") or []) or default_failure_domains(subnets, public=False)
-        refresh = dict(params.get("refresh_preferences") or {})
-        refresh.setdefault("disable", False)
-        refresh["min_healthy_percentage"] = refresh.get("min_healthy_percentage", 90)
-        mixed = _mixed_from_params(params.get("mixed_instances_policy"))
-        drain = params.get("drain_on_scale_in")
+        subnets = [dict(s) for s in params["subnets"]]
+        domains = list(params["failure_domains"] or ()) or default_failure_domains(subnets, public=False)
+        refresh = dict(params["refresh_preferences"])
+        mixed = _mixed_from_params(params["mixed_instances_policy"])
+        drain = params["drain_on_scale_in"]
         spec = cls(
             state=params["state"],
             name=params["name"],
             subnets=subnets,
             failure_domains=domains,
-            min_size=params.get("min_size", 1),
-            max_size=params.get("max_size", 1),
-            desired_capacity=params.get("desired_capacity"),
-            externally_managed=bool(params.get("externally_managed_replicas")),
+            min_size=params["min_size"],
+            max_size=params["max_size"],
+            desired_capacity=params["desired_capacity"],
+            externally_managed=params["externally_managed_replicas"],
             machine=MachineSpec.from_params(params),
             mixed=mixed,
-            suspended_processes=list(dict.fromkeys(params.get("suspended_processes") or [])),
-            capacity_rebalance=bool(params.get("capacity_rebalance")),
-            default_cooldown=params.get("default_cooldown", 300),
-            default_instance_warmup=params.get("default_instance_warmup", 300),
+            suspended_processes=list(dict.fromkeys(params["suspended_processes"])),
+            capacity_rebalance=params["capacity_rebalance"],
+            default_cooldown=params["default_cooldown"],
+            default_instance_warmup=params["default_instance_warmup"],
             refresh=refresh,
-            lifecycle_hooks=[_hook_from_params(h) for h in params.get("lifecycle_hooks") or []],
+            lifecycle_hooks=[_hook_from_params(h) for h in params["lifecycle_hooks"]],
             drain_on_scale_in=False,
             drain_hook_name=drain_hook_name,
         )
@@ -152,32 +150,28 @@ class PoolSpec:
 
 
 def _mixed_from_params(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if not value:
+    """The validated mixed instances policy (every distribution default filled in by the argument spec)."""
+    if value is None:
         return None
-    distribution = dict(value.get("instances_distribution") or {})
-    defaults = {
-        "on_demand_base_capacity": 0,
-        "on_demand_percentage_above_base_capacity": 100,
-        "spot_allocation_strategy": "lowest-price",
-        "on_demand_allocation_strategy": "prioritized",
+    return {
+        "instances_distribution": dict(value["instances_distribution"]),
+        "overrides": [{"instance_type": o["instance_type"]} for o in value["overrides"]],
     }
-    for key, default in defaults.items():
-        if distribution.get(key) is None:
-            distribution[key] = default
-    overrides = [{"instance_type": o.get("instance_type")} for o in value.get("overrides") or []]
-    return {"instances_distribution": distribution, "overrides": overrides}
 
 
 def _hook_from_params(hook: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "name": hook.get("name"),
-        "lifecycle_transition": hook.get("lifecycle_transition") or TERMINATING,
-        "default_result": hook.get("default_result") or HOOK_DEFAULT_RESULT,
-        "heartbeat_timeout": hook.get("heartbeat_timeout") or HOOK_HEARTBEAT,
-        "notification_target_arn": hook.get("notification_target_arn") or None,
-        "role_arn": hook.get("role_arn") or None,
-        "notification_metadata": hook.get("notification_metadata") or None,
-    }
+    return {key: hook[key] for key in HOOK_FIELDS}
+
+
+HOOK_FIELDS = (
+    "name",
+    "lifecycle_transition",
+    "default_result",
+    "heartbeat_timeout",
+    "notification_target_arn",
+    "role_arn",
+    "notification_metadata",
+)
 
 
 # validation (pure, before any AWS call) ----------------------------------------------------------------------------

@@ -30,6 +30,9 @@ from . import launch_template as _launch_template
 from .ami import resolve_image
 from .fleet_plan import (
     GONE_STATES,
+    ON_DEMAND,
+    SPOT,
+    SPOT_STRATEGIES,
     FleetSpec,
     drift,
     launch_template_configs,
@@ -321,3 +324,19 @@ def view(
     if ami_id:
         result["ami_id"] = ami_id
     return result
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_fleet's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        **machine_argument_spec(),
+        name=dict(type="str", required=True),
+        failure_domains=dict(type="list", elements="str"),
+        total_target_capacity=dict(type="int", default=1),
+        on_demand_target_capacity=dict(type="int", default=0),
+        default_target_capacity_type=dict(type="str", default=SPOT, choices=[SPOT, ON_DEMAND]),
+        instance_types=dict(type="list", elements="str", default=[]),
+        spot_allocation_strategy=dict(type="str", default=SPOT_STRATEGIES[0], choices=list(SPOT_STRATEGIES)),
+        replace_unhealthy_instances=dict(type="bool", default=True),
+    )

@@ -54,9 +54,9 @@ class FleetSpec:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> FleetSpec:
-        subnets = [dict(s) for s in params.get("subnets") or []]
-        domains = list(params.get("failure_domains") or []) or default_failure_domains(subnets, public=False)
-        types = list(params.get("instance_types") or [])
+        subnets = [dict(s) for s in params["subnets"]]
+        domains = list(params["failure_domains"] or ()) or default_failure_domains(subnets, public=False)
+        types = list(params["instance_types"])
         machine = MachineSpec.from_params(params)
         if machine.instance_type is None and types:
             machine = machine.but(instance_type=types[0])  # the template's type picks the image architecture
@@ -65,13 +65,13 @@ class FleetSpec:
             name=params["name"],
             subnets=subnets,
             failure_domains=domains,
-            total_target_capacity=params.get("total_target_capacity") or 0,
-            on_demand_target_capacity=params.get("on_demand_target_capacity") or 0,
-            default_target_capacity_type=params.get("default_target_capacity_type") or SPOT,
+            total_target_capacity=params["total_target_capacity"],
+            on_demand_target_capacity=params["on_demand_target_capacity"],
+            default_target_capacity_type=params["default_target_capacity_type"],
             instance_types=types,
-            spot_allocation_strategy=params.get("spot_allocation_strategy") or SPOT_STRATEGIES[0],
+            spot_allocation_strategy=params["spot_allocation_strategy"],
             machine=machine,
-            replace_unhealthy_instances=bool(params.get("replace_unhealthy_instances", True)),
+            replace_unhealthy_instances=params["replace_unhealthy_instances"],
         )
 
     def pool_subnets(self) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
 from .bootstrap_data import BOOTSTRAP_TAG
 from .group_workload import Departure, GroupWorkload, NodeSettings, node_argument_spec
-from .machine_spec import BASTION, KUBEADM, NONE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
+from .machine_spec import BASTION, KUBEADM, NONE, ROLE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
 from .node_bootstrap import NodeBootstrap
 from .plan import (
     DEFAULT_MAX_UNHEALTHY,
@@ -108,7 +108,7 @@ def machine_argument_spec() -> dict[str, Any]:
 # same; ansible-test's validate-modules compares the two), and so does every default a GroupSpec holds.
 GROUP_OPTIONS: tuple[Option, ...] = (
     Option("name", "Name of the group, e.g. C(control-plane), C(md-0), C(bastion).", required=True),
-    Option("role", "What the machines are.", default="node", choices=tuple(ROLE_TAGS)),
+    ROLE,
     Option("replicas", "Number of machines.", type="int", default=1),
     Option("failure_domains", "Availability zones to spread the machines over.", type="list", elements="str"),
     Option("public_ip", "Public IPs and public subnets (default true for the bastion, else false).", type="bool"),

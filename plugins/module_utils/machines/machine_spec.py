@@ -95,6 +95,8 @@ class BootstrapRef:
 
 # the declaration -------------------------------------------------------------------------------------------------
 INSTANCE_TYPE = Option("instance_type", "EC2 instance type.")
+# What a machine is; only capa_instance takes it (pools launch nodes).
+ROLE = Option("role", "What the machines are.", default="node", choices=ROLES)
 AMI = Option(
     "ami",
     "The machine image, or how to look it up - the newest available HVM image of the instance type's architecture.",
@@ -540,8 +542,11 @@ class MachineSpec:
         ``role`` (``capa_instance``'s; pools are nodes) decides the bastion's defaults: a small instance type,
         no bootstrap data, Canonical's Ubuntu image.
         """
-        role = given(params.get("role")) or "node"
+        role = filled(ROLE, params.get("role"))
         bastion = role == BASTION
+        instance_type = given(params.get("instance_type"))
+        if instance_type is None and bastion:
+            instance_type = BASTION_INSTANCE_TYPE
         ami = filled(AMI, params.get("ami"))
         volume = filled(ROOT_VOLUME, params.get("root_volume"))
         imds = filled(IMDS, params.get("imds"))
@@ -549,7 +554,7 @@ class MachineSpec:
         bootstrap = filled(BOOTSTRAP, params.get("bootstrap"))
         return cls(
             role=role,
-            instance_type=given(params.get("instance_type")) or (BASTION_INSTANCE_TYPE if bastion else None),
+            instance_type=instance_type,
             kubernetes_version=given(params.get("kubernetes_version")),
             ami=Ami(**ami),
             root_volume=RootVolume(**volume),

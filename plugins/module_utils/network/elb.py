@@ -27,6 +27,7 @@ from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import OWNED, ROLE_APISERVER, cloud_provider_tag_key, dict_to_tags, is_owned, repair_tags
 from ..kernel.waiting import wait_until
+from . import elb_plan as plan
 from .blockers import finder
 from .elb_plan import (
     CLASSIC,
@@ -851,3 +852,34 @@ class _Deletion:
                 self.ctx,
                 f"{name} deleted",
             )
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_elb's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        vpc_id=dict(type="str"),
+        subnets=dict(type="list", elements="dict", default=[]),
+        security_group_ids=dict(type="list", elements="str", default=[]),
+        type=dict(type="str", default=plan.CLASSIC, choices=list(plan.TYPES)),
+        scheme=dict(type="str", default=plan.INTERNET_FACING, choices=list(plan.SCHEMES)),
+        name=dict(type="str"),
+        health_check_protocol=dict(type="str", default="TCP", choices=list(plan.HEALTH_CHECK_PROTOCOLS)),
+        api_server_port=dict(type="int", default=6443),
+        additional_listeners=dict(
+            type="list",
+            elements="dict",
+            default=[],
+            options=dict(port=dict(type="int", required=True), protocol=dict(type="str", default="TCP")),
+        ),
+        cross_zone_load_balancing=dict(type="bool", default=False),
+        preserve_client_ip=dict(type="bool", default=False),
+        secondary=dict(
+            type="dict",
+            options=dict(
+                enabled=dict(type="bool", default=False),
+                name=dict(type="str"),
+                scheme=dict(type="str", default=plan.INTERNAL, choices=list(plan.SCHEMES)),
+            ),
+        ),
+    )

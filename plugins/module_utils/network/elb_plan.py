@@ -169,12 +169,12 @@ def _parse_listeners(raw: Any, lb_type: str, api_port: int) -> tuple[Listener, .
     if raw and lb_type != NLB:
         raise SpecError("additional_listeners", f"are supported by NLBs only, not by type '{lb_type}'")
     seen = {api_port}
-    for index, item in enumerate(raw or []):
+    for index, item in enumerate(raw):
         where = f"additional_listeners[{index}]"
-        port = item.get("port")
-        if port is None or not 1 <= int(port) <= 65535:
+        port = item["port"]
+        if not 1 <= port <= 65535:
             raise SpecError(f"{where}.port", f"{port} is not a port number")
-        if str(item.get("protocol") or "TCP").upper() != "TCP":
+        if item["protocol"].upper() != "TCP":
             raise SpecError(f"{where}.protocol", "additional listeners are TCP only")
         if int(port) in seen:
             raise SpecError(f"{where}.port", f"port {port} is already used by another listener")
@@ -184,20 +184,17 @@ def _parse_listeners(raw: Any, lb_type: str, api_port: int) -> tuple[Listener, .
 
 
 def _parse_secondary(raw: Mapping[str, Any] | None, primary: LbSpec) -> LbSpec | None:
-    raw = raw or {}
-    if not raw.get("enabled"):
+    if raw is None or not raw["enabled"]:
         return None
     if primary.type == DISABLED:
         raise SpecError("secondary.enabled", "a secondary load balancer needs a primary one (type is 'disabled')")
-    name = raw.get("name")
+    name = raw["name"]
     if not name:
         raise SpecError("secondary.name", "is required: the secondary load balancer needs its own name")
     check_lb_name(name, "secondary.name")
     if name == primary.name:
         raise SpecError("secondary.name", f"'{name}' is the primary load balancer's name; names are region-unique")
-    scheme = raw.get("scheme") or INTERNAL
-    if scheme not in SCHEMES:
-        raise SpecError("secondary.scheme", f"'{scheme}' is not one of {', '.join(SCHEMES)}")
+    scheme = raw["scheme"]
     if scheme == primary.scheme:
         raise SpecError("secondary.scheme", f"must differ from the primary load balancer's scheme ('{scheme}')")
     return LbSpec(
@@ -213,20 +210,17 @@ def _parse_secondary(raw: Mapping[str, Any] | None, primary: LbSpec) -> LbSpec |
 
 
 def parse_spec(params: Mapping[str, Any], cluster: str) -> ElbSpec:
-    """Module parameters as a spec; every mistake raises :class:`SpecError` naming the option."""
-    lb_type = params.get("type") or CLASSIC
-    if lb_type not in TYPES:
-        raise SpecError("type", f"'{lb_type}' is not one of {', '.join(TYPES)}")
-    scheme = params.get("scheme") or INTERNET_FACING
-    if scheme not in SCHEMES:
-        raise SpecError("scheme", f"'{scheme}' is not one of {', '.join(SCHEMES)}")
-    protocol = str(params.get("health_check_protocol") or "TCP").upper()
+    """Module parameters (as capa_elb's argument spec validated them) as a spec; every mistake raises
+    :class:`SpecError` naming the option."""
+    lb_type = params["type"]
+    scheme = params["scheme"]
+    protocol = params["health_check_protocol"].upper()
     if protocol not in HEALTH_CHECK_PROTOCOLS:
         raise SpecError("health_check_protocol", f"'{protocol}' is not one of {', '.join(HEALTH_CHECK_PROTOCOLS)}")
-    port = KUBE_API_PORT if params.get("api_server_port") is None else int(params["api_server_port"])
+    port = params["api_server_port"]
     if not 1 <= port <= 65535:
         raise SpecError("api_server_port", f"{port} is not a port number")
-    name = params.get("name")
+    name = params["name"]
     if name:
         check_lb_name(name, "name")
     elif lb_type == EXTERNAL:
@@ -241,17 +235,17 @@ def parse_spec(params: Mapping[str, Any], cluster: str) -> ElbSpec:
         scheme=scheme,
         health_check_protocol=protocol,
         api_server_port=port,
-        additional_listeners=_parse_listeners(params.get("additional_listeners"), lb_type, port),
-        cross_zone=bool(params.get("cross_zone_load_balancing")),
-        preserve_client_ip=bool(params.get("preserve_client_ip")),
+        additional_listeners=_parse_listeners(params["additional_listeners"], lb_type, port),
+        cross_zone=params["cross_zone_load_balancing"],
+        preserve_client_ip=params["preserve_client_ip"],
     )
     spec = ElbSpec(
-        state=params.get("state") or "present",
+        state=params["state"],
         primary=primary,
-        secondary=_parse_secondary(params.get("secondary"), primary),
-        vpc_id=params.get("vpc_id"),
-        subnets=_parse_subnets(params.get("subnets")),
-        security_group_ids=tuple(params.get("security_group_ids") or ()),
+        secondary=_parse_secondary(params["secondary"], primary),
+        vpc_id=params["vpc_id"],
+        subnets=_parse_subnets(params["subnets"]),
+        security_group_ids=tuple(params["security_group_ids"]),
     )
     _check_present_needs(spec)
     return spec

@@ -101,12 +101,12 @@ def revocations(groups: Iterable[Mapping[str, Any]], doomed: set[str], cluster: 
 # the tier -----------------------------------------------------------------------------------------------------
 class ExternalResourcesTier:
     def validate(self, params: dict[str, Any], region: str | None) -> None:
-        for index, task in enumerate(params.get("tasks") or []):
+        for index, task in enumerate(params["tasks"]):
             if task not in TASKS:
                 raise SpecError(f"tasks[{index}]", f"'{task}' is not one of {', '.join(TASKS)}")
 
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        tasks = set(params.get("tasks") or TASKS)
+        tasks = set(params["tasks"] or TASKS)  # none listed: every task
         found = observe(ctx, tasks)
         before = {"resources": found.view()}
         if params["state"] == "present":  # the cloud provider's resources are its own while the cluster lives
@@ -245,3 +245,16 @@ class GarbageCollection:
                 attempt()
                 continue
             delete_when_free(ctx, attempt, f"security group {group_id}", blockers=finder(ctx, group_id=group_id))
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_external_resources's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        tasks=dict(
+            type="list",
+            elements="str",
+            default=[],
+            choices=list(TASKS),
+        ),
+    )

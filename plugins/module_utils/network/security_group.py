@@ -294,51 +294,46 @@ def _parse_overrides(raw: Any, roles: tuple[str, ...]) -> dict[str, str]:
 
 
 def parse_spec(params: Mapping[str, Any]) -> SecurityGroupSpec:
-    """Module parameters as a spec; every mistake raises :class:`SpecError` naming the option."""
-    kind = params.get("kind") or "unmanaged"
-    if kind not in KIND_ROLES:
-        raise SpecError("kind", f"'{kind}' is not one of {', '.join(KIND_ROLES)}")
-    bastion = params.get("bastion") or {}
-    bastion_enabled = bool(bastion.get("enabled"))
-    roles = ((BASTION,) if bastion_enabled else ()) + KIND_ROLES[kind]
-    lb = params.get("control_plane_load_balancer") or {}
-    vpc_cidr = params.get("vpc_cidr_block")
+    """Module parameters (as :func:`module_argument_spec` validated them) as a spec; every mistake raises
+    :class:`SpecError` naming the option."""
+    kind = params["kind"]
+    bastion = params["bastion"]
+    roles = ((BASTION,) if bastion["enabled"] else ()) + KIND_ROLES[kind]
+    lb = params["control_plane_load_balancer"]
+    vpc_cidr = params["vpc_cidr_block"]
     if vpc_cidr and not is_placeholder(vpc_cidr):
         vpc_cidr = str(parse_cidr(vpc_cidr, "vpc_cidr_block"))
-    port = int(params.get("api_server_port") or KUBE_API_PORT)
+    port = params["api_server_port"]
     if not 1 <= port <= 65535:
         raise SpecError("api_server_port", f"{port} is not a port number")
     listener_ports = []
-    for index, listener in enumerate(_list(lb.get("additional_listeners"))):
-        listener_port = listener.get("port")
-        if listener_port is None or not 1 <= int(listener_port) <= 65535:
+    for index, listener in enumerate(lb["additional_listeners"]):
+        if not 1 <= listener["port"] <= 65535:
             raise SpecError(f"control_plane_load_balancer.additional_listeners[{index}].port", "is not a port number")
-        if str(listener.get("protocol") or "TCP").upper() != "TCP":
+        if listener["protocol"].upper() != "TCP":
             raise SpecError(
                 f"control_plane_load_balancer.additional_listeners[{index}].protocol", "NLB listeners are TCP only"
             )
-        listener_ports.append(int(listener_port))
+        listener_ports.append(listener["port"])
     spec = SecurityGroupSpec(
         kind=kind,
         vpc_cidr_block=vpc_cidr,
-        bastion_enabled=bastion_enabled,
-        bastion_cidrs=_parse_cidrs(bastion.get("allowed_cidr_blocks", [ANYWHERE]), "bastion.allowed_cidr_blocks"),
-        cni_rules=_parse_cni(params.get("cni_ingress_rules"), roles),
+        bastion_enabled=bastion["enabled"],
+        bastion_cidrs=_parse_cidrs(bastion["allowed_cidr_blocks"], "bastion.allowed_cidr_blocks"),
+        cni_rules=_parse_cni(params["cni_ingress_rules"], roles),
         control_plane_rules=_parse_rules(
-            params.get("additional_control_plane_ingress_rules"), "additional_control_plane_ingress_rules", roles
+            params["additional_control_plane_ingress_rules"], "additional_control_plane_ingress_rules", roles
         ),
-        node_rules=_parse_rules(params.get("additional_node_ingress_rules"), "additional_node_ingress_rules", roles),
-        node_port_cidrs=_parse_cidrs(
-            params.get("node_port_ingress_cidr_blocks", [ANYWHERE]), "node_port_ingress_cidr_blocks"
-        ),
-        lb_type=lb.get("type") or "classic",
-        lb_scheme=lb.get("scheme") or "internet-facing",
-        lb_rules=_parse_rules(lb.get("ingress_rules"), "control_plane_load_balancer.ingress_rules", roles),
+        node_rules=_parse_rules(params["additional_node_ingress_rules"], "additional_node_ingress_rules", roles),
+        node_port_cidrs=_parse_cidrs(params["node_port_ingress_cidr_blocks"], "node_port_ingress_cidr_blocks"),
+        lb_type=lb["type"],
+        lb_scheme=lb["scheme"],
+        lb_rules=_parse_rules(lb["ingress_rules"], "control_plane_load_balancer.ingress_rules", roles),
         lb_listener_ports=tuple(listener_ports),
-        preserve_client_ip=bool(lb.get("preserve_client_ip")),
+        preserve_client_ip=lb["preserve_client_ip"],
         api_server_port=port,
-        nat_gateway_ips=_parse_nat_ips(params.get("nat_gateway_ips")),
-        overrides=_parse_overrides(params.get("security_group_overrides"), roles),
+        nat_gateway_ips=_parse_nat_ips(params["nat_gateway_ips"]),
+        overrides=_parse_overrides(params["security_group_overrides"], roles),
     )
     _check_needs(spec)
     return spec
@@ -695,3 +690,55 @@ def _rule_text(rule: Rule) -> str:
         else f" {rule.from_port}" + (f"-{rule.to_port}" if rule.to_port != rule.from_port else "")
     )
     return f"{rule.protocol}{ports} from {rule.source}" + (f" ({rule.description})" if rule.description else "")
+
+
+RULE_OPTIONS = dict(
+    description=dict(type="str"),
+    protocol=dict(type="str", required=True),
+    from_port=dict(type="int"),
+    to_port=dict(type="int"),
+    cidr_blocks=dict(type="list", elements="str", default=[]),
+    source_security_group_ids=dict(type="list", elements="str", default=[]),
+    source_security_group_roles=dict(type="list", elements="str", default=[]),
+)
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_security_group's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        vpc_id=dict(type="str"),
+        vpc_cidr_block=dict(type="str"),
+        kind=dict(type="str", default="unmanaged", choices=list(KIND_ROLES)),
+        bastion=dict(
+            type="dict",
+            apply_defaults=True,
+            options=dict(
+                enabled=dict(type="bool", default=False),
+                allowed_cidr_blocks=dict(type="list", elements="str", default=["0.0.0.0/0"]),
+            ),
+        ),
+        cni_ingress_rules=dict(type="raw", default="calico"),
+        additional_control_plane_ingress_rules=dict(type="list", elements="dict", default=[], options=RULE_OPTIONS),
+        additional_node_ingress_rules=dict(type="list", elements="dict", default=[], options=RULE_OPTIONS),
+        node_port_ingress_cidr_blocks=dict(type="list", elements="str", default=["0.0.0.0/0"]),
+        control_plane_load_balancer=dict(
+            type="dict",
+            apply_defaults=True,
+            options=dict(
+                type=dict(type="str", default="classic", choices=["classic", "nlb", "external", "disabled"]),
+                scheme=dict(type="str", default="internet-facing", choices=["internet-facing", "internal"]),
+                ingress_rules=dict(type="list", elements="dict", default=[], options=RULE_OPTIONS),
+                additional_listeners=dict(
+                    type="list",
+                    elements="dict",
+                    default=[],
+                    options=dict(port=dict(type="int", required=True), protocol=dict(type="str", default="TCP")),
+                ),
+                preserve_client_ip=dict(type="bool", default=False),
+            ),
+        ),
+        api_server_port=dict(type="int", default=6443),
+        nat_gateway_ips=dict(type="list", elements="str", default=[]),
+        security_group_overrides=dict(type="dict", default={}),
+    )

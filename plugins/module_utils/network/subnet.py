@@ -87,13 +87,13 @@ class SubnetSpec:
     def from_params(cls, params: dict[str, Any]) -> SubnetSpec:
         return cls(
             state=params["state"],
-            vpc_id=params.get("vpc_id"),
-            vpc_cidr_block=params.get("vpc_cidr_block"),
-            subnets=explicit_subnets(params.get("subnets") or []),
+            vpc_id=params["vpc_id"],
+            vpc_cidr_block=params["vpc_cidr_block"],
+            subnets=explicit_subnets(params["subnets"]),
             zone_limit=params["availability_zone_usage_limit"],
             zone_selection=params["availability_zone_selection"],
             nat_mode=params["nat_gateways"],
-            internet_gateway_id=params.get("internet_gateway_id"),
+            internet_gateway_id=params["internet_gateway_id"],
         )
 
 
@@ -479,8 +479,7 @@ class SubnetTier:
             check_vpc_cidr(vpc_cidr, "vpc_cidr_block")
         if params["availability_zone_usage_limit"] < 1:
             raise SpecError("availability_zone_usage_limit", "must be at least 1")
-        entries = params.get("subnets") or []
-        for index, entry in enumerate(entries):
+        for index, entry in enumerate(params["subnets"]):
             where = f"subnets[{index}]"
             check_resource_id(entry.get("id"), "subnet", f"{where}.id")
             if not entry.get("id") and not (entry.get("availability_zone") and entry.get("cidr_block")):
@@ -490,7 +489,7 @@ class SubnetTier:
             if entry.get("availability_zone"):
                 check_availability_zone(entry["availability_zone"], region, f"{where}.availability_zone")
             check_tags(entry.get("tags"), f"{where}.tags")
-        check_subnet_cidrs(entries, [vpc_cidr] if vpc_cidr else [])
+        check_subnet_cidrs(params["subnets"], [vpc_cidr] if vpc_cidr else [])
 
     # reconcile -----------------------------------------------------------------------------------------------
     def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
@@ -935,3 +934,28 @@ def summary(cluster: str, observed: Observed, observed_only: bool = False) -> di
 
 def _empty() -> dict[str, Any]:
     return {"subnets": [], "nat_gateways": [], "nat_gateway_ips": [], "availability_zones": []}
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_subnet's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        vpc_id=dict(type="str"),
+        vpc_cidr_block=dict(type="str"),
+        subnets=dict(
+            type="list",
+            elements="dict",
+            default=[],
+            options=dict(
+                id=dict(type="str"),
+                availability_zone=dict(type="str"),
+                cidr_block=dict(type="str"),
+                is_public=dict(type="bool", default=False),
+                tags=dict(type="dict"),
+            ),
+        ),
+        availability_zone_usage_limit=dict(type="int", default=3),
+        availability_zone_selection=dict(type="str", default="Ordered", choices=["Ordered", "Random"]),
+        nat_gateways=dict(type="str", default="per_az", choices=["per_az", "single", "none"]),
+        internet_gateway_id=dict(type="str"),
+    )

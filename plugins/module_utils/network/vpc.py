@@ -41,9 +41,9 @@ class VpcSpec:
     def from_params(cls, params: Mapping[str, Any]) -> VpcSpec:
         return cls(
             state=params["state"],
-            vpc_id=params.get("id") or None,
+            vpc_id=params["id"],
             cidr_block=params["cidr_block"],
-            secondary_cidr_blocks=tuple(params.get("secondary_cidr_blocks") or ()),
+            secondary_cidr_blocks=tuple(params["secondary_cidr_blocks"]),
         )
 
 
@@ -359,3 +359,13 @@ def summarise(vpc: ObservedVpc, gateway: Gateway | None) -> dict[str, Any]:
         "internet_gateway_id": gateway.id if gateway else None,
         "tags": vpc.tags,
     }
+
+
+def module_argument_spec() -> dict[str, Any]:
+    """capa_vpc's options (without the options every module takes); its DOCUMENTATION says the same
+    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
+    return dict(
+        id=dict(type="str"),
+        cidr_block=dict(type="str", default=DEFAULT_CIDR),
+        secondary_cidr_blocks=dict(type="list", elements="str", default=[]),
+    )

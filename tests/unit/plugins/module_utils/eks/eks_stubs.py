@@ -54,6 +54,7 @@ def params(tmp_path: Path, **extra: Any) -> dict[str, Any]:
         "iam_authenticator": {"map_roles": [], "map_users": []},
         "node_role_arns": [],
         "output_dir": str(tmp_path / "out"),
+        "kubernetes_api": None,
     }
     out.update(extra)
     return out

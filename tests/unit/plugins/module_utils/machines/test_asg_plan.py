@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import asg
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import asg_plan as plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.ami import Image
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
@@ -23,6 +25,10 @@ SUBNETS = [
 IMAGE = Image("ami-0123456789abcdef0", "capa-ami", "/dev/sda1", 8, "x86_64")
 
 
+# capa_asg's argument spec, with the option of every module the tier reads: parameters as the module gets them.
+MODULE_SPEC = {"state": {"type": "str", "default": "present"}, **asg.module_argument_spec()}
+
+
 def params(**extra: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "state": "present",
@@ -33,7 +39,7 @@ def params(**extra: Any) -> dict[str, Any]:
         "bootstrap": {"type": "raw", "data": "#cloud-config\n"},
     }
     base.update(extra)
-    return base
+    return validated(MODULE_SPEC, base)
 
 
 def spec(**extra: Any) -> plan.PoolSpec:
@@ -47,7 +53,7 @@ def test_defaults_are_the_safer_ones():
     assert s.failure_domains == ["us-east-1a", "us-east-1b"]
     assert s.zone_subnet_ids() == ["subnet-0000000000000000b", "subnet-0000000000000000c"]
     assert s.machine.metadata_options()["HttpTokens"] == "required"
-    assert s.refresh == {"disable": False, "min_healthy_percentage": 90}
+    assert s.refresh == {"disable": False, "min_healthy_percentage": 90, "instance_warmup": None}
     assert (s.default_cooldown, s.default_instance_warmup) == (300, 300)
     assert s.hooks == [] and s.drain_on_scale_in is False
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import fleet
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import fleet_plan as fp
 
 SUBNETS = [
@@ -14,6 +16,10 @@ SUBNETS = [
     {"id": "subnet-0000000000000000b", "availability_zone": "us-east-1a", "is_public": True},
     {"id": "subnet-0000000000000000c", "availability_zone": "us-east-1b", "is_public": False},
 ]
+
+
+# capa_fleet's argument spec, with the option of every module the tier reads: parameters as the module gets them.
+MODULE_SPEC = {"state": {"type": "str", "default": "present"}, **fleet.module_argument_spec()}
 
 
 def params(**extra):
@@ -28,7 +34,7 @@ def params(**extra):
         "bootstrap": {"type": "raw", "data": "#cloud-config\n"},
     }
     base.update(extra)
-    return base
+    return validated(MODULE_SPEC, base)
 
 
 # pure --------------------------------------------------------------------------------------------------------------
@@ -115,7 +121,7 @@ def test_validation(extra, field):
 
 
 def test_absent_needs_only_a_name():
-    fp.validate({"state": "absent", "name": "pool-0"}, "us-east-1")
+    fp.validate(validated(MODULE_SPEC, {"state": "absent", "name": "pool-0"}), "us-east-1")
 
 
 def desired(**extra):

@@ -9,6 +9,8 @@ import random
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
+from ansible_collections.clusterapi.aws.plugins.module_utils.network import elb
 from ansible_collections.clusterapi.aws.plugins.module_utils.network.elb_plan import (
     ADDITIONAL_TARGET_GROUP_PREFIX,
     API_TARGET_GROUP_PREFIX,
@@ -79,8 +81,12 @@ BASE = {
 }
 
 
+# capa_elb's argument spec, with the option of every module the tier reads: parameters as the module gets them.
+MODULE_SPEC = {"state": {"type": "str", "default": "present"}, **elb.module_argument_spec()}
+
+
 def _spec(**extra):
-    return parse_spec({**BASE, **extra}, "demo")
+    return parse_spec(validated(MODULE_SPEC, {**BASE, **extra}), "demo")
 
 
 def test_defaults_are_capas():
@@ -154,9 +160,9 @@ def test_bad_input(extra, field):
 
 
 def test_absent_and_unmanaged_types_need_no_network():
-    parse_spec({"state": "absent"}, "demo")
-    parse_spec({"state": "present", "type": "disabled"}, "demo")
-    parse_spec({"state": "present", "type": "external", "name": "byo"}, "demo")
+    parse_spec(validated(MODULE_SPEC, {"state": "absent"}), "demo")
+    parse_spec(validated(MODULE_SPEC, {"state": "present", "type": "disabled"}), "demo")
+    parse_spec(validated(MODULE_SPEC, {"state": "present", "type": "external", "name": "byo"}), "demo")
 
 
 # subnets ---------------------------------------------------------------------------------------------------------

@@ -9,14 +9,20 @@ from typing import Any
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
+from ansible_collections.clusterapi.aws.plugins.module_utils.network import security_group
 from ansible_collections.clusterapi.aws.plugins.module_utils.network.security_group import (
     Rule,
     desired_rules,
     diff_rules,
     explode_permissions,
-    parse_spec,
     to_permissions,
 )
+
+
+def parse_spec(params: dict[str, Any]) -> security_group.SecurityGroupSpec:
+    """The tier's spec of ``params`` as capa_security_group hands them over (its argument spec validated them)."""
+    return security_group.parse_spec(validated(security_group.module_argument_spec(), params))
 
 IDS = {
     "apiserver-lb": "sg-0000000000000000a",
