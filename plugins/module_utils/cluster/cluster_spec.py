@@ -24,6 +24,7 @@ import re
 from dataclasses import fields, is_dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..eks import nodegroup_plan
 from ..eks.nodegroup_plan import check_scaling
 from ..kernel import options as _options
 from ..kernel.errors import SpecError
@@ -45,8 +46,8 @@ from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.asg_plan import check_pool_sizes
 from ..machines.group_workload import NODE_OPTIONS
 from ..machines.plan import DEFAULT_MAX_UNHEALTHY, check_max_unhealthy, check_replicas, check_rollout
+from ..network import vpc
 from ..network.elb_plan import check_lb_name
-from ..network.vpc import DEFAULT_CIDR as DEFAULT_VPC_CIDR
 from ..workload.access import KUBERNETES_API, KubernetesApiSettings
 from .cluster_types import ClusterSpec, IngressRule, MachinePool
 
@@ -211,16 +212,7 @@ NETWORK_OPTIONS: tuple[Option, ...] = (
         type="dict",
         default={},
         options=(
-            opt("id", "An existing VPC to use (bring your own): used, never changed or deleted.", immutable=True),
-            opt("cidr_block", "Primary CIDR block of a managed VPC.", default=DEFAULT_VPC_CIDR, immutable=True),
-            opt(
-                "secondary_cidr_blocks",
-                "Secondary CIDR blocks (add-only).",
-                type="list",
-                elements="str",
-                default=[],
-                comparison="set",
-            ),
+            *vpc.VPC_OPTIONS,
             opt("availability_zone_usage_limit", "How many AZs the default layout uses.", type="int", default=3),
             opt(
                 "availability_zone_selection",
@@ -504,10 +496,10 @@ NODE_GROUP_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     opt("externally_managed_replicas", "A cluster autoscaler owns desired size.", type="bool", default=False),
-    opt("instance_types", "Instance types.", type="list", elements="str", default=["t3.large"], immutable=True),
-    opt("capacity_type", "Capacity type.", choices=("ON_DEMAND", "SPOT"), default="ON_DEMAND", immutable=True),
-    opt("ami_type", "AMI type.", default="AL2023_x86_64_STANDARD", immutable=True),
-    opt("disk_size", "Root disk GiB.", type="int", default=20, immutable=True),
+    nodegroup_plan.INSTANCE_TYPES.but(default=list(nodegroup_plan.DEFAULT_INSTANCE_TYPES)),
+    nodegroup_plan.CAPACITY_TYPE,
+    nodegroup_plan.AMI_TYPE.but(default=nodegroup_plan.DEFAULT_AMI_TYPE),
+    nodegroup_plan.DISK_SIZE.but(default=nodegroup_plan.DEFAULT_DISK_SIZE),
     opt("labels", "Kubernetes labels.", type="dict", default={}),
     opt(
         "taints",
@@ -536,7 +528,7 @@ NODE_GROUP_OPTIONS: tuple[Option, ...] = (
             opt("max_unavailable_percentage", "Percent of nodes.", type="int"),
         ),
     ),
-    opt("node_role_arn", "An existing node role; unset means one is created and owned.", immutable=True),
+    nodegroup_plan.NODE_ROLE_ARN,
     opt("tags", "Extra tags.", type="dict", default={}),
 )
 

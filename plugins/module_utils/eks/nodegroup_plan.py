@@ -21,10 +21,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..kernel.compare import Field, differences
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.operations import is_placeholder, placeholder
-from ..kernel.options import given
+from ..kernel.options import Option, given
 from ..kernel.validation import at, check_tags
 
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
@@ -35,6 +36,27 @@ DEFAULT_AMI_TYPE = "AL2023_x86_64_STANDARD"  # AL2 AMIs are deprecated (no relea
 CUSTOM_AMI_TYPE = "CUSTOM"
 DEFAULT_INSTANCE_TYPES = ("t3.large",)
 DEFAULT_DISK_SIZE = 20
+
+# The fields of a node group EKS cannot change in place (a new node group replaces it), declared once: the plan's
+# comparison reads them, and the cluster spec's node groups take them (with the cluster's defaults).
+INSTANCE_TYPES = Option(
+    "instance_types", "Instance types.", type="list", elements="str", comparison="set", immutable=True
+)
+CAPACITY_TYPE = Option(
+    "capacity_type", "Capacity type.", choices=("ON_DEMAND", "SPOT"), default="ON_DEMAND", immutable=True
+)
+AMI_TYPE = Option("ami_type", "AMI type.", immutable=True)
+DISK_SIZE = Option("disk_size", "Root disk GiB.", type="int", immutable=True)
+NODE_ROLE_ARN = Option("node_role_arn", "An existing node role; unset means one is created and owned.", immutable=True)
+IMMUTABLE_FIELDS = (
+    Field.of(INSTANCE_TYPES),
+    Field.of(CAPACITY_TYPE),
+    Field.of(AMI_TYPE),
+    Field.of(DISK_SIZE),
+    Field("subnets", comparison="set", immutable=True),
+    Field("remote_access", immutable=True),
+    Field("launch_template", immutable=True),
+)
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 TAINT_EFFECTS = ("NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE")
 # AWS's updateConfig when none was given (moto drops it on create, so an absent one reads as AWS's default).
@@ -396,36 +418,36 @@ def immutable_differences(definition: Mapping[str, Any], observed: Mapping[str, 
     """The immutable fields whose AWS value visibly differs from the spec (for the reason of a replacement).
 
     Only a reading aid: the decision is the hash tag's. Fields the spec leaves unset are not compared, since AWS
-    fills in its own defaults for them.
+    fills in its own defaults for them; each compares as :data:`IMMUTABLE_FIELDS` declares it.
     """
+    access = observed.get("remoteAccess") or {}
+    template = observed.get("launchTemplate") or {}
+    wanted_template = definition.get("launch_template") or {}
     seen = {
         "instance_types": observed.get("instanceTypes"),
         "capacity_type": observed.get("capacityType"),
         "ami_type": observed.get("amiType"),
         "disk_size": observed.get("diskSize"),
-        "subnets": frozenset(observed.get("subnets") or []),
-        "node_role": observed.get("nodeRole"),
+        "subnets": observed.get("subnets") or [],
+        "remote_access": {
+            "ec2_ssh_key": access.get("ec2SshKey"),
+            "source_security_group_ids": frozenset(access.get("sourceSecurityGroups") or []),
+        },
+        "launch_template": {k: template.get(k) if wanted_template.get(k) else None for k in ("id", "name")},
     }
-    access = observed.get("remoteAccess") or {}
-    seen["remote_access"] = {
-        "ec2_ssh_key": access.get("ec2SshKey"),
-        "source_security_group_ids": frozenset(access.get("sourceSecurityGroups") or []),
-    }
-    template = observed.get("launchTemplate") or {}
-    wanted_template = definition.get("launch_template") or {}
-    seen["launch_template"] = {k: template.get(k) if wanted_template.get(k) else None for k in ("id", "name")}
-    changed = []
-    for key, value in definition.items():
-        if value is None or key not in seen:
-            continue
-        if key == "node_role" and str(value).startswith("owned:"):
-            role = str(value).split(":", 1)[1]
-            if str(seen[key] or "").endswith(f"/{role}"):
-                continue
-            changed.append(key)
-        elif seen[key] != value:
-            changed.append(key)
-    return changed
+    wanted = {**definition, "subnets": definition.get("subnets")}
+    changed = list(differences(IMMUTABLE_FIELDS, wanted, seen).immutable)
+    role = definition.get("node_role")
+    if role is not None and not _same_role(str(role), str(observed.get("nodeRole") or "")):
+        changed.append("node_role")
+    return [name for name in definition if name in changed]
+
+
+def _same_role(wanted: str, current: str) -> bool:
+    """``owned:<name>`` is the role the module made for the group, found by its name in AWS's ARN."""
+    if wanted.startswith("owned:"):
+        return current.endswith(f"/{wanted.split(':', 1)[1]}")
+    return wanted == current
 
 
 # in-place updates ----------------------------------------------------------------------------------------------------

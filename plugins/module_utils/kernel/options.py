@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-COMPARISONS = ("strict", "set", "ignore")
+COMPARISONS = ("strict", "set", "allow_more_present", "ignore")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..kernel.compare import Field, differences
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.validation import check_availability_zone
@@ -173,31 +174,42 @@ def _template_of(configs: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     return "", ""
 
 
+# What a fleet compares, and whether ModifyFleet can change it (the rest needs a new fleet).
+FLEET_FIELDS = (
+    Field("total_target_capacity"),
+    Field("on_demand_target_capacity"),
+    Field("launch_template"),
+    Field("instance_types/subnets", comparison="set"),
+    Field("default_target_capacity_type", immutable=True),
+    Field("spot_allocation_strategy", immutable=True),
+    Field("replace_unhealthy_instances", immutable=True),
+)
+
+
+def _fleet_fields(request: Mapping[str, Any], described: bool) -> dict[str, Any]:
+    """A CreateFleet request (or a described fleet) as the values :data:`FLEET_FIELDS` compare."""
+    capacity = request.get("TargetCapacitySpecification") or {}
+    configs = request.get("LaunchTemplateConfigs") or []
+    strategy = (request.get("SpotOptions") or {}).get("AllocationStrategy")
+    return {
+        "total_target_capacity": int(capacity.get("TotalTargetCapacity") or 0),
+        "on_demand_target_capacity": int(capacity.get("OnDemandTargetCapacity") or 0),
+        "launch_template": _template_of(configs),
+        "instance_types/subnets": _override_set(configs),
+        "default_target_capacity_type": capacity.get("DefaultTargetCapacityType") or (ON_DEMAND if described else None),
+        # AWS answers no strategy for a fleet it runs with its default: only one it reports is compared.
+        "spot_allocation_strategy": strategy,
+        "replace_unhealthy_instances": bool(request.get("ReplaceUnhealthyInstances")),
+    }
+
+
 def drift(observed: Mapping[str, Any], desired: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """``(fields ModifyFleet can change, fields it cannot)`` between a described fleet and a CreateFleet request."""
-    have_capacity = observed.get("TargetCapacitySpecification") or {}
-    want_capacity = desired["TargetCapacitySpecification"]
-    modifiable = []
-    for key, label in (
-        ("TotalTargetCapacity", "total_target_capacity"),
-        ("OnDemandTargetCapacity", "on_demand_target_capacity"),
-    ):
-        if int(have_capacity.get(key) or 0) != want_capacity[key]:
-            modifiable.append(label)
-    have_configs = observed.get("LaunchTemplateConfigs") or []
-    if _template_of(have_configs) != _template_of(desired["LaunchTemplateConfigs"]):
-        modifiable.append("launch_template")
-    if _override_set(have_configs) != _override_set(desired["LaunchTemplateConfigs"]):
-        modifiable.append("instance_types/subnets")
-    immutable = []
-    if (have_capacity.get("DefaultTargetCapacityType") or ON_DEMAND) != want_capacity["DefaultTargetCapacityType"]:
-        immutable.append("default_target_capacity_type")
-    have_strategy = (observed.get("SpotOptions") or {}).get("AllocationStrategy")
-    if have_strategy and have_strategy != desired["SpotOptions"]["AllocationStrategy"]:
-        immutable.append("spot_allocation_strategy")
-    if bool(observed.get("ReplaceUnhealthyInstances")) != desired["ReplaceUnhealthyInstances"]:
-        immutable.append("replace_unhealthy_instances")
-    return modifiable, immutable
+    have, want = _fleet_fields(observed, described=True), _fleet_fields(desired, described=False)
+    if have["spot_allocation_strategy"] is None:
+        want["spot_allocation_strategy"] = None
+    found = differences(FLEET_FIELDS, want, have)
+    return list(found.mutable), list(found.immutable)
 
 
 def modify_request(fleet_id: str, desired: Mapping[str, Any], modifiable: Sequence[str]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, TypeVar
 
+from ..kernel.compare import Field, differences, set_changes
 from ..kernel.errors import SpecError
 from ..kernel.validation import check_resource_id
 
@@ -314,20 +315,15 @@ def classic_attributes(lb: LbSpec) -> dict[str, Any]:
 
 
 def classic_attribute_drift(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> list[str]:
-    """Names of the attribute groups whose values differ (we only set the keys we want)."""
-    current = current or {}
-    drift = []
-    for group, values in desired.items():
-        observed = current.get(group) or {}
-        if any(observed.get(k) != v for k, v in values.items()):
-            drift.append(group)
-    return drift
+    """Names of the attribute groups whose values differ: each group compares its wanted keys only (AWS keeps
+    attributes we do not set)."""
+    groups = [Field(group, comparison="allow_more_present") for group in desired]
+    return differences(groups, desired, current or {}).names
 
 
 def health_check_drift(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> list[str]:
     """Keys of a health check that differ; a missing health check differs in every key."""
-    current = current or {}
-    return [k for k, v in desired.items() if current.get(k) != v]
+    return differences([Field(key) for key in desired], desired, current or {}).names
 
 
 def listener_drift(
@@ -350,10 +346,8 @@ def listener_drift(
     return delete, create
 
 
-def set_drift(current: Iterable[str], desired: Iterable[str]) -> tuple[list[str], list[str]]:
-    """``(to_remove, to_add)`` of two id sets (order never matters for subnets or security groups)."""
-    current, desired = set(current), set(desired)
-    return sorted(current - desired), sorted(desired - current)
+# ``(to_remove, to_add)`` of two id sets: order never matters for subnets or security groups.
+set_drift = set_changes
 
 
 # NLB -----------------------------------------------------------------------------------------------------------

@@ -13,15 +13,31 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of, wait_for_states
+from ..kernel.compare import Field, differences, set_changes
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import placeholder
+from ..kernel.options import Option, argument_spec
 from ..kernel.tags import ROLE_COMMON, igw_name, is_owned, repair_tags, tag_specifications, vpc_name
 from ..kernel.validation import check_resource_id, check_vpc_cidr
 from .blockers import finder
 
 DEFAULT_CIDR = "10.0.0.0/16"
 PRESENT, ABSENT = "present", "absent"
+
+# capa_vpc's options, declared once: the module's argument spec, the plan's comparisons (a primary block AWS cannot
+# change; secondary blocks as a set, added only) and the cluster spec's network.vpc fields all come from here.
+ID = Option("id", "An existing VPC to use (bring your own): used, never changed or deleted.", immutable=True)
+CIDR_BLOCK = Option("cidr_block", "Primary CIDR block of a managed VPC.", default=DEFAULT_CIDR, immutable=True)
+SECONDARY_CIDR_BLOCKS = Option(
+    "secondary_cidr_blocks",
+    "Secondary CIDR blocks (add-only).",
+    type="list",
+    elements="str",
+    default=[],
+    comparison="set",
+)
+VPC_OPTIONS: tuple[Option, ...] = (ID, CIDR_BLOCK, SECONDARY_CIDR_BLOCKS)
 # The two DNS attributes CAPA wants on, as DescribeVpcAttribute names them.
 DNS_SUPPORT, DNS_HOSTNAMES = "enableDnsSupport", "enableDnsHostnames"
 DNS_ATTRIBUTES = (DNS_SUPPORT, DNS_HOSTNAMES)
@@ -192,19 +208,22 @@ def plan(spec: VpcSpec, observed: Observed) -> VpcPlan:
     primary = vpc.cidr_block if vpc else spec.cidr_block
     dns = (vpc.dns if vpc else None) or NEW_VPC_DNS
     gateway = observed.gateway if vpc else None
+    # Compared as the option declares it (a set); add-only: a block missing from the spec is kept and warned about.
+    unwanted, associate = set_changes([c for c in present if c != primary], spec.secondary_cidr_blocks)
     return VpcPlan(
         create_vpc=vpc is None,
         enable_dns=dns.off(),
-        associate_cidrs=tuple(c for c in spec.secondary_cidr_blocks if c not in present),
-        unwanted_cidrs=tuple(c for c in present if c not in spec.secondary_cidr_blocks and c != primary),
+        associate_cidrs=tuple(associate),
+        unwanted_cidrs=tuple(unwanted),
         create_gateway=gateway is None,
         attach_gateway=gateway is None or vpc is None or vpc.id not in gateway.attached_to,
     )
 
 
 def refuse_cidr_change(spec: VpcSpec, vpc: ObservedVpc) -> None:
-    # AWS cannot change a VPC's primary block; refused after the read, before any change.
-    if vpc.cidr_block != spec.cidr_block:
+    # AWS cannot change a VPC's primary block (the option is immutable); refused after the read, before any change.
+    changed = differences([Field.of(CIDR_BLOCK)], {"cidr_block": spec.cidr_block}, {"cidr_block": vpc.cidr_block})
+    if changed.immutable:
         raise SpecError(
             "cidr_block",
             f"'{spec.cidr_block}': {vpc.id} was created with {vpc.cidr_block} and the primary "
@@ -363,9 +382,5 @@ def summarise(vpc: ObservedVpc, gateway: Gateway | None) -> dict[str, Any]:
 
 def module_argument_spec() -> dict[str, Any]:
     """capa_vpc's options (without the options every module takes); its DOCUMENTATION says the same
-    (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
-    return dict(
-        id=dict(type="str"),
-        cidr_block=dict(type="str", default=DEFAULT_CIDR),
-        secondary_cidr_blocks=dict(type="list", elements="str", default=[]),
-    )
+    (ansible-test's validate-modules compares the two)."""
+    return argument_spec(VPC_OPTIONS)

@@ -16,8 +16,8 @@ from botocore.stub import Stubber
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import (
     group_argument_spec,
     observe_health,

@@ -24,6 +24,7 @@ def parse_spec(params: dict[str, Any]) -> security_group.SecurityGroupSpec:
     """The tier's spec of ``params`` as capa_security_group hands them over (its argument spec validated them)."""
     return security_group.parse_spec(validated(security_group.module_argument_spec(), params))
 
+
 IDS = {
     "apiserver-lb": "sg-0000000000000000a",
     "lb": "sg-0000000000000000b",
