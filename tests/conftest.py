@@ -454,7 +454,11 @@ def run_module_cmd(
                 f"ansible_collections.{namespace}.{collection}.plugins.modules.{module}",
                 str(arguments),
             ],
-            env={**ansible_env(env), "PYTHONPATH": str(COLLECTIONS_PATH)},
+            # The collections path the run would give Ansible (a test may point it at another copy of the collection).
+            env={
+                **ansible_env(env),
+                "PYTHONPATH": (env or {}).get("ANSIBLE_COLLECTIONS_PATH") or str(COLLECTIONS_PATH),
+            },
             cwd=tmp,
             capture_output=True,
             text=True,

@@ -38,6 +38,9 @@ def documents() -> dict[str, dict]:
     found: dict[str, dict] = {}
     for backends, eks, nodegroup, fargate in itertools.product(BACKENDS, (True, False), (True, False), (True, False)):
         params = {
+            "state": "present",
+            "path": "/",
+            "permissions_boundary": None,
             "prefix": "",
             "suffix": ".cluster-api-provider-aws.sigs.k8s.io",
             "eks": eks,
@@ -46,7 +49,7 @@ def documents() -> dict[str, dict]:
             "secret_backends": backends,
             "extra_statements": {},
         }
-        desired = bootstrap.desired_state(params, "us-east-1")
+        desired = bootstrap.desired_state(bootstrap.BootstrapSpec.from_params(params), "us-east-1")
         for base, document in desired.policies.items():
             _add(found, f"policy {base} [{'+'.join(backends)}]", document)
         for role in desired.roles:

@@ -124,7 +124,8 @@ it more lenient than AWS)
     statement applies, ``allowed`` when a matching Allow statement does, else ``implicitDeny``; a statement with a
     ``Condition`` is not applied and its context keys are listed in ``MissingContextValues`` (the simulator's answer
     when the caller gives no context entries). Action and resource patterns match as moto's enforcement matches
-    them. A principal that does not exist answers ``NoSuchEntity``; ``Marker``/``MaxItems`` paginate.
+    them. A principal that does not exist answers ``NoSuchEntity``; ``Marker``/``MaxItems`` paginate. While IAM is
+    not enforced (the server's default) every action is ``allowed``, as every request then is.
 
 Fault injection (tests only)
 ----------------------------
@@ -1313,14 +1314,20 @@ def _serve_simulate_principal_policy() -> list[str]:
         return ["simulate-principal-policy"]
 
     def simulate_principal_policy(self: Any) -> Any:
+        from moto import settings
+        from moto.core.authorization import ActionAuthenticatorMixin
+
         arn = self._get_param("PolicySourceArn")
+        # Without IAM enforcement this endpoint lets every caller do everything: the simulation says so too (what a
+        # policy would allow is only meaningful where policies are enforced).
+        enforced = ActionAuthenticatorMixin.request_count >= settings.INITIAL_NO_AUTH_ACTION_COUNT
         actions = self._get_param("ActionNames", [])
         resources = self._get_param("ResourceArns", []) or ["*"]
         documents = _principal_policies(self.backend, arn)
         results = []
         for action in actions:
             for resource in resources:
-                decision, missing = simulate(documents, action, resource)
+                decision, missing = simulate(documents, action, resource) if enforced else ("allowed", [])
                 result: dict[str, Any] = {
                     "EvalActionName": action,
                     "EvalResourceName": resource,

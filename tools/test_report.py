@@ -82,8 +82,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    lines = [f"# make test: {minutes(args.total)} in all", "", "| lane | target | result | time |", "|---|---|---|---:|"]
-    lines += [f"| {lane} | {name} | {status} | {minutes(seconds)} |" for lane, name, status, seconds in targets(args.logs)]
+    lines = [
+        f"# make test: {minutes(args.total)} in all",
+        "",
+        "| lane | target | result | time |",
+        "|---|---|---|---:|",
+    ]
+    lines += [
+        f"| {lane} | {name} | {status} | {minutes(seconds)} |" for lane, name, status, seconds in targets(args.logs)
+    ]
     lines += ["", "## The 20 slowest tests (setup + call + teardown)", "", "| time | test |", "|---:|---|"]
     lines += [f"| {seconds:.1f}s | `{test}` |" for seconds, test in slowest(args.logs)]
     if args.coverage.is_file():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, Protocol
+from typing import Any
 
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import get_aws_connection_info
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
@@ -29,6 +29,7 @@ from .kernel.context import Context
 from .kernel.errors import ReconcileError, SpecError
 from .kernel.operations import is_placeholder, placeholder, placeholders_in
 from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
+from .kernel.tier import Outcome, Tier
 from .kernel.validation import check_cluster_name, check_tags
 
 try:
@@ -38,6 +39,7 @@ except ImportError:
 
 __all__ = [
     "Context",
+    "Outcome",
     "ReconcileError",
     "SpecError",
     "Tier",
@@ -77,14 +79,6 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
     if info:
         del spec["state"]
     return spec
-
-
-class Tier(Protocol):
-    """One reconcilable tier. ``validate`` is pure; ``reconcile`` returns ``(before, after)``."""
-
-    def validate(self, params: dict[str, Any], region: str | None) -> None: ...
-
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]: ...
 
 
 def _check_identity(identity: dict[str, Any] | None, field: str = "identity") -> None:
@@ -127,7 +121,7 @@ def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSessio
 
 
 def run_tier(
-    argument_spec: dict[str, Any], tier: Tier, result_key: str | None, info: bool = False, **module_kwargs: Any
+    argument_spec: dict[str, Any], tier: Tier[Any], result_key: str | None, info: bool = False, **module_kwargs: Any
 ) -> None:
     """Run ``tier`` as a module. With ``result_key`` None, ``after`` is a dict of result keys (several resources).
 
@@ -142,7 +136,8 @@ def run_tier(
     ctx = None
     try:
         _validate_common(params)
-        tier.validate(params, module.region)
+        spec = tier.parse(params)
+        tier.validate(spec, module.region)
         if not module.check_mode:
             _refuse_placeholders(params)
         session = _open_session(module, params)
@@ -155,7 +150,7 @@ def run_tier(
             wait_timeout=params["wait_timeout"],
             reporter=module.log,
         )
-        before, after = tier.reconcile(ctx, params)
+        outcome = tier.reconcile(ctx, spec)
     except SpecError as e:
         module.fail_json(msg=str(e), field=e.field, api_calls=session.recorder.as_dict() if session else {})
     except ReconcileError as e:
@@ -163,7 +158,7 @@ def run_tier(
     except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
         module.fail_json_aws(e, msg=_describe_failure(e, ctx), **_progress(session, ctx))
     else:  # fail_json exits: only a tier that returned gets a result
-        _exit_with_result(module, session, ctx, before, after, result_key, info)
+        _exit_with_result(module, session, ctx, outcome.before, outcome.after, result_key, info)
 
 
 def _exit_with_result(

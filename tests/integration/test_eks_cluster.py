@@ -194,7 +194,9 @@ def load_with_kubernetes_client(token_path: str, user_path: str, endpoint: str) 
     config.load_kube_config(config_file=token_path)
     configuration = client.Configuration.get_default_copy()
     assert configuration.host.rstrip("/") == endpoint.rstrip("/")
-    assert configuration.api_key["authorization"].startswith("Bearer k8s-aws-v1.")
+    # kubernetes < 34 keeps the token under "authorization" (its prefix apart), 34+ under "BearerToken"
+    token = configuration.get_api_key_with_prefix("authorization") or configuration.api_key.get("BearerToken", "")
+    assert token.startswith("Bearer k8s-aws-v1."), token[:20]
 
     with mock.patch("kubernetes.config.kube_config.ExecProvider") as provider:
         provider.return_value.run.return_value = {"token": "from-exec"}

@@ -205,6 +205,12 @@ def test_control_plane_1_3_5_3_and_a_replacement_keep_quorum(aws, kubesim, run_m
         assert_kcp_order(sequence)
     core = client.CoreV1Api(sim.api_client())
     assert {n.status.node_info.kubelet_version for n in core.list_node().items} == {"v1.32.0"}
+    # The last removed machine's mirror pods go with pod GC, a moment after its Node (kube-controller-manager's).
+    kubesim.wait(
+        lambda: len(core.list_namespaced_pod("kube-system", label_selector="component=kube-apiserver").items) == 3,
+        30,
+        "pod GC of the removed machines' API servers",
+    )
     servers = core.list_namespaced_pod("kube-system", label_selector="component=kube-apiserver").items
     assert len(servers) == 3 and {p.spec.containers[0].image for p in servers} == {
         "registry.k8s.io/kube-apiserver:v1.32.0"

@@ -16,6 +16,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context impo
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, RemoteError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.waiting import Backoff
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_lifecycle as nl
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload import access as access_mod
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload import credentials
@@ -230,7 +231,7 @@ def worker_node(api) -> NodeView:
 
 
 def test_a_drain_retries_evictions_a_budget_refuses_until_node_drain_timeout(aws, kubesim, monkeypatch):
-    monkeypatch.setattr(nl, "DRAIN_RETRY", 0.5)
+    monkeypatch.setattr(nl, "DRAIN_RETRY", Backoff(first=0.5, cap=0.5))
     sim, pki = worker_cluster(aws, kubesim)
     ctx = context(aws)
     access = access_for(ctx, sim, pki)
@@ -273,7 +274,7 @@ def test_a_drain_retries_evictions_a_budget_refuses_until_node_drain_timeout(aws
 
 
 def test_a_drain_that_runs_out_of_the_run_budget_keeps_the_machine(aws, kubesim, monkeypatch):
-    monkeypatch.setattr(nl, "DRAIN_RETRY", 0.5)
+    monkeypatch.setattr(nl, "DRAIN_RETRY", Backoff(first=0.5, cap=0.5))
     sim, pki = worker_cluster(aws, kubesim)
     ctx = context(aws, wait_timeout=60)
     access = access_for(ctx, sim, pki)

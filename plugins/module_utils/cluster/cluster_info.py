@@ -41,6 +41,7 @@ from ..kernel.tags import (
     tags_to_dict,
     vpc_name,
 )
+from ..kernel.tier import Outcome
 from ..kernel.validation import check_resource_id
 from ..network.external_resources import cloud_provider_tagged
 from ..network.security_group import BASTION, KIND_ROLES
@@ -939,18 +940,27 @@ def summarise(raw: Mapping[str, list[dict[str, Any]]], view: ClusterView, vpc_id
 class ClusterInfoTier:
     """Read-only: observe every kind once, then summarise."""
 
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        read_spec(params["spec"], params["cluster_name"])
-        if params["vpc_id"]:
-            check_resource_id(params["vpc_id"], "vpc", "vpc_id")
+    def parse(self, params: Mapping[str, Any]) -> InfoRequest:
+        return InfoRequest(read_spec(params["spec"], params["cluster_name"]), params["vpc_id"])
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        view = read_spec(params["spec"], params["cluster_name"])
+    def validate(self, request: InfoRequest, region: str | None) -> None:
+        check_resource_id(request.vpc_id, "vpc", "vpc_id")
+
+    def reconcile(self, ctx: Context, request: InfoRequest) -> Outcome:
+        view = request.view
         scope = Scope(cluster=ctx.cluster, byo_vpc_id=view.byo_vpc_id)
         if view.lb_type == "external":
             scope.shared["lb_name"] = view.lb_name
-        result = summarise(observe(ctx, scope), view, params["vpc_id"])
-        return result, result
+        result = summarise(observe(ctx, scope), view, request.vpc_id)
+        return Outcome(result, result)
+
+
+@dataclass(frozen=True)
+class InfoRequest:
+    """capa_cluster_info's options: the cluster as its spec describes it, and a VPC to read when it has none."""
+
+    view: ClusterView
+    vpc_id: str | None
 
 
 def module_argument_spec() -> dict[str, Any]:

@@ -49,6 +49,7 @@ from ..iam.policies import unscoped_needed
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.tags import OWNED, cluster_tag_key, tags_to_dict
+from ..kernel.tier import Outcome
 from ..machines.ami import CAPA_OWNER, DEFAULT_BASE_OS, name_patterns
 from ..network.subnet_plan import NAT_NONE, NAT_SINGLE, choose_zones
 from .cluster_spec import argument_spec, normalise
@@ -1368,21 +1369,24 @@ def view(checks: Checks, facts: Facts, made: Sequence[str]) -> dict[str, Any]:
 
 
 class PreflightTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
+    def parse(self, params: Mapping[str, Any]) -> ClusterSpec:
         spec = read_spec(params["spec"])
         if spec.name != params["cluster_name"]:
             raise SpecError("spec.name", f"'{spec.name}' is not cluster_name '{params['cluster_name']}'")
+        return spec
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = read_spec(params["spec"])
+    def validate(self, spec: ClusterSpec, region: str | None) -> None:
+        pass  # capa_cluster_spec checked every rule of the spec when it compiled this step
+
+    def reconcile(self, ctx: Context, spec: ClusterSpec) -> Outcome:
         reads = Reads(ctx)
         existing = observe_existing(ctx, reads)
         if existing is None:  # what the run would create is unknown: no check can be judged
             unknown = Checks(needs(spec, ctx.region or ""), False, False, False, False, ())
-            return None, view(unknown, Facts(skipped=reads.skipped), [])
+            return Outcome(None, view(unknown, Facts(skipped=reads.skipped), []))
         checks = plan_checks(needs(spec, ctx.region or ""), existing)
         facts, made = observe_facts(ctx, checks, reads)
         problems = failures(checks, facts)
         if problems:
             raise ReconcileError(message(problems, ctx.check_mode))
-        return None, view(checks, facts, made)
+        return Outcome(None, view(checks, facts, made))

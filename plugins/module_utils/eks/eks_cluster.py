@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from ..iam.roles import delete_owned_role
 from ..kernel.context import Context
+from ..kernel.tier import Outcome
 from . import addons, control_plane, oidc_provider
 from . import cluster_plan as plan
 from .access import reconcile_access
@@ -33,17 +34,18 @@ from .kubeconfig import write_kubeconfigs
 
 
 class EksClusterTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        spec = EksClusterSpec.from_params(params)
+    def parse(self, params: Mapping[str, Any]) -> EksClusterSpec:
+        return EksClusterSpec.from_params(params)
+
+    def validate(self, spec: EksClusterSpec, region: str | None) -> None:
         plan.validate_spec(spec)
         spec.kubernetes_api.validate()
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = EksClusterSpec.from_params(params)
+    def reconcile(self, ctx: Context, spec: EksClusterSpec) -> Outcome:
         observed = control_plane.observe(ctx, spec)
         if spec.state == "absent":
-            return delete(ctx, spec, observed)
-        return apply(ctx, spec, observed)
+            return Outcome(*delete(ctx, spec, observed))
+        return Outcome(*apply(ctx, spec, observed))
 
 
 def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCluster) -> tuple[Any, Any]:

@@ -23,6 +23,7 @@ from ..kernel.context import Context
 from ..kernel.idempotency import new_client_token
 from ..kernel.operations import placeholder
 from ..kernel.tags import repair_tags
+from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from . import members
 from . import nodegroup_plan as plan
@@ -43,13 +44,15 @@ def _failure(observed: Mapping[str, Any] | None) -> str | None:
 class FargateProfileTier:
     """``capa_eks_fargate_profile``: one Fargate profile of an EKS cluster."""
 
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        plan.validate_fargate(plan.FargateSpec.from_params(params))
+    def parse(self, params: Mapping[str, Any]) -> plan.FargateSpec:
+        return plan.FargateSpec.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = plan.FargateSpec.from_params(params)
+    def validate(self, spec: plan.FargateSpec, region: str | None) -> None:
+        plan.validate_fargate(spec)
+
+    def reconcile(self, ctx: Context, spec: plan.FargateSpec) -> Outcome:
         run = _FargateRun(ctx, spec)
-        return run.present() if spec.state == "present" else run.absent()
+        return Outcome(*(run.present() if spec.state == "present" else run.absent()))
 
 
 class _FargateRun:

@@ -23,6 +23,7 @@ from ..iam.roles import delete_owned_role
 from ..kernel.context import Context
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import repair_tags
+from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from . import members
 from . import nodegroup_plan as plan
@@ -54,13 +55,15 @@ def _wait_settled(ctx: Context, cluster: str, name: str) -> dict[str, Any]:
 class NodegroupTier:
     """``capa_eks_nodegroup``: one pool of managed nodes."""
 
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        plan.validate_nodegroup(plan.NodegroupSpec.from_params(params))
+    def parse(self, params: Mapping[str, Any]) -> plan.NodegroupSpec:
+        return plan.NodegroupSpec.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = plan.NodegroupSpec.from_params(params)
+    def validate(self, spec: plan.NodegroupSpec, region: str | None) -> None:
+        plan.validate_nodegroup(spec)
+
+    def reconcile(self, ctx: Context, spec: plan.NodegroupSpec) -> Outcome:
         run = _NodegroupRun(ctx, spec)
-        return run.present() if spec.state == "present" else run.absent()
+        return Outcome(*(run.present() if spec.state == "present" else run.absent()))
 
 
 class _NodegroupRun:

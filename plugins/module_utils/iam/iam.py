@@ -34,6 +34,7 @@ from ..kernel.context import Context
 from ..kernel.errors import SpecError
 from ..kernel.operations import placeholder
 from ..kernel.tags import dict_to_tags, repair_tags, tags_to_dict
+from ..kernel.tier import Outcome
 from . import policies
 from .roles import delete_owned_role, ensure_role, managed_policy_arn
 
@@ -81,21 +82,52 @@ def resource_name(prefix: str, base: str, suffix: str) -> str:
     return f"{prefix}{base}{suffix}"
 
 
-def validate(params: Mapping[str, Any]) -> None:
+@dataclass(frozen=True)
+class BootstrapSpec:
+    """capa_iam's options as plain values."""
+
+    state: str
+    prefix: str
+    suffix: str
+    path: str
+    permissions_boundary: str | None
+    eks: bool
+    eks_nodegroup: bool
+    eks_fargate: bool
+    secret_backends: tuple[str, ...]
+    extra_statements: Mapping[str, Any]
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> BootstrapSpec:
+        return cls(
+            params["state"],
+            params["prefix"],
+            params["suffix"],
+            params["path"],
+            params["permissions_boundary"],
+            params["eks"],
+            params["eks_nodegroup"],
+            params["eks_fargate"],
+            tuple(params["secret_backends"]),
+            dict(params["extra_statements"]),
+        )
+
+
+def validate(spec: BootstrapSpec) -> None:
     for key in ("prefix", "suffix"):
-        if not NAME_CHARS.match(params[key]):
+        if not NAME_CHARS.match(getattr(spec, key)):
             raise SpecError(key, "may hold letters, digits and + = , . @ _ - only")
-    longest = resource_name(params["prefix"], EKS_CONTROL_PLANE, params["suffix"])
+    longest = resource_name(spec.prefix, EKS_CONTROL_PLANE, spec.suffix)
     if len(longest) > 64:
         raise SpecError("prefix", f"role names would be longer than 64 characters ('{longest}')")
-    if not PATH.match(params["path"]) or len(params["path"]) > 512:
+    if not PATH.match(spec.path) or len(spec.path) > 512:
         raise SpecError("path", "must start and end with '/' (for example '/' or '/capa/')")
-    boundary = params["permissions_boundary"]
+    boundary = spec.permissions_boundary
     if boundary and not boundary.startswith("arn:"):
         raise SpecError("permissions_boundary", f"'{boundary}' is not a policy ARN")
-    if not params["secret_backends"]:
+    if not spec.secret_backends:
         raise SpecError("secret_backends", "needs at least one backend")
-    for base, statements in params["extra_statements"].items():
+    for base, statements in spec.extra_statements.items():
         if base not in POLICY_BASES:
             raise SpecError(f"extra_statements.{base}", f"is not one of the policies {', '.join(POLICY_BASES)}")
         if not isinstance(statements, list):
@@ -103,17 +135,17 @@ def validate(params: Mapping[str, Any]) -> None:
         for index, statement in enumerate(statements):
             if not isinstance(statement, dict) or "Effect" not in statement or "Action" not in statement:
                 raise SpecError(f"extra_statements.{base}[{index}]", "must be a statement with Effect and Action")
-    desired = desired_state(params, None)
+    desired = desired_state(spec, None)
     for base, document in desired.policies.items():
         if policies.policy_size(document) > POLICY_SIZE_LIMIT:
             raise SpecError(f"extra_statements.{base}", f"policy {base} exceeds IAM's {POLICY_SIZE_LIMIT} characters")
 
 
-def desired_state(params: Mapping[str, Any], region: str | None) -> Desired:
-    prefix, suffix, eks = params["prefix"], params["suffix"], params["eks"]
+def desired_state(spec: BootstrapSpec, region: str | None) -> Desired:
+    prefix, suffix, eks = spec.prefix, spec.suffix, spec.eks
     names = {base: resource_name(prefix, base, suffix) for base in set(ROLE_BASES) | set(POLICY_BASES)}
-    extra = params["extra_statements"]
-    backends = params["secret_backends"]
+    extra = spec.extra_statements
+    backends = spec.secret_backends
     documents = {
         CONTROLLERS: policies.controllers_policy(suffix, backends, extra.get(CONTROLLERS, [])),
         CONTROL_PLANE: policies.control_plane_policy(extra.get(CONTROL_PLANE, [])),
@@ -144,10 +176,10 @@ def desired_state(params: Mapping[str, Any], region: str | None) -> Desired:
                 False,
             )
         )
-    if params["eks_nodegroup"]:
+    if spec.eks_nodegroup:
         managed = aws("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
         roles.append(RoleSpec(EKS_NODEGROUP, names[EKS_NODEGROUP], EC2, [], managed, False))
-    if params["eks_fargate"]:
+    if spec.eks_fargate:
         managed = aws("AmazonEKSFargatePodExecutionRolePolicy")
         roles.append(RoleSpec(EKS_FARGATE, names[EKS_FARGATE], "eks-fargate-pods.amazonaws.com", [], managed, False))
     wanted_roles = {r.base for r in roles}
@@ -186,21 +218,24 @@ def _version_number(version_id: str) -> int:
 
 # AWS -------------------------------------------------------------------------------------------------------------
 class IamBootstrapTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        validate(params)
+    def parse(self, params: Mapping[str, Any]) -> BootstrapSpec:
+        return BootstrapSpec.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        run = _Run(ctx, params)
-        return run.absent() if params["state"] == "absent" else run.present()
+    def validate(self, spec: BootstrapSpec, region: str | None) -> None:
+        validate(spec)
+
+    def reconcile(self, ctx: Context, spec: BootstrapSpec) -> Outcome:
+        run = _Run(ctx, spec)
+        return Outcome(*(run.absent() if spec.state == "absent" else run.present()))
 
 
 class _Run:
-    def __init__(self, ctx: Context, params: Mapping[str, Any]) -> None:
+    def __init__(self, ctx: Context, spec: BootstrapSpec) -> None:
         self.ctx = ctx
         self.iam = ctx.client("iam")
-        self.path = params["path"]
-        self.boundary = params.get("permissions_boundary")
-        self.desired = desired_state(params, ctx.region)
+        self.path = spec.path
+        self.boundary = spec.permissions_boundary
+        self.desired = desired_state(spec, ctx.region)
         self.owner_tags = {BOOTSTRAP_TAG: ctx.cluster}
 
     # observation

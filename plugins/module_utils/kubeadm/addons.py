@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
 from ..kernel.options import argument_spec as spec_of
+from ..kernel.tier import Outcome
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import addon_calico, addon_ccm
@@ -49,6 +50,7 @@ class Addon:
 
 @dataclass(frozen=True)
 class AddonsSpec:
+    state: str
     kubernetes_version: str
     endpoint_host: str
     endpoint_port: int
@@ -65,6 +67,7 @@ class AddonsSpec:
         endpoint = params["endpoint"]
         ccm = params["cloud_controller_manager"]
         return cls(
+            state=params["state"],
             kubernetes_version=params["kubernetes_version"],
             endpoint_host=endpoint["host"],
             endpoint_port=endpoint["port"],
@@ -141,16 +144,20 @@ def label(manifest: Mapping[str, Any]) -> str:
 
 
 class AddonsTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        if params["state"] == "absent":
-            return
-        AddonsSpec.from_params(params).validate()
+    def parse(self, params: Mapping[str, Any]) -> AddonsSpec:
+        return AddonsSpec.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        if params["state"] == "absent":
+    def validate(self, spec: AddonsSpec, region: str | None) -> None:
+        if spec.state == "present":
+            spec.validate()
+
+    def reconcile(self, ctx: Context, spec: AddonsSpec) -> Outcome:
+        if spec.state == "absent":
             # Addons live in the cluster: they go with it. Nothing in AWS is the addons'.
-            return None, None
-        spec = AddonsSpec.from_params(params)
+            return Outcome(None, None)
+        return Outcome(*self._apply_all(ctx, spec))
+
+    def _apply_all(self, ctx: Context, spec: AddonsSpec) -> tuple[Any, Any]:
         pki = load_cluster_pki(ctx, ctx.cluster, missing_ok=ctx.check_mode)
         addons = spec.addons(pki.pod_cidr if pki else "192.168.0.0/16")
         if pki is None:  # check mode before capa_kubeadm ran: everything would be applied

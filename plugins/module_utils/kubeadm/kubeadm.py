@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..aws.secretsmanager import describe_secret
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import ROLE_CONTROL_PLANE, dict_to_tags, is_owned, repair_tags, tags_to_dict
+from ..kernel.tier import Outcome
 from ..kernel.validation import parse_cidr
 from . import admin_kubeconfig, cloud_init, pki
 
@@ -51,29 +53,60 @@ def kubeconfig_path(output_dir: str, cluster: str) -> Path | None:
     return Path(output_dir).expanduser().absolute() / cluster / "kubeconfig"
 
 
+@dataclass(frozen=True)
+class KubeadmSpec:
+    """capa_kubeadm's options as plain values (``supplied_pki``: a CA the user brings; never logged)."""
+
+    state: str
+    kubernetes_version: str | None
+    endpoint: Mapping[str, Any] | None  # host, port; required with state present only
+    supplied_pki: Mapping[str, Any] | None = field(repr=False)
+    output_dir: str
+    service_cidr: str
+    pod_cidr: str
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> KubeadmSpec:
+        return cls(
+            params["state"],
+            params["kubernetes_version"],
+            params["endpoint"],
+            params["pki"],
+            params["output_dir"],
+            params["service_cidr"],
+            params["pod_cidr"],
+        )
+
+
 class KubeadmTier:
+    def parse(self, params: Mapping[str, Any]) -> KubeadmSpec:
+        return KubeadmSpec.from_params(params)
+
     # validate (pure) ----------------------------------------------------------------------------------------
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
+    def validate(self, spec: KubeadmSpec, region: str | None) -> None:
         if not pki.HAS_CRYPTOGRAPHY or not cloud_init.HAS_YAML:
             raise SpecError("python", "capa_kubeadm needs the 'cryptography' and 'PyYAML' packages on the controller")
-        if params["state"] != "present":
+        if spec.state != "present":
             return
-        cloud_init.parse_version(params["kubernetes_version"] or "")
-        endpoint = params["endpoint"]  # required with state present only: unset is None
+        cloud_init.parse_version(spec.kubernetes_version)
+        endpoint = spec.endpoint
         if endpoint is None:
             raise SpecError("endpoint.host", "is required")
         if not 1 <= endpoint["port"] <= 65535:
             raise SpecError("endpoint.port", f"{endpoint['port']} is not a port number")
-        service = parse_cidr(params["service_cidr"], "service_cidr")
-        pod = parse_cidr(params["pod_cidr"], "pod_cidr")
+        service = parse_cidr(spec.service_cidr, "service_cidr")
+        pod = parse_cidr(spec.pod_cidr, "pod_cidr")
         if service.overlaps(pod):
             raise SpecError("pod_cidr", f"'{pod}' overlaps service_cidr '{service}'")
-        pki.check_supplied_pki(params.get("pki"))
+        pki.check_supplied_pki(spec.supplied_pki)
 
     # reconcile ----------------------------------------------------------------------------------------------
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        path = kubeconfig_path(params["output_dir"], ctx.cluster)
-        if params["state"] == "absent":
+    def reconcile(self, ctx: Context, spec: KubeadmSpec) -> Outcome:
+        return Outcome(*self._reconcile(ctx, spec))
+
+    def _reconcile(self, ctx: Context, spec: KubeadmSpec) -> tuple[Any, Any]:
+        path = kubeconfig_path(spec.output_dir, ctx.cluster)
+        if spec.state == "absent":
             return self._delete(ctx, path)
         stored, secret = pki.read_pki_secret(ctx, ctx.cluster)
         existing_kubeconfig = _read_text(path)
@@ -81,7 +114,7 @@ class KubeadmTier:
             "pki": _pki_result(stored, secret) if stored else None,
             "kubeconfig": _kubeconfig_result(existing_kubeconfig, path, ctx.cluster),
         }
-        wanted = pki.desired_pki(stored, params.get("pki"), params["service_cidr"], params["pod_cidr"])
+        wanted = pki.desired_pki(stored, spec.supplied_pki, spec.service_cidr, spec.pod_cidr)
         written = self._ensure_secret(ctx, stored, wanted, secret)
         if written is None:
             # Another run created the secret between our read and our create: converge on the PKI it stored, so
@@ -89,10 +122,11 @@ class KubeadmTier:
             stored, secret = pki.read_pki_secret(ctx, ctx.cluster)
             if stored is None:
                 raise ReconcileError(f"secret {pki.secret_name(ctx.cluster)} exists but cannot be read")
-            wanted = pki.desired_pki(stored, params.get("pki"), params["service_cidr"], params["pod_cidr"])
+            wanted = pki.desired_pki(stored, spec.supplied_pki, spec.service_cidr, spec.pod_cidr)
             written = self._ensure_secret(ctx, stored, wanted, secret)
         current, secret = written or (wanted, secret)
-        endpoint = params["endpoint"]
+        endpoint = spec.endpoint
+        assert endpoint is not None  # validate requires it with state present
         kubeconfig = self._ensure_kubeconfig(
             ctx, current, path, existing_kubeconfig, endpoint["host"], endpoint["port"]
         )

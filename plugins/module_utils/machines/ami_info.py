@@ -13,11 +13,13 @@ The same name patterns and "newest" rule as the machine tiers' lookup (:mod:`._a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..aws.ssm import parameter_values
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
+from ..kernel.tier import Outcome
 from .ami import EKS_PARAMETER, VERSION, name_patterns, newest
 
 BASE_OSES = ("centos-7", "ubuntu-24.04", "ubuntu-22.04", "amazon-2", "flatcar-stable", "rhel-8")
@@ -26,20 +28,44 @@ EKS_BASE_OS = "eks-al2023"
 
 
 # pure ------------------------------------------------------------------------------------------------------------
-def validate(params: Mapping[str, Any]) -> None:
-    if not params["kubernetes_versions"]:
+@dataclass(frozen=True)
+class AmiQuery:
+    """capa_ami_info's options as plain values."""
+
+    kubernetes_versions: tuple[str, ...]
+    base_oses: tuple[str, ...]
+    regions: tuple[str, ...] | None  # unset: the run's own region
+    architectures: tuple[str, ...]
+    owner: str
+    eks_optimized: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> AmiQuery:
+        regions = params["regions"]
+        return cls(
+            tuple(params["kubernetes_versions"]),
+            tuple(params["base_oses"]),
+            None if regions is None else tuple(regions),
+            tuple(params["architectures"]),
+            str(params["owner"]),
+            params["eks_optimized"],
+        )
+
+
+def validate(query: AmiQuery) -> None:
+    if not query.kubernetes_versions:
         raise SpecError("kubernetes_versions", "needs at least one version")
-    for index, version in enumerate(params["kubernetes_versions"]):
+    for index, version in enumerate(query.kubernetes_versions):
         if not VERSION.match(version):
             raise SpecError(f"kubernetes_versions[{index}]", f"'{version}' is not a version like v1.31.2")
     for key in ("base_oses", "regions", "architectures"):
-        if key in params and params[key] is not None and not params[key]:
+        if getattr(query, key) is not None and not getattr(query, key):
             raise SpecError(key, "must not be empty (leave it out for the default)")
-    for index, base_os in enumerate(params["base_oses"]):
+    for index, base_os in enumerate(query.base_oses):
         if not base_os or "*" in base_os or "?" in base_os:
             raise SpecError(f"base_oses[{index}]", f"'{base_os}' is not a base OS name")
-    if not str(params["owner"]).isdigit() and params["owner"] not in ("self", "amazon", "aws-marketplace"):
-        raise SpecError("owner", f"'{params['owner']}' is not an account id")
+    if not query.owner.isdigit() and query.owner not in ("self", "amazon", "aws-marketplace"):
+        raise SpecError("owner", f"'{query.owner}' is not an account id")
 
 
 def bare(version: str) -> str:
@@ -110,29 +136,32 @@ def eks_parameters(versions: Iterable[str], architectures: Iterable[str]) -> dic
 
 # AWS -------------------------------------------------------------------------------------------------------------
 class AmiInfoTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        validate(params)
+    def parse(self, params: Mapping[str, Any]) -> AmiQuery:
+        return AmiQuery.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        regions = params["regions"] or [ctx.region]  # unset: the run's own region
-        base_oses, versions = params["base_oses"], params["kubernetes_versions"]
-        architectures = params["architectures"]
+    def validate(self, query: AmiQuery, region: str | None) -> None:
+        validate(query)
+
+    def reconcile(self, ctx: Context, query: AmiQuery) -> Outcome:
+        regions = list(query.regions or [ctx.region or ""])  # unset: the run's own region
+        base_oses, versions = list(query.base_oses), list(query.kubernetes_versions)
+        architectures = list(query.architectures)
         images: list[dict[str, Any]] = []
         for region in regions:
-            images.extend(capa_images(ctx, region, params["owner"], base_oses, versions, architectures))
-            if params["eks_optimized"]:
+            images.extend(capa_images(ctx, region, query.owner, base_oses, versions, architectures))
+            if query.eks_optimized:
                 images.extend(eks_images(ctx, region, versions, architectures))
         images = newest_first(images)
         result: dict[str, Any] = {"images": images}
         if not images:
             searched = (
-                f"owner {params['owner']}, regions {', '.join(regions)}, base OS {', '.join(base_oses)}, "
+                f"owner {query.owner}, regions {', '.join(regions)}, base OS {', '.join(base_oses)}, "
                 f"Kubernetes {', '.join(versions)}, architectures {', '.join(architectures)}"
-                + (", EKS-optimised AL2023" if params["eks_optimized"] else "")
+                + (", EKS-optimised AL2023" if query.eks_optimized else "")
             )
             result["msg"] = f"no image found ({searched})"
             ctx.warn(result["msg"])
-        return None, result
+        return Outcome(None, result)
 
 
 def capa_images(

@@ -42,6 +42,7 @@ from ..kernel.tags import (
     is_owned,
     repair_tags,
 )
+from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
@@ -129,20 +130,21 @@ class Observed:
 
 # the tier ----------------------------------------------------------------------------------------------------------
 class AsgTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        spec = spec_from_params(params)
+    def parse(self, params: Mapping[str, Any]) -> PoolSpec:
+        return spec_from_params(params)
+
+    def validate(self, spec: PoolSpec, region: str | None) -> None:
         validate(spec, region)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = spec_from_params(params)
+    def reconcile(self, ctx: Context, spec: PoolSpec) -> Outcome:
         observed = Observed(ctx, spec.name)
         before = _result(spec, observed.template, observed.versions, observed.group, observed.hooks, None, "")
         if spec.state == "absent":
             PoolDeletion(ctx, spec, observed).run()
-            return before, _result(spec, None, {}, None, [], None, "")
+            return Outcome(before, _result(spec, None, {}, None, [], None, ""))
         run = PoolRun(ctx, spec, observed)
         run.reconcile()
-        return before, run.result()
+        return Outcome(before, run.result())
 
 
 class PoolRun:

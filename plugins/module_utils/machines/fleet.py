@@ -25,6 +25,7 @@ from ..kernel.errors import ReconcileError
 from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import OWNED, ROLE_NODE, cloud_provider_tag_key, is_owned, tag_specifications
+from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from . import launch_template as _launch_template
 from .ami import resolve_image
@@ -55,19 +56,21 @@ def machine_argument_spec() -> dict[str, Any]:
 class FleetTier:
     """``capa_fleet``: one EC2 Fleet machine pool."""
 
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        validate(params, region)
+    def parse(self, params: Mapping[str, Any]) -> FleetSpec:
+        return FleetSpec.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = FleetSpec.from_params(params)
+    def validate(self, spec: FleetSpec, region: str | None) -> None:
+        validate(spec, region)
+
+    def reconcile(self, ctx: Context, spec: FleetSpec) -> Outcome:
         fleet = observe_fleet(ctx, spec.name)
         instances = fleet_instances(ctx, fleet)
         template = _launch_template.observe(ctx, spec.name)
         before = view(fleet, instances, template_view(template))
         if spec.state == "absent":
             delete_pool(ctx, spec.name, fleet, template)
-            return before, None
-        return before, present(ctx, spec, fleet, instances, template)
+            return Outcome(before, None)
+        return Outcome(before, present(ctx, spec, fleet, instances, template))
 
 
 # observing ---------------------------------------------------------------------------------------------------------

@@ -97,8 +97,7 @@ class FleetSpec:
 
 
 # validation ------------------------------------------------------------------------------------------------------
-def validate(params: Mapping[str, Any], region: str | None) -> None:
-    spec = FleetSpec.from_params(params)
+def validate(spec: FleetSpec, region: str | None) -> None:
     if not POOL_NAME.match(spec.name) or len(spec.name) > POOL_NAME_MAX:
         raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {POOL_NAME_MAX}")
     check_placement_inputs(spec.subnets, spec.machine.security_group_ids)

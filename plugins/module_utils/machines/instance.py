@@ -43,6 +43,7 @@ from ..kernel.tags import (
     repair_tags,
     tag_specifications,
 )
+from ..kernel.tier import Outcome
 from ..kernel.validation import check_availability_zone, check_one_of
 from ..kernel.waiting import wait_until
 from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
@@ -213,8 +214,7 @@ class GroupSpec:
 
 
 # validation (pure, before any AWS call) ----------------------------------------------------------------------------
-def validate(params: Mapping[str, Any], region: str | None) -> None:
-    spec = GroupSpec.from_params(params)
+def validate(spec: GroupSpec, region: str | None) -> None:
     if not GROUP_NAME.match(spec.name) or len(spec.name) > GROUP_NAME_MAX:
         raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {GROUP_NAME_MAX}")
     _validate_rollout(spec)
@@ -464,20 +464,22 @@ class InstanceTier:
         # Names and the Random deletion policy draw from this; tests inject a seeded source.
         self.rng = rng or random.SystemRandom()
 
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        validate(params, region)
+    def parse(self, params: Mapping[str, Any]) -> GroupSpec:
+        return GroupSpec.from_params(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = GroupSpec.from_params(params)
+    def validate(self, spec: GroupSpec, region: str | None) -> None:
+        validate(spec, region)
+
+    def reconcile(self, ctx: Context, spec: GroupSpec) -> Outcome:
         machines = observe(ctx, spec.name)
         before = self._result(spec, machines, None, Registrations())
         if spec.state == "absent":
             registrations = Registrations.observe(ctx, spec)
             self._remove_all(ctx, spec, machines, registrations)
-            return before, self._result(spec, [], None, registrations)
+            return Outcome(before, self._result(spec, [], None, registrations))
         if spec.initialize and any(not m.leaving for m in machines):
             # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
-            return before, {**before, "health": Remediation().as_dict({}, spec.max_unhealthy), **INITIALIZED}
+            return Outcome(before, {**before, "health": Remediation().as_dict({}, spec.max_unhealthy), **INITIALIZED})
         run = GroupRun(ctx, spec, self.rng, machines)
         try:
             run.reconcile()
@@ -486,7 +488,7 @@ class InstanceTier:
         after = self._result(spec, run.machines, run.group_hash, run.registrations, run.image)
         after["health"] = run.health.as_dict(run.names, spec.max_unhealthy)
         after["kubernetes_api"] = run.cluster.summary()
-        return before, after
+        return Outcome(before, after)
 
     def _remove_all(self, ctx: Context, spec: GroupSpec, machines: list[Machine], regs: Registrations) -> None:
         going = [m for m in machines if not m.leaving]

@@ -26,6 +26,7 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import OWNED, ROLE_APISERVER, cloud_provider_tag_key, dict_to_tags, is_owned, repair_tags
+from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from . import elb_plan as plan
 from .blockers import finder
@@ -65,14 +66,16 @@ WAIT_EXTERNAL = "WaitForExternalControlPlaneEndpoint"
 
 
 class ElbTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        parse_spec(params, params["cluster_name"])
+    def parse(self, params: Mapping[str, Any]) -> ElbSpec:
+        return parse_spec(params, params["cluster_name"])  # every rule of the spec is checked as it is parsed
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = parse_spec(params, ctx.cluster)
+    def validate(self, spec: ElbSpec, region: str | None) -> None:
+        pass
+
+    def reconcile(self, ctx: Context, spec: ElbSpec) -> Outcome:
         if spec.state == "absent":
-            return _Deletion(ctx, spec).run()
-        return _Build(ctx, spec).run()
+            return Outcome(*_Deletion(ctx, spec).run())
+        return Outcome(*_Build(ctx, spec).run())
 
 
 # observed state --------------------------------------------------------------------------------------------------

@@ -25,8 +25,9 @@ from ..aws import elbv2 as _elbv2
 from ..aws.ec2 import delete_when_free, describe, tags_of
 from ..aws.errors import missing_as_none
 from ..kernel.context import Context
-from ..kernel.errors import SpecError
 from ..kernel.tags import OWNED, cloud_provider_tag_key, is_owned, tags_to_dict
+from ..kernel.tier import Outcome
+from ..kernel.validation import check_one_of
 from ..kernel.waiting import wait_until
 from .blockers import finder, is_cloud_provider_owned, owner_of
 
@@ -99,20 +100,27 @@ def revocations(groups: Iterable[Mapping[str, Any]], doomed: set[str], cluster: 
 
 
 # the tier -----------------------------------------------------------------------------------------------------
-class ExternalResourcesTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        for index, task in enumerate(params["tasks"]):
-            if task not in TASKS:
-                raise SpecError(f"tasks[{index}]", f"'{task}' is not one of {', '.join(TASKS)}")
+@dataclass(frozen=True)
+class GcSpec:
+    state: str
+    tasks: tuple[str, ...]  # what to collect; none listed: every task
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        tasks = set(params["tasks"] or TASKS)  # none listed: every task
-        found = observe(ctx, tasks)
+
+class ExternalResourcesTier:
+    def parse(self, params: Mapping[str, Any]) -> GcSpec:
+        return GcSpec(params["state"], tuple(params["tasks"]))
+
+    def validate(self, spec: GcSpec, region: str | None) -> None:
+        for index, task in enumerate(spec.tasks):
+            check_one_of(task, TASKS, f"tasks[{index}]")
+
+    def reconcile(self, ctx: Context, spec: GcSpec) -> Outcome:
+        found = observe(ctx, set(spec.tasks or TASKS))
         before = {"resources": found.view()}
-        if params["state"] == "present":  # the cloud provider's resources are its own while the cluster lives
-            return before, before
+        if spec.state == "present":  # the cloud provider's resources are its own while the cluster lives
+            return Outcome(before, before)
         GarbageCollection(ctx, found).run()
-        return before, {"resources": []}
+        return Outcome(before, {"resources": []})
 
 
 def observe(ctx: Context, tasks: set[str]) -> Found:

@@ -32,6 +32,7 @@ from ..kernel.tags import (
     security_group_name,
     tag_specifications,
 )
+from ..kernel.tier import Outcome
 from ..kernel.validation import check_port_range, check_resource_id, parse_cidr
 from .blockers import finder
 
@@ -182,6 +183,8 @@ class IngressRuleSpec:
 
 @dataclass(frozen=True)
 class SecurityGroupSpec:
+    state: str = "present"
+    vpc_id: str | None = None
     kind: str = "unmanaged"
     vpc_cidr_block: str | None = None
     bastion_enabled: bool = False
@@ -316,6 +319,8 @@ def parse_spec(params: Mapping[str, Any]) -> SecurityGroupSpec:
             )
         listener_ports.append(listener["port"])
     spec = SecurityGroupSpec(
+        state=params["state"],
+        vpc_id=params["vpc_id"],
         kind=kind,
         vpc_cidr_block=vpc_cidr,
         bastion_enabled=bastion["enabled"],
@@ -468,32 +473,32 @@ class _Group:
     created: bool = False  # by this run
 
 
-def _vpc_id_to_create_in(params: Mapping[str, Any]) -> str:
-    vpc_id = params.get("vpc_id")
-    if not vpc_id:
+def _vpc_id_to_create_in(spec: SecurityGroupSpec) -> str:
+    if not spec.vpc_id:
         raise SpecError("vpc_id", "is required when state is present")
-    return vpc_id
+    return spec.vpc_id
 
 
 class SecurityGroupTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        check_resource_id(params.get("vpc_id"), "vpc", "vpc_id")
-        if params["state"] == "present":
-            _vpc_id_to_create_in(params)
-        parse_spec(params)
+    def parse(self, params: Mapping[str, Any]) -> SecurityGroupSpec:
+        return parse_spec(params)
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = parse_spec(params)
-        vpc_id = params.get("vpc_id")
+    def validate(self, spec: SecurityGroupSpec, region: str | None) -> None:
+        check_resource_id(spec.vpc_id, "vpc", "vpc_id")
+        if spec.state == "present":
+            _vpc_id_to_create_in(spec)
+
+    def reconcile(self, ctx: Context, spec: SecurityGroupSpec) -> Outcome:
+        vpc_id = spec.vpc_id
         owned = self._observe_owned(ctx, vpc_id)
-        if params["state"] == "absent":
+        if spec.state == "absent":
             # Overrides only need to be left alone here, which their ids alone allow: no describe.
             before = self._summary(ctx, spec, owned, {}) or None
             self._delete(ctx, owned, set(spec.overrides.values()))
-            return before, None
+            return Outcome(before, None)
         overrides = self._observe_overrides(ctx, spec, vpc_id)
         before = self._summary(ctx, spec, owned, overrides) or None
-        groups = self._ensure_groups(ctx, spec, _vpc_id_to_create_in(params), owned, overrides)
+        groups = self._ensure_groups(ctx, spec, _vpc_id_to_create_in(spec), owned, overrides)
         ids = {role: g.group_id for role, g in groups.items()}
         desired = desired_rules(spec, ids)
         for role in spec.roles:
@@ -502,7 +507,7 @@ class SecurityGroupTier:
             if group.managed and (role != LB or group.created):
                 self._converge_rules(ctx, group, desired.get(role, set()))
         self._warn_unused(ctx, spec, owned)
-        return before, self._summary(ctx, spec, {g.name: g for g in groups.values() if g.managed}, overrides)
+        return Outcome(before, self._summary(ctx, spec, {g.name: g for g in groups.values() if g.managed}, overrides))
 
     # observe -------------------------------------------------------------------------------------------------
     def _observe_owned(self, ctx: Context, vpc_id: str | None) -> dict[str, _Group]:

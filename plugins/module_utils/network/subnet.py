@@ -39,6 +39,7 @@ from ..kernel.tags import (
     subnet_name,
     tag_specifications,
 )
+from ..kernel.tier import Outcome
 from ..kernel.validation import (
     check_availability_zone,
     check_resource_id,
@@ -84,7 +85,7 @@ class SubnetSpec:
     internet_gateway_id: str | None
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> SubnetSpec:
+    def from_params(cls, params: Mapping[str, Any]) -> SubnetSpec:
         return cls(
             state=params["state"],
             vpc_id=params["vpc_id"],
@@ -466,37 +467,39 @@ def free_address(addresses: Sequence[Address], nats: Sequence[NatGateway]) -> Ad
 
 # the tier --------------------------------------------------------------------------------------------------------
 class SubnetTier:
+    def parse(self, params: Mapping[str, Any]) -> SubnetSpec:
+        return SubnetSpec.from_params(params)
+
     # validate (before any AWS call) --------------------------------------------------------------------------
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        vpc_id, vpc_cidr = params.get("vpc_id"), params.get("vpc_cidr_block")
+    def validate(self, spec: SubnetSpec, region: str | None) -> None:
+        vpc_id, vpc_cidr = spec.vpc_id, spec.vpc_cidr_block
         check_resource_id(vpc_id, "vpc", "vpc_id")
-        check_resource_id(params.get("internet_gateway_id"), "igw", "internet_gateway_id")
-        if params["state"] == "present" and not vpc_id:
+        check_resource_id(spec.internet_gateway_id, "igw", "internet_gateway_id")
+        if spec.state == "present" and not vpc_id:
             raise SpecError("vpc_id", "is required when state=present")
         if is_placeholder(vpc_id) and not vpc_cidr:
             raise SpecError("vpc_cidr_block", "is required when vpc_id is a check-mode placeholder")
         if vpc_cidr:
             check_vpc_cidr(vpc_cidr, "vpc_cidr_block")
-        if params["availability_zone_usage_limit"] < 1:
+        if spec.zone_limit < 1:
             raise SpecError("availability_zone_usage_limit", "must be at least 1")
-        for index, entry in enumerate(params["subnets"]):
-            where = f"subnets[{index}]"
-            check_resource_id(entry.get("id"), "subnet", f"{where}.id")
-            if not entry.get("id") and not (entry.get("availability_zone") and entry.get("cidr_block")):
+        for subnet in spec.subnets:
+            where = f"subnets[{subnet.index}]"
+            check_resource_id(subnet.id, "subnet", f"{where}.id")
+            if not subnet.id and not (subnet.availability_zone and subnet.cidr_block):
                 raise SpecError(where, "needs either id (an existing subnet) or availability_zone and cidr_block")
-            if entry.get("id") and is_placeholder(vpc_id):
+            if subnet.id and is_placeholder(vpc_id):
                 raise SpecError(f"{where}.id", "an existing subnet cannot be in a VPC that does not exist yet")
-            if entry.get("availability_zone"):
-                check_availability_zone(entry["availability_zone"], region, f"{where}.availability_zone")
-            check_tags(entry.get("tags"), f"{where}.tags")
-        check_subnet_cidrs(params["subnets"], [vpc_cidr] if vpc_cidr else [])
+            if subnet.availability_zone:
+                check_availability_zone(subnet.availability_zone, region, f"{where}.availability_zone")
+            check_tags(subnet.tags, f"{where}.tags")
+        check_subnet_cidrs([{"cidr_block": s.cidr_block} for s in spec.subnets], [vpc_cidr] if vpc_cidr else [])
 
     # reconcile -----------------------------------------------------------------------------------------------
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = SubnetSpec.from_params(params)
+    def reconcile(self, ctx: Context, spec: SubnetSpec) -> Outcome:
         if spec.state == "absent":
-            return _Deletion(ctx, spec).run()
-        return _Build(ctx, spec).run()
+            return Outcome(*_Deletion(ctx, spec).run())
+        return Outcome(*_Build(ctx, spec).run())
 
 
 # apply: state=present --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import placeholder
 from ..kernel.options import Option, argument_spec
 from ..kernel.tags import ROLE_COMMON, igw_name, is_owned, repair_tags, tag_specifications, vpc_name
+from ..kernel.tier import Outcome
 from ..kernel.validation import check_resource_id, check_vpc_cidr
 from .blockers import finder
 
@@ -233,29 +234,31 @@ def refuse_cidr_change(spec: VpcSpec, vpc: ObservedVpc) -> None:
 
 # the tier --------------------------------------------------------------------------------------------------------
 class VpcTier:
-    def validate(self, params: dict[str, Any], region: str | None) -> None:
-        check_resource_id(params.get("id"), "vpc", "id")
-        primary = check_vpc_cidr(params["cidr_block"], "cidr_block")
-        for index, cidr in enumerate(params["secondary_cidr_blocks"]):
+    def parse(self, params: Mapping[str, Any]) -> VpcSpec:
+        return VpcSpec.from_params(params)
+
+    def validate(self, spec: VpcSpec, region: str | None) -> None:
+        check_resource_id(spec.vpc_id, "vpc", "id")
+        primary = check_vpc_cidr(spec.cidr_block, "cidr_block")
+        for index, cidr in enumerate(spec.secondary_cidr_blocks):
             block = check_vpc_cidr(cidr, f"secondary_cidr_blocks[{index}]")
             if block.overlaps(primary):
                 raise SpecError(f"secondary_cidr_blocks[{index}]", f"'{cidr}' overlaps cidr_block '{primary}'")
 
-    def reconcile(self, ctx: Context, params: dict[str, Any]) -> tuple[Any, Any]:
-        spec = VpcSpec.from_params(params)
+    def reconcile(self, ctx: Context, spec: VpcSpec) -> Outcome:
         observed = observe(ctx, spec)
         before = summarise(observed.vpc, observed.gateway) if observed.vpc else None
         if spec.state == ABSENT:
             _delete(ctx, observed)
-            return before, None
+            return Outcome(before, None)
         if observed.vpc is not None and not observed.vpc.owned:
-            return before, before  # bring your own: used as it is, never changed
+            return Outcome(before, before)  # bring your own: used as it is, never changed
         if observed.vpc is not None:
             refuse_cidr_change(spec, observed.vpc)
         steps = plan(spec, observed)
         vpc = _apply_vpc(ctx, spec, observed.vpc, steps)
         gateway = _apply_gateway(ctx, vpc, observed.gateway if observed.vpc else None, steps)
-        return before, summarise(vpc, gateway)
+        return Outcome(before, summarise(vpc, gateway))
 
 
 # apply -----------------------------------------------------------------------------------------------------------

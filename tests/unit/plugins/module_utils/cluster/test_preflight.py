@@ -602,7 +602,7 @@ def test_a_no_op_run_costs_one_request(stubs):
     )
     ctx = Context(session=session, cluster="demo", check_mode=False)
     step = compiled({"name": "demo", "control_plane": {"replicas": 3}})["preflight"]
-    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    _before, after = reconciled(pf.PreflightTier(), ctx, step)
     assert after["skipped"] is True and after["checked"] == []
     assert session.recorder.as_dict() == {"resourcegroupstaggingapi:GetResources": 1}
 
@@ -688,7 +688,7 @@ def test_an_eks_cluster_to_create_reads_versions_key_and_quotas_once_each(stubs)
     simulation(stub, pf.unscoped_needed(pf.needed_tiers(checks)))
     ctx = Context(session=session, cluster="demo-eks", check_mode=True)
     with pytest.raises(ReconcileError) as failed:
-        pf.PreflightTier().reconcile(ctx, step)
+        reconciled(pf.PreflightTier(), ctx, step)
     text = str(failed.value)
     assert text.startswith("would fail: ")
     version = "capa_cluster.eks.version: EKS does not offer Kubernetes 1.19 in us-east-1 (offered: 1.30, 1.31)"
@@ -784,7 +784,7 @@ def test_instance_profiles_are_read_one_per_distinct_name(stubs):
     simulation(stub)
     ctx = Context(session=session, cluster="demo", check_mode=False)
     with pytest.raises(ReconcileError, match=r"capa_cluster.control_plane.iam_instance_profile: instance profile gone"):
-        pf.PreflightTier().reconcile(ctx, step)
+        reconciled(pf.PreflightTier(), ctx, step)
     assert session.recorder.as_dict()["iam:GetInstanceProfile"] == 2
 
 
@@ -910,7 +910,7 @@ def test_denied_checks_are_skipped_with_a_warning_and_the_run_goes_on(stubs):
     caller(stub)
     stub["iam"].add_client_error("simulate_principal_policy", *DENIED)
     ctx = Context(session=session, cluster="demo-eks", check_mode=False)
-    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    _before, after = reconciled(pf.PreflightTier(), ctx, step)
     assert after["not_checked"] == {
         "instance_type_offerings": "ec2:DescribeInstanceTypeOfferings",
         "eks_version": "eks:DescribeClusterVersions",
@@ -978,7 +978,7 @@ def test_a_denied_tagging_read_skips_the_preflight(stubs):
     stub["resourcegroupstaggingapi"].add_client_error("get_resources", *DENIED)
     ctx = Context(session=session, cluster="demo", check_mode=False)
     step = compiled({"name": "demo"})["preflight"]
-    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    _before, after = reconciled(pf.PreflightTier(), ctx, step)
     assert after["skipped"] is True and after["not_checked"] == {"existing_resources": "tag:GetResources"}
     assert ctx.warnings == [
         "preflight: the existing_resources check was skipped: tag:GetResources was denied (AccessDenied); "
@@ -993,7 +993,7 @@ def test_an_error_about_the_resource_still_fails_the_run(stubs):
     stub["resourcegroupstaggingapi"].add_client_error("get_resources", "InvalidParameterException", 400)
     ctx = Context(session=session, cluster="demo", check_mode=False)
     with pytest.raises(Exception, match="InvalidParameterException"):
-        pf.PreflightTier().reconcile(ctx, compiled({"name": "demo"})["preflight"])
+        reconciled(pf.PreflightTier(), ctx, compiled({"name": "demo"})["preflight"])
 
 
 def network_only_run(stub: dict[str, Stubber]) -> dict[str, Any]:
@@ -1041,7 +1041,7 @@ def test_a_permission_the_run_needs_and_the_caller_lacks_fails_before_any_change
     simulation(stub, asked, denied=("ec2:CreateVpc", "ec2:CreateSubnet"))
     ctx = Context(session=session, cluster="demo", check_mode=False)
     with pytest.raises(ReconcileError) as failed:
-        pf.PreflightTier().reconcile(ctx, step)
+        reconciled(pf.PreflightTier(), ctx, step)
     assert str(failed.value) == (
         f"preflight: 1 problem(s), nothing was changed: permissions: {CALLER} may not call ec2:CreateSubnet, "
         "ec2:CreateVpc (IAM's policy simulation of its policies); the run needs them for what it would create"
@@ -1057,5 +1057,13 @@ def test_a_decision_iam_cannot_make_without_context_is_not_a_refusal(stubs):
     asked = pf.unscoped_needed(["cluster_info", "ec2", "security_groups", "subnets", "vpc"])
     simulation(stub, asked, conditional=("ec2:CreateVpc",), arn="arn:aws:sts::123456789012:assumed-role/capa/ansible")
     ctx = Context(session=session, cluster="demo", check_mode=False)
-    _before, after = pf.PreflightTier().reconcile(ctx, step)
+    _before, after = reconciled(pf.PreflightTier(), ctx, step)
     assert "permissions" in after["checked"] and ctx.warnings == []
+
+
+def reconciled(tier: Any, ctx: Any, params: Any) -> tuple[Any, Any]:
+    """``(before, after)`` of a tier run on module parameters, as capa.run_tier runs it: parse, validate, reconcile."""
+    spec = tier.parse(params)
+    tier.validate(spec, "us-east-1")
+    outcome = tier.reconcile(ctx, spec)
+    return outcome.before, outcome.after

@@ -112,8 +112,7 @@ def run(
 ) -> tuple[Context, Any]:
     """Validate and reconcile ``p`` as the runner does; returns the run's context and ``after``."""
     ctx = Context(session=session, cluster=CLUSTER, check_mode=check, wait=wait, wait_timeout=30, **ctx_args)
-    EksClusterTier().validate(p, "us-east-1")
-    _before, after = EksClusterTier().reconcile(ctx, p)
+    _before, after = reconciled(EksClusterTier(), ctx, p)
     return ctx, after
 
 
@@ -124,3 +123,11 @@ def eks_calls(ctx: Context) -> list[str]:
 def aws_calls(ctx: Context) -> list[str]:
     """The planned calls that are AWS requests (not local files)."""
     return [p.call for p in ctx.ops.plan if not p.call.startswith("file:")]
+
+
+def reconciled(tier: Any, ctx: Any, params: Any) -> tuple[Any, Any]:
+    """``(before, after)`` of a tier run on module parameters, as capa.run_tier runs it: parse, validate, reconcile."""
+    spec = tier.parse(params)
+    tier.validate(spec, "us-east-1")
+    outcome = tier.reconcile(ctx, spec)
+    return outcome.before, outcome.after

@@ -16,7 +16,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster imp
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
 
-from .eks_stubs import ARN, CLUSTER, OWNER, ROLE_ARN, addon, described, params, run, update
+from .eks_stubs import ARN, CLUSTER, OWNER, ROLE_ARN, addon, described, params, reconciled, run, update
 
 
 def test_addons_created_updated_deleted_and_waited_for(aws_stub, tmp_path):
@@ -100,7 +100,9 @@ def test_tag_drift_on_cluster_and_owned_addons_is_tag_resource(aws_stub, tmp_pat
     eks.add_response("describe_addon", addon("coredns"), {"clusterName": CLUSTER, "addonName": "coredns"})
     eks.add_response("tag_resource", {}, {"resourceArn": addon("coredns")["addon"]["addonArn"], "tags": team})
     ctx = Context(session=session, cluster=CLUSTER, check_mode=False, additional_tags={"team": "platform"})
-    EksClusterTier().reconcile(ctx, params(tmp_path, addons=[{"name": "coredns", "conflict_resolution": "overwrite"}]))
+    reconciled(
+        EksClusterTier(), ctx, params(tmp_path, addons=[{"name": "coredns", "conflict_resolution": "overwrite"}])
+    )
     eks.assert_no_pending_responses()
     assert [c.call for c in ctx.ops.plan if c.call.startswith("eks:")] == ["eks:TagResource", "eks:TagResource"]
 

@@ -10,6 +10,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_farg
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import members
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
 
+from .eks_stubs import reconciled
 from .member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, SUBNETS, context, fparams
 
 
@@ -36,7 +37,7 @@ def test_fargate_tags_are_added_in_place_and_creation_waited_for(eks):
     stub.add_response("describe_fargate_profile", {"fargateProfile": profile}, key)
     stub.add_response("tag_resource", {}, {"resourceArn": profile["fargateProfileArn"], "tags": {"team": "b"}})
     stub.add_response("describe_fargate_profile", {"fargateProfile": {**profile, "status": "ACTIVE"}}, key)
-    _before, after = fargate_tier.FargateProfileTier().reconcile(ctx, p)
+    _before, after = reconciled(fargate_tier.FargateProfileTier(), ctx, p)
     assert after["fargate_profile"]["status"] == "ACTIVE" and after["fargate_profile"]["replaced_from"] == []
     assert [c.call for c in ctx.ops.plan] == ["eks:TagResource"]
 
@@ -63,7 +64,7 @@ def test_fargate_absent_deletes_one_profile_at_a_time(eks, monkeypatch):
         stub.add_response("delete_fargate_profile", {"fargateProfile": profile}, key)
         stub.add_response("describe_fargate_profile", {"fargateProfile": {**profile, "status": "DELETING"}}, key)
         stub.add_client_error("describe_fargate_profile", "ResourceNotFoundException", http_status_code=404)
-    _before, after = fargate_tier.FargateProfileTier().reconcile(ctx, fparams(state="absent"))
+    _before, after = reconciled(fargate_tier.FargateProfileTier(), ctx, fparams(state="absent"))
     assert after["fargate_profile"] is None
     assert [c.call for c in ctx.ops.plan] == ["eks:DeleteFargateProfile"] * 2
     assert deleted_roles == [f"{CLUSTER}-system-fargate-iam-service-role"]

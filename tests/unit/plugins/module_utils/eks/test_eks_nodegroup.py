@@ -13,6 +13,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.eks import eks_node
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks import nodegroup_plan as plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
 
+from .eks_stubs import reconciled
 from .member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, context, definition, observed_from, owned_tags, params, spec
 
 
@@ -36,8 +37,8 @@ def test_version_upgrade_steps_one_minor_at_a_time_and_waits(eks):
     stub.add_response("describe_nodegroup", {"nodegroup": {**observed, "version": "1.30"}}, ng)
     stub.add_response("update_nodegroup_version", {"update": {"id": "u2"}}, {**ng, "version": "1.31"})
     stub.add_response("describe_nodegroup", {"nodegroup": {**observed, "version": "1.31"}}, ng)
-    before, after = nodegroup_tier.NodegroupTier().reconcile(
-        ctx, params(node_role_arn=ROLE, tags={"team": "a"}, eks_cluster_name="demo")
+    before, after = reconciled(
+        nodegroup_tier.NodegroupTier(), ctx, params(node_role_arn=ROLE, tags={"team": "a"}, eks_cluster_name="demo")
     )
     assert before["nodegroup"]["version"] == "1.29" and after["nodegroup"]["version"] == "1.31"
     assert [p.call for p in ctx.ops.plan] == [
@@ -56,7 +57,7 @@ def test_version_upgrade_in_check_mode_plans_every_step(eks):
     stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
     stub.add_response("list_nodegroups", {"nodegroups": ["md-0"]}, {"clusterName": "demo"})
     stub.add_response("describe_nodegroup", {"nodegroup": observed}, {"clusterName": "demo", "nodegroupName": "md-0"})
-    _before, after = nodegroup_tier.NodegroupTier().reconcile(ctx, p)
+    _before, after = reconciled(nodegroup_tier.NodegroupTier(), ctx, p)
     assert [p.reason for p in ctx.ops.plan] == ["version 1.29 -> 1.30", "version 1.30 -> 1.31"]
     assert after["nodegroup"]["release_version"] == "1.31.4-20250101"
 
@@ -91,7 +92,7 @@ def test_replacement_waits_for_active_before_deleting_the_old_group(eks, monkeyp
         {"clusterName": "demo", "nodegroupName": "md-0"},
     )
     stub.add_client_error("describe_nodegroup", "ResourceNotFoundException", http_status_code=404)
-    _before, after = nodegroup_tier.NodegroupTier().reconcile(ctx, p)
+    _before, after = reconciled(nodegroup_tier.NodegroupTier(), ctx, p)
     assert after["nodegroup"]["name"] == new_name and after["nodegroup"]["replaced_from"] == ["md-0"]
     assert [c.call for c in ctx.ops.plan] == ["eks:CreateNodegroup", "eks:DeleteNodegroup"]
     assert deleted_roles == [f"{CLUSTER}-md-0-nodegroup-iam-service-role"]
@@ -110,14 +111,14 @@ def test_a_failed_creation_is_an_error_and_keeps_the_old_group(eks):
     stub.add_response("create_nodegroup", {"nodegroup": {**failed, "status": "CREATING"}}, None)
     stub.add_response("describe_nodegroup", {"nodegroup": failed}, {"clusterName": "demo", "nodegroupName": "md-0"})
     with pytest.raises(ReconcileError, match="CREATE_FAILED.*no capacity"):
-        nodegroup_tier.NodegroupTier().reconcile(ctx, p)
+        reconciled(nodegroup_tier.NodegroupTier(), ctx, p)
 
 
 def test_missing_cluster_is_an_error_outside_check_mode(eks):
     raw, stub = eks
     stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
     with pytest.raises(ReconcileError, match="not found"):
-        nodegroup_tier.NodegroupTier().reconcile(context(raw), params(node_role_arn=ROLE))
+        reconciled(nodegroup_tier.NodegroupTier(), context(raw), params(node_role_arn=ROLE))
 
 
 def test_check_mode_plans_a_node_group_for_a_cluster_not_made_yet(eks):
@@ -126,8 +127,8 @@ def test_check_mode_plans_a_node_group_for_a_cluster_not_made_yet(eks):
     stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
     ctx = context(raw, check_mode=True)
     subnets = [{"id": "planned:subnet:demo-subnet-private-us-east-1a", "is_public": False}]
-    _before, after = nodegroup_tier.NodegroupTier().reconcile(
-        ctx, params(node_role_arn=ROLE, subnets=subnets, version="1.31")
+    _before, after = reconciled(
+        nodegroup_tier.NodegroupTier(), ctx, params(node_role_arn=ROLE, subnets=subnets, version="1.31")
     )
     assert [c.call for c in ctx.ops.plan] == ["eks:CreateNodegroup"]
     assert after["nodegroup"]["arn"] == "planned:nodegroup:md-0" and after["nodegroup"]["version"] == "1.31"
@@ -146,6 +147,6 @@ def test_a_node_group_gone_before_its_delete_is_no_change(eks, monkeypatch):
     stub.add_response("describe_nodegroup", {"nodegroup": group}, key)
     stub.add_client_error("delete_nodegroup", "ResourceNotFoundException", http_status_code=404, expected_params=key)
     stub.add_client_error("describe_nodegroup", "ResourceNotFoundException", http_status_code=404)
-    _before, after = nodegroup_tier.NodegroupTier().reconcile(ctx, params(node_role_arn=ROLE, state="absent"))
+    _before, after = reconciled(nodegroup_tier.NodegroupTier(), ctx, params(node_role_arn=ROLE, state="absent"))
     assert ctx.ops.plan == []
     assert after["conditions"]["EKSNodegroupReady"] == {"status": False, "reason": "Deleted"}

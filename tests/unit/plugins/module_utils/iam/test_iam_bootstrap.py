@@ -44,8 +44,10 @@ SUFFIX = bootstrap.DEFAULT_SUFFIX
 BOTH = list(policies.SECRET_BACKENDS)
 
 
-def params(**over: Any) -> dict[str, Any]:
+def params(**over: Any) -> bootstrap.BootstrapSpec:
+    """capa_iam's typed spec of its defaults, with ``over``."""
     base = {
+        "state": "present",
         "prefix": "",
         "suffix": SUFFIX,
         "path": "/",
@@ -57,7 +59,7 @@ def params(**over: Any) -> dict[str, Any]:
         "extra_statements": {},
     }
     base.update(over)
-    return base
+    return bootstrap.BootstrapSpec.from_params(base)
 
 
 def _method_maps() -> dict[str, dict[str, str]]:

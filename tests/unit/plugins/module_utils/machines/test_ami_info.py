@@ -6,6 +6,7 @@ botocore's Stubber, the EKS-optimised path: moto does not serve AWS's public
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from typing import Any
 
 import boto3
@@ -113,13 +114,13 @@ def test_eks_parameters_use_the_minor_release():
 )
 def test_validation(over, field):
     with pytest.raises(SpecError) as error:
-        ami_info.validate(params(**over))
+        ami_info.validate(ami_info.AmiQuery.from_params(params(**over)))
     assert error.value.field == field
 
 
 def test_validation_accepts_defaults():
-    ami_info.validate(params())
-    ami_info.validate(params(owner="self", regions=["eu-west-1"]))
+    ami_info.validate(ami_info.AmiQuery.from_params(params()))
+    ami_info.validate(ami_info.AmiQuery.from_params(params(owner="self", regions=["eu-west-1"])))
 
 
 # The EKS-optimised path (Stubber) -------------------------------------------------------------------------------
@@ -157,8 +158,11 @@ def test_eks_optimised_images_from_public_parameters():
         )
         session = _Session({"ec2@eu-west-1": RetryingClient(ec2, retries=1), "ssm@eu-west-1": RetryingClient(ssm)})
         ctx = Context(session=session, cluster="amis", check_mode=False)
-        before, after = ami_info.AmiInfoTier().reconcile(
-            ctx, params(base_oses=["ubuntu-24.04"], regions=["eu-west-1"], eks_optimized=True)
+        tier = ami_info.AmiInfoTier()
+        before, after = astuple(
+            tier.reconcile(
+                ctx, tier.parse(params(base_oses=["ubuntu-24.04"], regions=["eu-west-1"], eks_optimized=True))
+            )
         )
         ec2_stub.assert_no_pending_responses()
         ssm_stub.assert_no_pending_responses()

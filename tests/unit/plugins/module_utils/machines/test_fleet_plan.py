@@ -116,12 +116,12 @@ def test_template_hash_follows_the_definition_not_the_capacity():
 )
 def test_validation(extra, field):
     with pytest.raises(SpecError) as error:
-        fp.validate(params(**extra), "us-east-1")
+        fp.validate(fp.FleetSpec.from_params(params(**extra)), "us-east-1")
     assert error.value.field == field
 
 
 def test_absent_needs_only_a_name():
-    fp.validate(validated(MODULE_SPEC, {"state": "absent", "name": "pool-0"}), "us-east-1")
+    fp.validate(fp.FleetSpec.from_params(validated(MODULE_SPEC, {"state": "absent", "name": "pool-0"})), "us-east-1")
 
 
 def desired(**extra):

@@ -98,14 +98,13 @@ def run_module(module: str, args: dict[str, Any], recorder: list | None = None, 
     # validates once, in its own process).
     validated = ArgumentSpecValidator(copy.deepcopy(spec)).validate({"cluster_name": CLUSTER, **copy.deepcopy(args)})
     assert not validated.error_messages, validated.error_messages
-    params = validated.validated_parameters
-    tier.validate(params, REGION)
+    spec_of_run = tier.parse(validated.validated_parameters)
+    tier.validate(spec_of_run, REGION)
     session = AwsSession(REGION, None, dict(CREDENTIALS))
     if recorder is not None:
         session._session.events.register("provide-client-params", _recording(recorder))
     ctx = Context(session=session, cluster=CLUSTER, check_mode=False, wait_timeout=60)
-    _before, after = tier.reconcile(ctx, params)
-    return after
+    return tier.reconcile(ctx, spec_of_run).after
 
 
 def _recording(recorder: list) -> Any:

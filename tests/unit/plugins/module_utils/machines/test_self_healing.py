@@ -19,6 +19,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors impor
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.options import validated
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance import (
+    GroupSpec,
     group_argument_spec,
     observe_health,
     validate,
@@ -161,7 +162,7 @@ def test_validation_refuses_a_bad_max_unhealthy_before_any_call():
     }
     module_spec = {"state": {"type": "str", "default": "present"}, **group_argument_spec()}
     with pytest.raises(SpecError) as e:
-        validate(validated(module_spec, params), "us-east-1")
+        validate(GroupSpec.from_params(validated(module_spec, params)), "us-east-1")
     assert e.value.field == "max_unhealthy"
 
 

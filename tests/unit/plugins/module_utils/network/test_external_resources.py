@@ -72,5 +72,14 @@ def test_revocations_change_only_our_groups_and_the_doomed():
 
 def test_gc_tasks_are_validated_before_any_call():
     with pytest.raises(SpecError) as e:
-        ExternalResourcesTier().validate({"tasks": ["load-balancer", "volumes"]}, "us-east-1")
+        tier = ExternalResourcesTier()
+        tier.validate(tier.parse({"state": "absent", "tasks": ["load-balancer", "volumes"]}), "us-east-1")
     assert e.value.field == "tasks[1]"
+
+
+def reconciled(tier: Any, ctx: Any, params: Any) -> tuple[Any, Any]:
+    """``(before, after)`` of a tier run on module parameters, as capa.run_tier runs it: parse, validate, reconcile."""
+    spec = tier.parse(params)
+    tier.validate(spec, "us-east-1")
+    outcome = tier.reconcile(ctx, spec)
+    return outcome.before, outcome.after

@@ -22,7 +22,8 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.network.security_gr
 
 def parse_spec(params: dict[str, Any]) -> security_group.SecurityGroupSpec:
     """The tier's spec of ``params`` as capa_security_group hands them over (its argument spec validated them)."""
-    return security_group.parse_spec(validated(security_group.module_argument_spec(), params))
+    module_spec = {"state": {"type": "str", "default": "present"}, **security_group.module_argument_spec()}
+    return security_group.parse_spec(validated(module_spec, params))
 
 
 IDS = {
