@@ -1247,7 +1247,7 @@ def _principal_policies(backend: Any, arn: str) -> list[str]:
     """The identity-based policy documents of the user or role ``arn`` (NoSuchEntity when there is none)."""
     from moto.iam.exceptions import NotFoundException
 
-    kind, _, name = arn.split(":", 5)[-1].partition("/")
+    kind, _sep, name = arn.split(":", 5)[-1].partition("/")
     name = name.rsplit("/", 1)[-1]  # a path before the name
     documents: list[str] = []
 

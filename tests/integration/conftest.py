@@ -48,3 +48,30 @@ def build_network(aws: Any, run_module: Callable[..., dict[str, Any]]) -> Callab
 
 # The workload-cluster simulator (tools/kubesim): `kubesim_server` (session) and `kubesim` (per test).
 from kubesim_fixtures import kubesim, kubesim_server  # noqa: E402, F401  # pylint: disable=unused-import
+
+# `make check`'s integration subset: one test file per layer that proves the wiring end to end in seconds - a module
+# against moto (VPC, subnet, security group), bad input refused before any call, module_defaults, the plan callback,
+# preflight, the moto server's own fixes and the workload client against the simulator. `make test` runs everything.
+CHECK_FILES = frozenset(
+    {
+        "test_bad_input.py",
+        "test_module_defaults.py",
+        "test_vpc.py",
+        "test_subnet.py",
+        "test_security_group.py",
+        "test_plan_callback.py",
+        "test_preflight.py",
+        "test_moto_server.py",
+        "test_workload_client.py",
+    }
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "check: in make check's fast integration subset (CHECK_FILES)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in CHECK_FILES:
+            item.add_marker(pytest.mark.check)

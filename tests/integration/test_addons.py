@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import kubesim_helpers as h
 from kubernetes import client
+from kubesim_fixtures import wait_for
 
 CLUSTER = "addons"
 ENDPOINT = "addons-apiserver-1234.us-east-1.elb.amazonaws.com"
@@ -89,7 +90,10 @@ def test_addons_make_nodes_ready_once_and_a_second_run_writes_nothing(aws, kubes
     assert applied["plan"][-1]["resource"] == "ConfigMap kube-system/clusterapi-aws-addons"
     assert {a["applied"] for a in applied["addons"].values()} == {True}
     sim.wait_nodes(2, ready=True)
-    for node in client.CoreV1Api(sim.api_client()).list_node().items:
+    # Ready comes from the CNI, the providerID from the cloud controller once it has started: wait for both
+    core = client.CoreV1Api(sim.api_client())
+    wait_for(lambda: all(n.spec.provider_id for n in core.list_node().items), 60, "the cloud controller's providerIDs")
+    for node in core.list_node().items:
         assert node.spec.provider_id and node.spec.provider_id.startswith("aws:///us-east-1a/i-")
         assert not any(t.key == "node.cloudprovider.kubernetes.io/uninitialized" for t in node.spec.taints or [])
 

@@ -21,10 +21,13 @@ import json
 from typing import Any
 
 import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from botocore.stub import Stubber
 
+from ansible_collections.clusterapi.aws.plugins.module_utils.capa import common_argument_spec
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession, RetryingClient
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import asg
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.asg import AsgTier
 
 CLUSTER = "asg-it"
@@ -295,18 +298,15 @@ def pool_session(aws):
 
 
 def reconcile(session: AwsSession, params: dict[str, Any]) -> tuple[Context, dict[str, Any]]:
-    defaults = {
-        "state": "present",
-        "min_size": 1,
-        "max_size": 1,
-        "default_cooldown": 300,
-        "default_instance_warmup": 300,
-        "refresh_preferences": {"min_healthy_percentage": 90, "instance_warmup": 60, "disable": False},
-    }
+    """The tier as capa_asg runs it: parameters validated (defaults filled) by its argument spec, parsed once."""
+    argument_spec = {**common_argument_spec(), **asg.module_argument_spec()}
+    validated = ArgumentSpecValidator(argument_spec).validate({"cluster_name": CLUSTER, **params})
+    assert not validated.error_messages, validated.error_messages
     ctx = Context(session=session, cluster=CLUSTER, check_mode=False, wait_timeout=30)
-    merged = {**defaults, **params}
-    AsgTier().validate(merged, "us-east-1")
-    return ctx, AsgTier().reconcile(ctx, merged)[1]
+    tier = AsgTier()
+    spec = tier.parse(validated.validated_parameters)
+    tier.validate(spec, "us-east-1")
+    return ctx, tier.reconcile(ctx, spec).after
 
 
 def calls(ctx: Context) -> list[str]:
@@ -316,7 +316,13 @@ def calls(ctx: Context) -> list[str]:
 def test_instance_type_change_refreshes_once_and_prunes_old_versions(aws, pool_session):
     session, stubs = pool_session
     refreshes, prunes = stubs["autoscaling"], stubs["ec2"]
-    pool = {k: v for k, v in args(make_subnets(aws), desired_capacity=1, max_size=1).items() if k != "cluster_name"}
+    pool = {
+        k: v
+        for k, v in args(
+            make_subnets(aws), desired_capacity=1, max_size=1, refresh_preferences={"instance_warmup": 60}
+        ).items()
+        if k != "cluster_name"
+    }
     ctx, result = reconcile(session, pool)
     assert "ec2:CreateLaunchTemplate" in calls(ctx) and result["instance_refresh"] is None
 

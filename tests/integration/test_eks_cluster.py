@@ -194,8 +194,7 @@ def load_with_kubernetes_client(token_path: str, user_path: str, endpoint: str) 
     config.load_kube_config(config_file=token_path)
     configuration = client.Configuration.get_default_copy()
     assert configuration.host.rstrip("/") == endpoint.rstrip("/")
-    # kubernetes < 34 keeps the token under "authorization" (its prefix apart), 34+ under "BearerToken"
-    token = configuration.get_api_key_with_prefix("authorization") or configuration.api_key.get("BearerToken", "")
+    token = bearer_token(configuration)
     assert token.startswith("Bearer k8s-aws-v1."), token[:20]
 
     with mock.patch("kubernetes.config.kube_config.ExecProvider") as provider:
@@ -203,7 +202,13 @@ def load_with_kubernetes_client(token_path: str, user_path: str, endpoint: str) 
         config.load_kube_config(config_file=user_path)
     command = provider.call_args.args[0]
     assert command["command"] == "aws" and "get-token" in command["args"]
-    assert client.Configuration.get_default_copy().api_key["authorization"] == "Bearer from-exec"
+    assert bearer_token(client.Configuration.get_default_copy()) == "Bearer from-exec"
+
+
+def bearer_token(configuration: Any) -> str:
+    """The token a loaded kubeconfig gave the client: kubernetes < 34 keeps it under "authorization" (its prefix
+    apart), 34+ under "BearerToken" (the token with its "Bearer " prefix)."""
+    return configuration.get_api_key_with_prefix("authorization") or configuration.api_key.get("BearerToken", "")
 
 
 def test_check_mode_from_empty_plans_everything_and_changes_nothing(aws, run_module, network, tmp_path):

@@ -30,7 +30,7 @@ CONTROLLER = "clusterapi.aws:controller"
 
 
 def _run(command: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    proc = subprocess.run(command, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(command, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, (
         f"{' '.join(command)} -> rc {proc.returncode}\n{proc.stdout[-5000:]}\n{proc.stderr[-3000:]}"
     )

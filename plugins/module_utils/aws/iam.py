@@ -52,7 +52,7 @@ def principal_of(caller: str) -> str | None:
     path, which the session ARN does not carry); None for the root user and federated sessions, which IAM's policy
     simulation does not take."""
     if ":assumed-role/" in caller:
-        account, _, session = caller.partition(":assumed-role/")
+        account, _sep, session = caller.partition(":assumed-role/")
         return f"{account.replace(':sts:', ':iam:', 1)}:role/{session.split('/', 1)[0]}"
     if caller.endswith(":root") or ":federated-user/" in caller:
         return None

@@ -126,7 +126,8 @@ class KubeadmTier:
             written = self._ensure_secret(ctx, stored, wanted, secret)
         current, secret = written or (wanted, secret)
         endpoint = spec.endpoint
-        assert endpoint is not None  # validate requires it with state present
+        if endpoint is None:  # validate requires it with state present
+            raise ReconcileError("endpoint is required with state present")
         kubeconfig = self._ensure_kubeconfig(
             ctx, current, path, existing_kubeconfig, endpoint["host"], endpoint["port"]
         )
