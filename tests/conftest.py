@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubesim_fixtures import server_env
 
 REPO = Path(__file__).resolve().parent.parent
 # moto reads its AMI list when it is first imported: in-process moto (unit tests) gets the same published images as
@@ -130,6 +131,7 @@ class MotoServer:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             cwd=str(REPO),
+            env=server_env(),
         )
         self.url = self._wait_ready(startup_timeout)
 

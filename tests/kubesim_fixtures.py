@@ -38,6 +38,14 @@ REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "tools"
 
 
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment of a server the tests start (moto, the simulator): theirs, without coverage's subprocess
+    configuration: they run none of plugins/, so tracing every request they serve would only cost CPU."""
+    env = {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
+    env.update(extra)
+    return env
+
+
 class KubeSimError(RuntimeError):
     pass
 
@@ -51,7 +59,7 @@ class KubeSimServer:
         self.urlfile = workdir / "kubesim.url"
         self.logfile = workdir / "kubesim.log"
         self._log = open(self.logfile, "wb")  # noqa: SIM115 - closed in stop()
-        env = {**os.environ, "PYTHONPATH": str(TOOLS)}
+        env = server_env(PYTHONPATH=str(TOOLS))
         self.process = subprocess.Popen(
             [
                 sys.executable,

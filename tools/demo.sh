@@ -12,7 +12,8 @@
 # Environment: VENV (default .venv), DEMO_INVENTORY (examples/inventory.yml),
 # DEMO_PLAYBOOK (playbooks/site.yml), DEMO_MOTO_STATE (.build/moto: the `make moto-start` server
 # is reused when running, otherwise one is started here and stopped on exit), DEMO_KUBESIM (1),
-# DEMO_KUBESIM_STATE (.build/demo-kubesim).
+# DEMO_KUBESIM_STATE (.build/demo-kubesim), DEMO_DELETE (0; 1: then run playbooks/delete.yml and fail if anything
+# still carries a cluster's ownership tag - make floors and make newest do).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,6 +25,7 @@ PLAYBOOK=${DEMO_PLAYBOOK:-playbooks/site.yml}
 STATE=${DEMO_MOTO_STATE:-.build/moto}
 KUBESIM=${DEMO_KUBESIM:-1}
 KUBESIM_STATE=${DEMO_KUBESIM_STATE:-.build/demo-kubesim}
+DELETE=${DEMO_DELETE:-0}
 LOGDIR=.build/demo
 mkdir -p "$LOGDIR"
 
@@ -121,4 +123,26 @@ if [[ $kubernetes_writes != 0 ]]; then
     echo "demo FAILED: the second run wrote to a Kubernetes API $kubernetes_writes time(s)" >&2; status=1
 fi
 if [[ $status == 0 ]]; then echo "demo OK: the second run changed nothing and sent no mutating request"; fi
+
+if [[ $DELETE == 1 ]]; then
+    echo "=== demo: delete (ansible-playbook -i $INVENTORY playbooks/delete.yml)"
+    ansible-playbook -i "$INVENTORY" "${extra_vars[@]}" playbooks/delete.yml 2>&1 | tee "$LOGDIR/delete.log" \
+        || { echo "demo FAILED: delete.yml failed" >&2; exit 1; }
+    # What still carries a cluster's ownership tag, read as a user would (the tagging API and live instances).
+    left=$("$PY" - <<'PY'
+import boto3
+owned = "sigs.k8s.io/cluster-api-provider-aws/cluster/"
+def tagged(tags):
+    return any(t["Key"].startswith(owned) for t in tags or [])
+left = [r["ResourceARN"] for page in boto3.client("resourcegroupstaggingapi").get_paginator("get_resources").paginate()
+        for r in page["ResourceTagMappings"] if tagged(r.get("Tags"))]
+for page in boto3.client("ec2").get_paginator("describe_instances").paginate():
+    left += [i["InstanceId"] for r in page["Reservations"] for i in r["Instances"]
+             if i["State"]["Name"] != "terminated" and tagged(i.get("Tags"))]
+print(" ".join(sorted(set(left))))
+PY
+)
+    if [[ -n $left ]]; then echo "demo FAILED: after delete.yml these still carry an ownership tag: $left" >&2; exit 1; fi
+    echo "demo OK: delete.yml removed everything the clusters owned"
+fi
 exit $status

@@ -9,7 +9,8 @@
 #           The versions it got are written to .build/floors/newest/versions.txt and printed.
 # Both add tests/constraints/test-requirements.txt (pytest, moto, the simulator's aiohttp, the kubernetes client the
 # tests observe the simulated clusters with), then run tests/unit and make demo's playbook on the workload-cluster
-# simulator (tools/demo.sh: every example cluster built, nodes joined, the second run changing nothing).
+# simulator (tools/demo.sh: every example cluster built, nodes joined, the second run changing nothing, then
+# delete.yml leaving nothing that carries an ownership tag).
 #
 # Usage: tools/floors.sh SET PYTHON      (SET: floor | newest)
 set -euo pipefail
@@ -97,6 +98,6 @@ PY
 
 echo "floors ($SET): tests/unit"
 "$VENV/bin/python" -m pytest -q -n 2 -p no:cacheprovider tests/unit
-echo "floors ($SET): make demo's playbook run, on the workload-cluster simulator"
-VENV=$VENV DEMO_MOTO_STATE=.build/floors/$SET-moto DEMO_KUBESIM_STATE=.build/floors/$SET-kubesim bash tools/demo.sh
+echo "floors ($SET): make demo's playbook run, on the workload-cluster simulator, then delete.yml"
+VENV=$VENV DEMO_DELETE=1 DEMO_MOTO_STATE=.build/floors/$SET-moto DEMO_KUBESIM_STATE=.build/floors/$SET-kubesim bash tools/demo.sh
 echo "floors ($SET): passed on $(cat "$VENV/versions.txt")"
