@@ -135,7 +135,7 @@ owned = "sigs.k8s.io/cluster-api-provider-aws/cluster/"
 def tagged(tags):
     return any(t["Key"].startswith(owned) for t in tags or [])
 left = [r["ResourceARN"] for page in boto3.client("resourcegroupstaggingapi").get_paginator("get_resources").paginate()
-        for r in page["ResourceTagMappings"] if tagged(r.get("Tags"))]
+        for r in page.get("ResourceTagMappings", []) if tagged(r.get("Tags"))]
 for page in boto3.client("ec2").get_paginator("describe_instances").paginate():
     left += [i["InstanceId"] for r in page["Reservations"] for i in r["Instances"]
              if i["State"]["Name"] != "terminated" and tagged(i.get("Tags"))]
