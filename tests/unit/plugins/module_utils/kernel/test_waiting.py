@@ -8,25 +8,11 @@ import itertools
 from typing import Any
 
 import pytest
+from fake_time import FakeTime
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.waiting import Backoff, wait_until
-
-
-class FakeTime:
-    """A clock that moves only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(round(seconds, 3))
-        self.now += seconds
 
 
 def context(fake: FakeTime, wait_timeout: int = 600) -> Context:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fake_time import FakeTime
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, RemoteError
@@ -25,21 +26,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.workload.etcd impor
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.observe import NodeView
 
 NODE = "ip-10-0-1-10.ec2.internal"
-
-
-class FakeTime:
-    """A clock that moves only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 5000.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(round(seconds, 3))
-        self.now += seconds
 
 
 def context(fake: FakeTime, check_mode: bool = False, wait_timeout: int = 600) -> Context:
@@ -203,7 +189,7 @@ def test_node_drain_timeout_lets_the_machine_go_naming_the_pods_left():
     outcome = nl.drain_node(ctx, api, node(), "md-0-abc", timeout=30)  # type: ignore[arg-type]
 
     assert outcome.timed_out == ["default/db-0"] and outcome.evicted == ["default/web-1"]
-    assert 30 <= fake.now - 5000.0 < 36  # gave up at the first round past 30 s (pauses are at most 5 s)
+    assert 30 <= fake.elapsed < 36  # gave up at the first round past 30 s (pauses are at most 5 s)
     assert ctx.warnings == [
         f"node {NODE} (machine md-0-abc): node_drain_timeout 30s passed with default/db-0 still on it; "
         "the machine goes anyway"
@@ -218,7 +204,7 @@ def test_without_a_drain_timeout_the_run_budget_keeps_the_machine_and_says_why()
         nl.drain_node(ctx, api, node(), "md-0-abc")  # type: ignore[arg-type]
     assert "did not finish within wait_timeout: default/web-1 still there" in str(raised.value)
     assert "the machine was kept" in str(raised.value)
-    assert fake.now - 5000.0 <= 20  # never slept past the budget
+    assert fake.elapsed <= 20  # never slept past the budget
     assert api.writes == [f"cordon {NODE}", "evict web-1"]  # evicted once, then only waited for
 
 
@@ -243,7 +229,7 @@ def test_volumes_are_waited_for_until_detached_or_their_timeout():
     api = FakeKube(fake, [], node=attached)
     ctx = context(fake)
     assert nl.wait_volumes_detached(ctx, api, NODE, "md-0-abc", timeout=10) == ["kubernetes.io/csi/vol-1"]  # type: ignore[arg-type]
-    assert 10 <= fake.now - 5000.0 < 16 and "node_volume_detach_timeout 10s passed" in ctx.warnings[0]
+    assert 10 <= fake.elapsed < 16 and "node_volume_detach_timeout 10s passed" in ctx.warnings[0]
 
     api.node = {"metadata": {"name": NODE}, "status": {}}
     assert nl.wait_volumes_detached(context(fake), api, NODE, "md-0-abc") == []  # type: ignore[arg-type]
@@ -339,4 +325,4 @@ def test_member_removal_gives_up_when_the_run_budget_is_spent():
     ctx = context(fake, wait_timeout=5)
     with pytest.raises(RemoteError, match="unhealthy cluster"):
         nl.remove_member(ctx, etcd, status("cp-b"), "cp-a", ["cp-b"])  # type: ignore[arg-type]
-    assert fake.now - 5000.0 <= 5
+    assert fake.elapsed <= 5
