@@ -34,9 +34,12 @@ epoch), so a test can order moto's requests against other journals kept on the s
 workload-cluster simulator's, tools/kubesim).
 
 ``GET /_capa/requests`` returns the records (JSON list, in arrival order);
-``POST /_capa/requests/reset`` clears them.  Neither ``/_capa/`` nor ``/moto-api/`` requests
-are recorded, and neither are requests carrying the header ``X-Capa-Observer`` (the harness's own
-observers, e.g. the simulator polling ``DescribeInstances`` every 0.2 s to see instances boot: no
+``POST /_capa/requests/reset`` clears them.  ``GET /_capa/generation`` returns ``{"generation": N}``, a number that
+grows with every request that may change state (an operation not named Describe/List/Get/Simulate, from anyone but an
+observer, and every ``/moto-api/`` POST such as a reset): the simulator re-reads the instances only when it moved, so
+an idle suite does not spend its CPU on polls that can find nothing new.  Neither ``/_capa/`` nor ``/moto-api/``
+requests are recorded, and neither are requests carrying the header ``X-Capa-Observer`` (the harness's own
+observers, e.g. the simulator reading ``DescribeInstances`` to see instances boot: no
 real AWS account sees those calls, and they would swamp the counts tests assert).
 
 moto fixes (monkeypatches applied at start-up; each makes moto answer as AWS does, none makes
@@ -160,6 +163,8 @@ if (HERE / "moto_amis.json").is_file():
 # Moto derives a few internal URLs from MOTO_PORT; main() sets it to the bound port.
 
 CAPA_PREFIX = "/_capa/"
+# Operations that never change state (the same rule as tools/moto_ctl.py's --mutating and the fault injector's).
+READ_ONLY_PREFIXES = ("Describe", "List", "Get", "Simulate")
 _CRED_RE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/([^/,\s]+)/aws4_request")
 
 
@@ -333,6 +338,7 @@ class RequestCounter:
         self.app = app
         self._lock = threading.Lock()
         self._records: list[dict[str, Any]] = []
+        self.generation = 0  # grows with every request that may change state (``GET /_capa/generation``)
 
     def records(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -354,6 +360,8 @@ class RequestCounter:
         if path.startswith(CAPA_PREFIX):
             if path.rstrip("/") == "/_capa/requests" and method == "GET":
                 return self._json(start_response, "200 OK", self.records())
+            if path.rstrip("/") == "/_capa/generation" and method == "GET":
+                return self._json(start_response, "200 OK", {"generation": self.generation})
             if path.rstrip("/") == "/_capa/requests/reset" and method == "POST":
                 self.reset()
                 return self._json(start_response, "200 OK", {"reset": True})
@@ -374,6 +382,7 @@ class RequestCounter:
             with _EKS_LOCK:
                 EKS_CLUSTERS.clear()
             forget_applied_quotas()
+        changes = path.startswith("/moto-api") and method == "POST"
         if not path.startswith("/moto-api") and path != "/favicon.ico" and not environ.get("HTTP_X_CAPA_OBSERVER"):
             arrived = time.time()
             try:
@@ -383,7 +392,13 @@ class RequestCounter:
             record["time"] = arrived
             with self._lock:
                 self._records.append(record)
-        return self.app(environ, start_response)
+            changes = not str(record.get("operation", "")).startswith(READ_ONLY_PREFIXES)
+        answer = self.app(environ, start_response)
+        if changes:
+            # Counted once moto has applied it: whoever sees the new number and then reads, reads the change.
+            with self._lock:
+                self.generation += 1
+        return answer
 
 
 # --------------------------------------------------------------------------------------
@@ -526,7 +541,7 @@ class FaultInjector:
         record = classify(environ)
         with self._lock:
             self.requests += 1
-            writes = not record["operation"].startswith(("Describe", "List", "Get", "Simulate"))
+            writes = not record["operation"].startswith(READ_ONLY_PREFIXES)
             self.mutating += writes
             number = self.mutating if self.config["kill_mutating"] else self.requests
             kill = number in self.config["kill_at"] and (writes or not self.config["kill_mutating"])

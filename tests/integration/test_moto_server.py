@@ -98,6 +98,31 @@ def test_counter_ignores_its_own_and_moto_api_endpoints_and_resets(aws, moto_ser
     assert moto_server.requests() == []
 
 
+def test_the_generation_moves_with_every_request_that_may_change_state_and_only_then(aws, moto_server):
+    """The simulator re-reads the instances only when this number moved: a write must move it (after moto applied
+    it), a read or an observer's request must not."""
+
+    def generation() -> int:
+        with urllib.request.urlopen(f"{moto_server.url}/_capa/generation") as response:
+            return json.load(response)["generation"]
+
+    ec2 = aws.client("ec2")
+    start = generation()
+    ec2.describe_instances()
+    aws.client("iam").get_account_summary()
+    assert generation() == start
+    vpc = ec2.create_vpc(CidrBlock="10.3.0.0/16")["Vpc"]["VpcId"]
+    assert generation() == start + 1
+    observer = aws.client("ec2")
+    observer.meta.events.register(
+        "before-sign.*.*", lambda request, **_: request.headers.__setitem__("X-Capa-Observer", "test")
+    )
+    observer.create_tags(Resources=[vpc], Tags=[{"Key": "seen", "Value": "by-an-observer"}])
+    assert generation() == start + 1
+    moto_server.reset()
+    assert generation() == start + 2
+
+
 def test_reset_forgets_aws_state(aws, moto_server):
     vpc_id = aws.client("ec2").create_vpc(CidrBlock="10.2.0.0/16")["Vpc"]["VpcId"]
     moto_server.reset()

@@ -45,6 +45,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
     # real 40 s - long enough for etcd's 5 s HealthInterval refusals, short enough for tests.
     "etcd_api_timeout": 40.0,
     "poll_interval": 0.2,
+    # The instances are re-read when moto's state generation moved (GET /_capa/generation: some request that may
+    # change state arrived), when the registered clusters changed, and at the latest this often.
+    "full_poll_interval": 2.0,
     "quorum_interval": 0.2,
     "regions": ["us-east-1"],
     "cni": {
@@ -88,6 +91,8 @@ class Simulator:
         self._clients: dict[str, Any] = {}
         self.watch_errors: list[str] = []
         self.eks = None  # phase 2: set by eks.attach()
+        # What the last full read of the instances saw: moto's generation, the clusters, when.
+        self._read_at: tuple[int | None, tuple[str, ...], float] = (None, (), 0.0)
 
     def start(self) -> None:
         self._watcher.start()
@@ -161,6 +166,7 @@ class Simulator:
         with self.lock:
             self.knobs.clear()
             self.config = copy.deepcopy(DEFAULT_CONFIG)
+        self._read_at = (None, (), 0.0)
         self.journal.clear()
 
     def stop(self) -> None:
@@ -201,6 +207,14 @@ class Simulator:
         value = (answer.get("UserData") or {}).get("Value")
         return base64.b64decode(value) if value else b""
 
+    def _moto_generation(self) -> int | None:
+        """moto's state generation (it grows with every request that may change state), None when unknown."""
+        try:
+            with urllib.request.urlopen(f"{self.moto_url}/_capa/generation", timeout=5) as response:
+                return int(json.loads(response.read())["generation"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def moto_requests(self) -> list[dict[str, Any]]:
         try:
             with urllib.request.urlopen(f"{self.moto_url}/_capa/requests", timeout=10) as response:
@@ -231,6 +245,17 @@ class Simulator:
             self.eks.poll()
         if not clusters:
             return
+        generation = self._moto_generation()
+        names = tuple(sorted(clusters))
+        last_generation, last_names, last_at = self._read_at
+        now = time.monotonic()
+        if (
+            generation is not None
+            and generation == last_generation
+            and names == last_names
+            and now - last_at < float(self.config["full_poll_interval"])
+        ):
+            return  # nothing that could change an instance happened since the last read
         owner_tags = {n: owner_tags_of(c) for n, c in clusters.items()}
         wanted = sorted({t for tags in owner_tags.values() for t in tags})
         seen: set[str] = set()
@@ -259,6 +284,7 @@ class Simulator:
             for runtime in gone:
                 # The instance no longer exists at all (moto was reset): it is gone as if terminated.
                 self.power_off(cluster, runtime, "instance vanished", terminated=True)
+        self._read_at = (generation, names, now)  # only a read that went through counts
 
     def observe(self, cluster: Cluster, instance: dict[str, Any], tags: dict[str, str], region: str) -> None:
         state = instance.get("State", {}).get("Name", "")
