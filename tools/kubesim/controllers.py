@@ -585,19 +585,12 @@ class ControllerManager:
 
     # --------------------------------------------------------------------------------------------------------
     def garbage_collector(self) -> None:
-        uids: set[str] = set()
-        everything = []
-        for res in self.api.table.all():
-            for obj in self.store.items(res):
-                uids.add(obj["metadata"]["uid"])
-                everything.append((res, obj))
-        for res, obj in everything:
-            refs = obj["metadata"].get("ownerReferences") or []
-            if refs and all(r.get("uid") not in uids for r in refs) and not obj["metadata"].get("deletionTimestamp"):
+        everything = self.store.ownership(self.api.table.all())
+        uids = {uid for _res, _ns, _name, uid, _owners, _deleting in everything}
+        for res, ns, name, _uid, owners, deleting in everything:
+            if owners and all(owner not in uids for owner in owners) and not deleting:
                 try:
-                    self.store.delete(
-                        res, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], scale=self.cluster.scale
-                    )
+                    self.store.delete(res, ns, name, scale=self.cluster.scale)
                 except ApiError:
                     pass
         # Pod GC: pods bound to a Node that no longer exists are deleted.
