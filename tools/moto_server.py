@@ -155,6 +155,9 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs
 
+# Operations that never change state: the one rule of moto_ctl.py --mutating, the fault injector and the generation.
+from moto_ctl import READ_ONLY_PREFIXES
+
 HERE = Path(__file__).resolve().parent
 
 os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
@@ -163,8 +166,6 @@ if (HERE / "moto_amis.json").is_file():
 # Moto derives a few internal URLs from MOTO_PORT; main() sets it to the bound port.
 
 CAPA_PREFIX = "/_capa/"
-# Operations that never change state (the same rule as tools/moto_ctl.py's --mutating and the fault injector's).
-READ_ONLY_PREFIXES = ("Describe", "List", "Get", "Simulate")
 _CRED_RE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/([^/,\s]+)/aws4_request")
 
 

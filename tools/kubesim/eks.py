@@ -131,8 +131,7 @@ class EksSupport:
             self.reconcile_nodegroups(cluster)
 
     def _registry(self) -> list[dict[str, Any]]:
-        with urllib.request.urlopen(f"{self.sim.moto_url}/_capa/eks/clusters", timeout=10) as response:
-            return json.loads(response.read())
+        return self.sim.moto_capa("eks/clusters")
 
     def start_api(self, cluster: Cluster, described: dict[str, Any]) -> None:
         info = cluster.eks

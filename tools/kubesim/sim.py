@@ -207,18 +207,21 @@ class Simulator:
         value = (answer.get("UserData") or {}).get("Value")
         return base64.b64decode(value) if value else b""
 
+    def moto_capa(self, path: str, timeout: float = 10) -> Any:
+        """The answer of one of the moto server's own endpoints (``/_capa/...``), as JSON; raises OSError/ValueError."""
+        with urllib.request.urlopen(f"{self.moto_url}/_capa/{path}", timeout=timeout) as response:
+            return json.loads(response.read())
+
     def _moto_generation(self) -> int | None:
         """moto's state generation (it grows with every request that may change state), None when unknown."""
         try:
-            with urllib.request.urlopen(f"{self.moto_url}/_capa/generation", timeout=5) as response:
-                return int(json.loads(response.read())["generation"])
+            return int(self.moto_capa("generation", timeout=5)["generation"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def moto_requests(self) -> list[dict[str, Any]]:
         try:
-            with urllib.request.urlopen(f"{self.moto_url}/_capa/requests", timeout=10) as response:
-                records = json.loads(response.read())
+            records = self.moto_capa("requests")
         except (OSError, ValueError):
             return []
         return [{"source": "moto", "event": "request", **r} for r in records if "time" in r]

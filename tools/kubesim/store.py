@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from . import objects as ob
 from .resources import Resource, ResourceTable
@@ -168,9 +168,7 @@ class Store:
                 if ns is None or not res.namespaced or o_ns == ns
             ]
 
-    def ownership(
-        self, resources: Iterator[Resource] | list[Resource]
-    ) -> list[tuple[Resource, str, str, str, tuple[str, ...], bool]]:
+    def ownership(self, resources: Iterable[Resource]) -> list[tuple[Resource, str, str, str, tuple[str, ...], bool]]:
         """(resource, namespace, name, uid, owner uids, deleting) of every object of ``resources``, read in place
         under the lock (the garbage collector needs only these, 20 times a second: no copies)."""
         found = []

@@ -31,7 +31,7 @@ import random
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import boto3
 import pytest
@@ -90,7 +90,16 @@ def module_tier(module: str) -> tuple[dict[str, Any], Any]:
     return spec, seen["tier"]
 
 
-def run_module(module: str, args: dict[str, Any], recorder: list | None = None, rng_seed: int = 1) -> dict[str, Any]:
+def run_tier(
+    module: str,
+    args: dict[str, Any],
+    record: Callable[[str, dict[str, Any]], None] | None = None,
+    check_mode: bool = False,
+    rng_seed: int = 1,
+) -> tuple[Context, Any]:
+    """Run ``module``'s tier as the module does (its argument spec, parse, validate, one session and ``Context``);
+    ``record(call, params)`` sees every request at botocore's parameter boundary, in order. The run's context (its
+    plan) and result."""
     spec, tier = module_tier(module)
     if hasattr(tier, "rng"):
         tier.rng = random.Random(rng_seed)
@@ -101,19 +110,24 @@ def run_module(module: str, args: dict[str, Any], recorder: list | None = None, 
     spec_of_run = tier.parse(validated.validated_parameters)
     tier.validate(spec_of_run, REGION)
     session = AwsSession(REGION, None, dict(CREDENTIALS))
-    if recorder is not None:
-        session._session.events.register("provide-client-params", _recording(recorder))
-    ctx = Context(session=session, cluster=CLUSTER, check_mode=False, wait_timeout=60)
-    return tier.reconcile(ctx, spec_of_run).after
+    if record is not None:
+
+        def provided(params: dict[str, Any], model: Any, **_kwargs: Any) -> None:
+            record(f"{model.service_model.service_name}:{model.name}", copy.deepcopy(params))
+
+        session._session.events.register("provide-client-params", provided)
+    ctx = Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait_timeout=60)
+    return ctx, tier.reconcile(ctx, spec_of_run).after
 
 
-def _recording(recorder: list) -> Any:
-    def record(params: dict[str, Any], model: Any, **_kwargs: Any) -> None:
-        call = f"{model.service_model.service_name}:{model.name}"
-        if call in PINNED:
-            recorder.append({"call": call, "params": copy.deepcopy(params)})
+def run_module(module: str, args: dict[str, Any], recorder: list | None = None, rng_seed: int = 1) -> dict[str, Any]:
+    """:func:`run_tier`, recording the PINNED requests into ``recorder``; the result."""
 
-    return record
+    def pinned(call: str, params: dict[str, Any]) -> None:
+        if recorder is not None and call in PINNED:
+            recorder.append({"call": call, "params": params})
+
+    return run_tier(module, args, record=pinned, rng_seed=rng_seed)[1]
 
 
 # the account the machines land in --------------------------------------------------------------------------------

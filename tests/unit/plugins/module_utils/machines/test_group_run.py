@@ -12,19 +12,14 @@ and ``tests/integration/test_machine_lifecycle.py`` end to end. Each run takes a
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
 import boto3
 import pytest
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
-from test_golden_machines import CLUSTER, CREDENTIALS, REGION, Account, machine_args, module_tier
-
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from test_golden_machines import CLUSTER, CREDENTIALS, REGION, Account, machine_args, run_tier
 
 MUTATING = ("ec2:RunInstances", "ec2:TerminateInstances", "ec2:StopInstances", "ec2:CreateTags")
 
@@ -33,21 +28,12 @@ class Run:
     """One capa_instance run: its result, the plan it reported, and the EC2 writes that reached the wire."""
 
     def __init__(self, args: dict[str, Any], check_mode: bool = False) -> None:
-        spec, tier = module_tier("capa_instance")
-        validated = ArgumentSpecValidator(copy.deepcopy(spec)).validate({"cluster_name": CLUSTER, **args})
-        assert not validated.error_messages, validated.error_messages
-        parsed = tier.parse(validated.validated_parameters)
-        tier.validate(parsed, REGION)
-        session = AwsSession(REGION, None, dict(CREDENTIALS))
         self.sent: list[tuple[str, dict[str, Any]]] = []
-        session._session.events.register("provide-client-params", self._record)
-        self.ctx = Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait_timeout=60)
-        self.result = tier.reconcile(self.ctx, parsed).after
+        self.ctx, self.result = run_tier("capa_instance", args, record=self._record, check_mode=check_mode)
 
-    def _record(self, params: dict[str, Any], model: Any, **_kwargs: Any) -> None:
-        call = f"{model.service_model.service_name}:{model.name}"
+    def _record(self, call: str, params: dict[str, Any]) -> None:
         if call in MUTATING:
-            self.sent.append((call, copy.deepcopy(params)))
+            self.sent.append((call, params))
 
     @property
     def calls(self) -> list[str]:
