@@ -427,8 +427,10 @@ def run_module_cmd(
 ) -> dict[str, Any]:
     """Run one module and return its result dict, as Ansible runs a module: its Python file, with its arguments and
     Ansible's internal ones (``_ansible_check_mode``, ``_ansible_diff`` ...) as ``ANSIBLE_MODULE_ARGS``, its JSON
-    answer on stdout. A module that has an action plugin (``plugins/action/<module>.py``: the action runs first, on
-    the controller) is run through a one-task playbook instead, so that its action runs too.
+    answer on stdout. A module whose action plugin does more than run it (``capa_step``, ``capa_cluster_spec``: the
+    action runs first, on the controller) is run through a one-task playbook instead, so that its action runs too.
+    The other action plugins only run the module itself, in the controller for a local target
+    (``plugins/plugin_utils/in_process.py``; tests/integration/test_in_process.py shows both ways answer the same).
 
     Why not always a playbook: a module's own behaviour is what these tests assert, and starting ansible-playbook
     for each call cost as much CPU as the module itself (the suite was CPU-bound); playbook runs (roles, site.yml,
@@ -437,7 +439,7 @@ def run_module_cmd(
     A failing module does not raise: check ``result["failed"]``.
     """
     namespace, collection, module = module_fqcn.split(".")
-    if (REPO / "plugins" / "action" / f"{module}.py").is_file():
+    if _action_does_more_than_run(module):
         return _run_module_in_a_playbook(module_fqcn, args, check, diff, env, timeout)
     internal = {
         "_ansible_check_mode": check,
@@ -478,6 +480,11 @@ def run_module_cmd(
     if proc.returncode != 0:
         result["failed"] = True
     return _as_the_controller_shows(result)
+
+
+def _action_does_more_than_run(module: str) -> bool:
+    action = REPO / "plugins" / "action" / f"{module}.py"
+    return action.is_file() and "CollectionModuleAction as ActionModule" not in action.read_text()
 
 
 def _as_the_controller_shows(result: dict[str, Any]) -> dict[str, Any]:

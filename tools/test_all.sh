@@ -38,7 +38,8 @@ target() {
     local coverage_env=()
     if [[ $COVER == 1 ]]; then
         # Absolute data files: the servers and ansible-playbook run in other directories.
-        coverage_env=(COVERAGE_RCFILE="$ROOT/tools/coverage.ini" COVERAGE_FILE="$COVERAGE_DIR/.coverage")
+        coverage_env=(COVERAGE_RCFILE="$ROOT/tools/coverage.ini" COVERAGE_FILE="$COVERAGE_DIR/.coverage"
+            CAPA_SOURCE_ROOT="$ROOT")
     fi
     echo "make test: $name ..." >&2
     if env "${coverage_env[@]}" "$@" >"$LOGS/$name.log" 2>&1; then
@@ -82,7 +83,7 @@ integration_status=$?
 coverage_status=0
 if [[ $COVER == 1 ]]; then
     t0=$SECONDS
-    if (export COVERAGE_RCFILE="$ROOT/tools/coverage.ini" COVERAGE_FILE="$COVERAGE_DIR/.coverage"
+    if (export COVERAGE_RCFILE="$ROOT/tools/coverage.ini" COVERAGE_FILE="$COVERAGE_DIR/.coverage" CAPA_SOURCE_ROOT="$ROOT"
         .venv/bin/coverage combine -q "$COVERAGE_DIR" && .venv/bin/coverage json -q -o "$COVERAGE_DIR/coverage.json"
     ) >"$LOGS/coverage.log" 2>&1; then
         echo "coverage ok $((SECONDS - t0))" >>"$LOGS/checks.times"

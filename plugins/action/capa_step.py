@@ -12,38 +12,34 @@ group's defaults rather than merging them). So the step runs here, with the prec
    them among this task's arguments (everything besides ``module`` and ``params``);
 2. ``module_defaults`` for the module itself (``clusterapi.aws.capa_vpc: {wait_timeout: 3}``);
 3. ``params``, what the spec says (cluster name, region, identity, tags and the module's own options).
+
+The module then runs as every module of the collection does: in the controller for a local target, as a module
+process otherwise (``plugin_utils/in_process.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ansible.plugins.action import ActionBase
-from ansible.utils.vars import merge_hash
-
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
 
 # The modules a step may run: declared once, in the module whose documentation lists them.
 from ansible_collections.clusterapi.aws.plugins.modules.capa_step import STEP_MODULES
+from ansible_collections.clusterapi.aws.plugins.plugin_utils.in_process import CollectionModuleAction, Refused
 
 COLLECTION = "clusterapi.aws"
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
-    def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
+class ActionModule(CollectionModuleAction):
+    def module_call(self, task_vars: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         group_defaults = dict(self._task.args)
         module = group_defaults.pop("module", None)
         params = group_defaults.pop("params", None)
         problem = self._refuse(module, params)
         if problem:
-            result.update(failed=True, msg=problem)
-            return result
+            raise Refused(problem)
         fqcn = f"{COLLECTION}.{module}"
-        args = {**group_defaults, **self._module_defaults(fqcn), **params}
-        return merge_hash(result, self._execute_module(module_name=fqcn, module_args=args, task_vars=task_vars))
+        return fqcn, {**group_defaults, **self._module_defaults(fqcn), **params}
 
     @staticmethod
     def _refuse(module: Any, params: Any) -> str | None:

@@ -1,7 +1,8 @@
 """The capa_step action plugin runs a module with the compiled parameters, and the precedence a task has: the
 group's module_defaults (which Ansible hands to capa_step, a member of the group) under the module's own
-module_defaults under the parameters. The module run itself is Ansible's (_execute_module), replaced here by a
-recorder; tests/integration/test_module_defaults.py runs it for real."""
+module_defaults under the parameters. The module run itself is Ansible's (_execute_module: the connection here is
+not local, so no in-process run), replaced here by a recorder; tests/integration/test_module_defaults.py runs it for
+real."""
 
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ def run(args: dict, module_defaults: list | None = None) -> tuple[dict, list]:
     task.async_val = 0
     task.module_defaults = module_defaults or []
     templar = MagicMock()
-    templar.template.side_effect = dict
+    templar.template.side_effect = lambda value: dict(value) if isinstance(value, dict) else value
     action = ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=templar, shared_loader_obj=None)
     calls: list = []
 
-    def execute(module_name, module_args, task_vars):
+    def execute(module_name, module_args, task_vars, wrap_async):
         calls.append((module_name, module_args))
         return {"changed": True, "vpc": {"id": "vpc-1"}}
 

@@ -1,0 +1,217 @@
+# Copyright: Contributors to clusterapi.aws
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Run the collection's modules inside the controller when the target is the controller itself.
+
+Every module of this collection talks to AWS and to the workload cluster over the network; the host it runs on is
+only where its Python process starts. For the usual target - ``localhost`` over ``ansible_connection: local`` - that
+process costs more than the reconcile: a new interpreter, AnsiballZ's payload, then boto3, botocore and amazon.aws
+imported again for every task (about 0.3 CPU-seconds each time, most of a no-op run's wall time). So for a local
+target whose Python is the controller's own, the action plugin runs the module's ``main()`` in the worker process
+Ansible already forked for the task, where boto3 is already imported (this file imports it once, in the
+controller, before the workers fork).
+
+It is the same module, with the same bytes on the wire: the arguments are encoded as Ansible encodes them for a
+module process (the module's serialization profile), the module reads them through ``AnsibleModule`` as always, and
+its printed result is parsed by the same code that parses a module process's output - so check mode, diff,
+``no_log``, warnings, ``module_defaults`` and errors behave exactly as they do out of process. The task's
+``environment`` applies to the module's ``os.environ`` while it runs. Ansible's netcommon does the same for network
+modules (its ``import_modules`` option).
+
+Anything else runs the module as a module process, unchanged: another connection, ``become``, ``async``, an
+interpreter that is not the controller's (``ansible_python_interpreter`` pointing at another venv), or the host
+variable ``capa_in_process: false``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from ansible import constants as C
+from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as module_warnings
+from ansible.module_utils.common.json import Direction, get_module_encoder
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible.utils.vars import merge_hash
+from ansible.vars.clean import remove_internal_keys
+
+# Imported here, in the controller, so that every worker Ansible forks for a task has them already (Ansible's
+# strategy loads an action plugin's class in the controller before it forks the task's worker). A module that
+# misses one reports it as it does out of process.
+PRELOADED = (
+    "boto3",
+    "botocore.session",
+    "ansible_collections.amazon.aws.plugins.module_utils.modules",
+    "ansible_collections.clusterapi.aws.plugins.module_utils.capa",
+)
+
+
+def preload(names: tuple[str, ...] = PRELOADED) -> list[str]:
+    """Import ``names`` now; the ones that could not be imported."""
+    missing = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+preload()
+display = Display()
+
+# The modules of this collection declare no serialization profile: Ansible gives them this one.
+PROFILE = "legacy"
+# The host variable that turns in-process execution off (for a module process, e.g. to debug one).
+SWITCH = "capa_in_process"
+
+
+class Refused(Exception):
+    """The task's arguments cannot name a module call; the message says why (the task fails, nothing runs)."""
+
+
+class CollectionModuleAction(ActionBase):
+    """The action plugin of a module of this collection: in process where it can, as a module process where not."""
+
+    _supports_check_mode = True
+    _supports_async = True
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        try:
+            fqcn, module_args = self.module_call(task_vars)
+        except Refused as e:
+            result.update(failed=True, msg=str(e))
+            return result
+        return merge_hash(result, self.run_module(fqcn, module_args, task_vars))
+
+    def module_call(self, task_vars: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The module this task runs and its arguments: the task's own (``capa_step`` names another module)."""
+        return self._task.resolved_action, dict(self._task.args)
+
+    def run_module(self, fqcn: str, module_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        reason = self._why_not_in_process(task_vars)
+        if reason:
+            display.vvv(f"{fqcn}: a module process ({reason})", host=self._play_context.remote_addr)
+            wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+            result = self._execute_module(
+                module_name=fqcn, module_args=module_args, task_vars=task_vars, wrap_async=wrap_async
+            )
+            if not wrap_async:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
+            return result
+        display.vvv(f"{fqcn}: in the controller's worker process", host=self._play_context.remote_addr)
+        return self._execute_in_process(fqcn, module_args, task_vars)
+
+    def _why_not_in_process(self, task_vars: dict[str, Any]) -> str | None:
+        """Why this task's module must run as a module process; None when it can run here."""
+        if not boolean(self._templar.template(task_vars.get(SWITCH, True)), strict=False):
+            return f"{SWITCH} is false"
+        if self._connection.transport != "local":
+            return f"connection {self._connection.transport}"
+        if self._play_context.become:
+            return "become"
+        if self._task.async_val:
+            return "async"
+        interpreter = self._target_python(task_vars)
+        if not same_python(interpreter, sys.executable):
+            return f"interpreter {interpreter} is not the controller's {sys.executable}"
+        return None
+
+    def _target_python(self, task_vars: dict[str, Any]) -> str | None:
+        """The Python the module process would run on, as far as it is known without discovering it."""
+        configured = task_vars.get("ansible_python_interpreter") or C.config.get_config_value(
+            "INTERPRETER_PYTHON", variables=task_vars
+        )
+        interpreter = str(self._templar.template(configured)) if configured else ""
+        if interpreter.startswith("auto"):
+            # Interpreter discovery's answer, once a module process on this host has made it.
+            interpreter = task_vars.get("ansible_facts", {}).get("discovered_interpreter_python") or ""
+        return interpreter or None
+
+    def _execute_in_process(self, fqcn: str, module_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        self._update_module_args(fqcn, module_args, task_vars)
+        environment: dict[str, str] = {}
+        self._compute_environment_string(environment)
+        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
+        encoded = json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=encoder).encode()
+        module = importlib.import_module(python_name(fqcn))
+        stdout, stderr = io.StringIO(), io.StringIO()
+        rc = 0
+        with module_arguments(encoded), environment_applied(environment):
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                try:
+                    module.main()
+                except SystemExit as e:
+                    rc = e.code if isinstance(e.code, int) else 1
+                except Exception:
+                    # What a module process would print before dying: the traceback, parsed below into
+                    # Ansible's "MODULE FAILURE" result with module_stderr.
+                    import traceback
+
+                    traceback.print_exc()
+                    rc = 1
+        data = self._parse_returned_data({"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "rc": rc}, PROFILE)
+        remove_internal_keys(data)
+        return data
+
+
+def python_name(fqcn: str) -> str:
+    """``clusterapi.aws.capa_vpc`` -> the Python module the collection loader imports for it."""
+    namespace, collection, name = fqcn.split(".", 2)
+    return f"ansible_collections.{namespace}.{collection}.plugins.modules.{name}"
+
+
+def same_python(interpreter: str | None, executable: str) -> bool:
+    """Whether ``interpreter`` is the running Python: the same path, or a link beside it to the same binary.
+
+    A venv's ``python`` is a link to the system's binary, so resolving links alone would take the system Python,
+    which has none of the venv's packages, for the venv's.
+    """
+    if not interpreter:
+        return False
+    if os.path.normpath(interpreter) == os.path.normpath(executable):
+        return True
+    return os.path.dirname(os.path.abspath(interpreter)) == os.path.dirname(
+        os.path.abspath(executable)
+    ) and os.path.realpath(interpreter) == os.path.realpath(executable)
+
+
+@contextlib.contextmanager
+def module_arguments(encoded: bytes) -> Iterator[None]:
+    """Hand the module its arguments where ``AnsibleModule`` reads them (AnsiballZ sets the same two globals)."""
+    saved = basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE
+    basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = encoded, PROFILE
+    # A module process starts with no warnings; a loop runs its items in one worker, one after another.
+    module_warnings._global_warnings.clear()
+    module_warnings._global_deprecations.clear()
+    try:
+        yield
+    finally:
+        basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = saved
+
+
+@contextlib.contextmanager
+def environment_applied(environment: dict[str, str]) -> Iterator[None]:
+    """The task's ``environment`` as the module process would have had it, for the module's run only."""
+    saved = {key: os.environ.get(key) for key in environment}
+    os.environ.update({key: str(value) for key, value in environment.items()})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

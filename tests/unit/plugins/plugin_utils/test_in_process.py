@@ -1,0 +1,99 @@
+"""When a module of the collection runs in the controller (plugins/plugin_utils/in_process.py), and the state it
+hands the module: arguments where AnsibleModule reads them, the task's environment for that run only, no warnings
+left from an earlier loop item. tests/integration/test_in_process.py runs modules both ways through ansible-playbook
+and compares their answers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from unittest.mock import MagicMock
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as module_warnings
+
+from ansible_collections.clusterapi.aws.plugins.plugin_utils import in_process
+from ansible_collections.clusterapi.aws.plugins.plugin_utils.in_process import (
+    CollectionModuleAction,
+    environment_applied,
+    module_arguments,
+    python_name,
+    same_python,
+)
+
+
+def action(transport="local", become=False, async_val=0) -> CollectionModuleAction:
+    task = MagicMock()
+    task.async_val = async_val
+    connection = MagicMock()
+    connection.transport = transport
+    play_context = MagicMock()
+    play_context.become = become
+    templar = MagicMock()
+    templar.template.side_effect = lambda value: value
+    return CollectionModuleAction(task, connection, play_context, loader=None, templar=templar, shared_loader_obj=None)
+
+
+HERE = {"ansible_python_interpreter": sys.executable}
+
+
+@pytest.mark.parametrize(
+    "kwargs, task_vars, reason",
+    [
+        ({}, HERE, None),
+        ({}, {**HERE, "capa_in_process": False}, "capa_in_process is false"),
+        ({}, {**HERE, "capa_in_process": "no"}, "capa_in_process is false"),
+        ({"transport": "ssh"}, HERE, "connection ssh"),
+        ({"become": True}, HERE, "become"),
+        ({"async_val": 60}, HERE, "async"),
+        ({}, {"ansible_python_interpreter": "/opt/other-venv/bin/python"}, "is not the controller's"),
+        # Discovery has not answered yet: the module process discovers, later tasks may then run here.
+        ({}, {"ansible_python_interpreter": "auto_silent"}, "interpreter None"),
+        (
+            {},
+            {"ansible_python_interpreter": "auto", "ansible_facts": {"discovered_interpreter_python": sys.executable}},
+            None,
+        ),
+    ],
+)
+def test_where_a_module_runs(kwargs, task_vars, reason):
+    found = action(**kwargs)._why_not_in_process(task_vars)
+    assert (found is None) if reason is None else (reason in found), found
+
+
+def test_same_python_is_the_same_path_or_a_link_beside_it(tmp_path):
+    assert same_python(sys.executable, sys.executable)
+    assert not same_python(None, sys.executable) and not same_python("", sys.executable)
+    beside = os.path.join(os.path.dirname(sys.executable), "python-capa-test-link")
+    elsewhere = tmp_path / "python"
+    elsewhere.symlink_to(os.path.realpath(sys.executable))
+    # The same binary from another directory is another environment (a venv's python links to the system's).
+    assert not same_python(str(elsewhere), sys.executable)
+    assert not same_python(beside, sys.executable)  # does not exist: not the same
+
+
+def test_python_name_of_a_module():
+    assert python_name("clusterapi.aws.capa_vpc") == "ansible_collections.clusterapi.aws.plugins.modules.capa_vpc"
+
+
+def test_arguments_are_where_ansible_module_reads_them_and_warnings_start_empty():
+    module_warnings.warn("left over from an earlier loop item")
+    before = basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE
+    with module_arguments(b'{"ANSIBLE_MODULE_ARGS": {}}'):
+        assert basic._ANSIBLE_ARGS == b'{"ANSIBLE_MODULE_ARGS": {}}' and basic._ANSIBLE_PROFILE == "legacy"
+        assert module_warnings.get_warning_messages() == ()
+    assert (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE) == before
+
+
+def test_the_tasks_environment_applies_for_the_run_only(monkeypatch):
+    monkeypatch.setenv("CAPA_TEST_KEPT", "controller")
+    monkeypatch.delenv("CAPA_TEST_NEW", raising=False)
+    with environment_applied({"CAPA_TEST_KEPT": "task", "CAPA_TEST_NEW": 1}):
+        assert os.environ["CAPA_TEST_KEPT"] == "task" and os.environ["CAPA_TEST_NEW"] == "1"
+    assert os.environ["CAPA_TEST_KEPT"] == "controller" and "CAPA_TEST_NEW" not in os.environ
+
+
+def test_preload_reports_what_it_could_not_import():
+    assert in_process.preload(("json", "capa_no_such_module")) == ["capa_no_such_module"]
+    assert in_process.preload() == []  # boto3, botocore, amazon.aws and the facade are all here
