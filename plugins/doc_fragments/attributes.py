@@ -7,6 +7,15 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options: {}
 attributes:
+  action:
+    description:
+      - Indicates this has a corresponding action plugin so some parts of the options can be executed on the
+        controller.
+    support: full
+    details:
+      - For a local target (C(ansible_connection=local)) whose Python is the controller's, the module runs in the worker
+        process Ansible forked for the task instead of a new Python process, with the same arguments and results. Set
+        the host variable C(capa_in_process=false) to run it as a module process.
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
@@ -29,6 +38,15 @@ attributes:
     INFO = r"""
 options: {}
 attributes:
+  action:
+    description:
+      - Indicates this has a corresponding action plugin so some parts of the options can be executed on the
+        controller.
+    support: full
+    details:
+      - For a local target (C(ansible_connection=local)) whose Python is the controller's, the module runs in the worker
+        process Ansible forked for the task instead of a new Python process, with the same arguments and results. Set
+        the host variable C(capa_in_process=false) to run it as a module process.
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full

@@ -28,7 +28,9 @@ attributes:
         controller.
     support: full
     details:
-      - The action plugin (plugins/action/capa_step.py) resolves the options and runs O(module).
+      - The action plugin (plugins/action/capa_step.py) resolves the options and runs O(module) - in the worker
+        process Ansible forked for the task when the target is local and its Python is the controller's, as a module
+        process otherwise (host variable C(capa_in_process=false)).
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
