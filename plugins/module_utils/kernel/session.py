@@ -14,7 +14,9 @@ try:
     import boto3
     import botocore.config
     import botocore.exceptions
+    import botocore.loaders
     import botocore.retries.standard
+    import botocore.session
 except ImportError:
     pass  # AnsibleAWSModule reports the missing SDK before any of this runs.
 
@@ -243,6 +245,35 @@ def guard_writes(client: Any) -> Any:
     return client
 
 
+# botocore reads a service's model (JSON; EC2's is megabytes) for every new session, and a module run makes one:
+# about 0.1 s of each run. One loader per process, shared by every session, reads each file once - in a module process
+# that changes nothing; where modules run in the controller (plugins/plugin_utils/in_process.py), the controller
+# warms it once (warm_models) and every task's worker inherits the parsed models. botocore's loaded data is read-only
+# to it (one session's clients share it the same way).
+_LOADER: Any = None
+
+
+def shared_loader() -> Any:
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = botocore.loaders.create_loader()
+    return _LOADER
+
+
+def new_session(**params: Any) -> Any:
+    """A boto3 session on the process's shared model loader."""
+    core = botocore.session.Session()
+    core.register_component("data_loader", shared_loader())
+    return boto3.session.Session(botocore_session=core, **params)
+
+
+def warm_models(services: tuple[str, ...] = ("ec2",)) -> None:
+    """Read the models every client of ``services`` needs (and the endpoint data) into the shared loader now."""
+    session = new_session(region_name="us-east-1", aws_access_key_id="warm", aws_secret_access_key="warm")
+    for service in services:
+        session.client(service)
+
+
 class AwsSession:
     """One boto3 session for a whole module run; every client comes from it and is recorded."""
 
@@ -259,7 +290,7 @@ class AwsSession:
         self._verify = params.pop("verify", None)
         self._config = _client_config(user_agent, params.pop("aws_config", None))
         self.recorder = ApiCallRecorder()
-        self._session = boto3.session.Session(**{k: v for k, v in params.items() if v is not None})
+        self._session = new_session(**{k: v for k, v in params.items() if v is not None})
         self.recorder.attach(self._session)
         self._clients: dict[str, RetryingClient] = {}
 
@@ -293,7 +324,7 @@ class AwsSession:
             link = link.get("source_identity")
         for role in reversed(chain):
             credentials = self._assume_role(role, default_session_name)
-            self._session = boto3.session.Session(
+            self._session = new_session(
                 aws_access_key_id=credentials["AccessKeyId"],
                 aws_secret_access_key=credentials["SecretAccessKey"],
                 aws_session_token=credentials["SessionToken"],

@@ -97,3 +97,13 @@ def test_the_tasks_environment_applies_for_the_run_only(monkeypatch):
 def test_preload_reports_what_it_could_not_import():
     assert in_process.preload(("json", "capa_no_such_module")) == ["capa_no_such_module"]
     assert in_process.preload() == []  # boto3, botocore, amazon.aws and the facade are all here
+
+
+def test_the_shared_loader_has_ec2_read_once_for_every_session():
+    """preload() read EC2's model into the loader every later session shares (kernel/session.py)."""
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import session
+
+    loader = session.shared_loader()
+    assert session.new_session(region_name="us-east-1")._session.get_component("data_loader") is loader
+    cached = [key for key in loader._cache if key[0] == "load_service_model" and "ec2" in key[1:]]
+    assert cached, "ec2's model was not read into the shared loader"
