@@ -31,6 +31,7 @@ import io
 import json
 import os
 import sys
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -166,8 +167,6 @@ class CollectionModuleAction(ActionBase):
                 except Exception:
                     # What a module process would print before dying: the traceback, parsed below into
                     # Ansible's "MODULE FAILURE" result with module_stderr.
-                    import traceback
-
                     traceback.print_exc()
                     rc = 1
         data = self._parse_returned_data({"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "rc": rc}, PROFILE)
