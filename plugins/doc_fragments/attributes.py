@@ -2,9 +2,14 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 
 
-# Every module of the collection has an action plugin (plugins/plugin_utils/in_process.py): written once, in both
-# fragments below.
-ACTION = r"""  action:
+class ModuleDocFragment:
+    # The action attribute is written in both fragments: ansible-test's yamllint reads a fragment only as one string
+    # literal, so the two cannot share a constant.
+    # The attributes of the modules that reconcile AWS resources (every AWS module but the _info ones).
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  action:
     description:
       - Indicates this has a corresponding action plugin so some parts of the options can be executed on the
         controller.
@@ -13,18 +18,7 @@ ACTION = r"""  action:
       - For a local target (C(ansible_connection=local)) whose Python is the controller's, the module runs in the worker
         process Ansible forked for the task instead of a new Python process, with the same arguments and results. Set
         the host variable C(capa_in_process=false) to run it as a module process.
-"""
-
-
-class ModuleDocFragment:
-    # The attributes of the modules that reconcile AWS resources (every AWS module but the _info ones).
-    DOCUMENTATION = (
-        r"""
-options: {}
-attributes:
-"""
-        + ACTION
-        + r"""  check_mode:
+  check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
@@ -41,16 +35,21 @@ attributes:
         and sends no mutating AWS request.
     support: full
 """
-    )
 
     # Read-only modules (capa_*_info): they never change anything.
-    INFO = (
-        r"""
+    INFO = r"""
 options: {}
 attributes:
-"""
-        + ACTION
-        + r"""  check_mode:
+  action:
+    description:
+      - Indicates this has a corresponding action plugin so some parts of the options can be executed on the
+        controller.
+    support: full
+    details:
+      - For a local target (C(ansible_connection=local)) whose Python is the controller's, the module runs in the worker
+        process Ansible forked for the task instead of a new Python process, with the same arguments and results. Set
+        the host variable C(capa_in_process=false) to run it as a module process.
+  check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
@@ -65,4 +64,3 @@ attributes:
       - Runs with the same options report C(changed=false) and send no mutating AWS request.
     support: full
 """
-    )
