@@ -70,7 +70,14 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $@
 
-venv: $(STAMP)
+# make test's coverage of Ansible's forked task workers (tools/coverage_forks.py): a .pth file in the venv loads it
+# in every process of the venv whose environment names it in CAPA_COVERAGE_FORKS (tools/test_all.sh, coverage on).
+FORKS_PTH := $(VENV)/.coverage-forks-pth
+$(FORKS_PTH): tools/coverage_forks.pth $(STAMP)
+	cp tools/coverage_forks.pth "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/a2_capa_coverage_forks.pth"
+	@touch $@
+
+venv: $(STAMP) $(FORKS_PTH)
 
 collection:
 	@mkdir -p $(dir $(COLLECTION_LINK))

@@ -13,7 +13,8 @@ Fixtures (all generic: none knows a module or role of the collection):
   ``ansible-playbook`` from this interpreter's venv against the working tree and returns a
   :class:`PlaybookResult`.
 * ``run_module`` (function): ``run_module(module_fqcn, args, check=False, diff=False, env=None)``
-  runs one module through a one-task playbook on localhost and returns its result dict.
+  runs one module as the controller runs it for a local target (``main()`` in a fork of a process that imported
+  the collection once: tests/module_runner.py) and returns its result dict.
 
 The plain functions :func:`run_playbook_cmd` and :func:`run_module_cmd` do the same without
 fixtures (importable as ``from conftest import ...`` only where ``tests/`` is on ``sys.path``).
@@ -24,10 +25,13 @@ Every ansible-playbook run keeps its stdout and stderr under ``.build/test-outpu
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -425,61 +429,153 @@ def run_module_cmd(
     env: dict[str, str] | None = None,
     timeout: float = 600,
 ) -> dict[str, Any]:
-    """Run one module and return its result dict, as Ansible runs a module: its Python file, with its arguments and
-    Ansible's internal ones (``_ansible_check_mode``, ``_ansible_diff`` ...) as ``ANSIBLE_MODULE_ARGS``, its JSON
-    answer on stdout. A module whose action plugin does more than run it (``capa_step``, ``capa_cluster_spec``: the
-    action runs first, on the controller) is run through a one-task playbook instead, so that its action runs too.
-    The other action plugins only run the module itself, in the controller for a local target
-    (``plugins/plugin_utils/in_process.py``; tests/integration/test_in_process.py shows both ways answer the same).
+    """Run one module and return its result dict, as Ansible runs it for a local target on the controller's
+    Python: ``main()`` in a fork of a process that imported boto3 and the collection once
+    (plugins/plugin_utils/in_process.py; here tests/module_runner.py), its arguments and Ansible's internal ones
+    (``_ansible_check_mode``, ``_ansible_diff`` ...) handed over as ``in_process.module_arguments`` does, its JSON
+    answer on stdout. A test that points ``ANSIBLE_COLLECTIONS_PATH`` at another copy of the collection gets that
+    copy's module as a module process (``python -m``), as Ansible runs it on any other target. A module whose action
+    plugin does more than run it (``capa_step``, ``capa_cluster_spec``: the action runs first, on the controller) is
+    run through a one-task playbook instead, so that its action runs too. tests/integration/test_in_process.py shows
+    that a module answers the same in process, as a module process and through a playbook.
 
-    Why not always a playbook: a module's own behaviour is what these tests assert, and starting ansible-playbook
-    for each call cost as much CPU as the module itself (the suite was CPU-bound); playbook runs (roles, site.yml,
-    module_defaults, the callbacks) are tested through :func:`run_playbook_cmd`.
+    Why not always a playbook or a process: a module's own behaviour is what these tests assert, and starting
+    ansible-playbook, or a Python that imports boto3, for each call cost more CPU than the module itself (the suite
+    is CPU-bound); playbook runs (roles, site.yml, module_defaults, the callbacks) are tested through
+    :func:`run_playbook_cmd`.
 
     A failing module does not raise: check ``result["failed"]``.
     """
     namespace, collection, module = module_fqcn.split(".")
     if _action_does_more_than_run(module):
         return _run_module_in_a_playbook(module_fqcn, args, check, diff, env, timeout)
-    internal = {
+    arguments = {
+        **(args or {}),
         "_ansible_check_mode": check,
         "_ansible_diff": diff,
         "_ansible_module_name": module_fqcn,
         "_ansible_no_log": False,
         "_ansible_verbosity": 0,
     }
+    collections_path = (env or {}).get("ANSIBLE_COLLECTIONS_PATH") or str(COLLECTIONS_PATH)
     with tempfile.TemporaryDirectory(prefix="run-module-") as tmp:
-        arguments = Path(tmp) / "args.json"
-        arguments.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {**(args or {}), **internal}}))
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                f"ansible_collections.{namespace}.{collection}.plugins.modules.{module}",
-                str(arguments),
-            ],
-            # The collections path the run would give Ansible (a test may point it at another copy of the collection).
-            env={
-                **ansible_env(env),
-                "PYTHONPATH": (env or {}).get("ANSIBLE_COLLECTIONS_PATH") or str(COLLECTIONS_PATH),
-            },
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    keep_output(module, proc.stdout, proc.stderr)
+        if collections_path == str(COLLECTIONS_PATH):
+            returncode, stdout, stderr = _module_runner().run(module_fqcn, arguments, ansible_env(env), tmp, timeout)
+        else:
+            returncode, stdout, stderr = _module_process(module_fqcn, arguments, env, collections_path, tmp, timeout)
+    keep_output(module, stdout, stderr)
     try:
-        result = json.loads(proc.stdout[proc.stdout.index("{") :])
+        result = json.loads(stdout[stdout.index("{") :])
     except ValueError:
-        output = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        raise AssertionError(f"module {module_fqcn} answered no JSON (rc {proc.returncode})\n{output}") from None
+        output = f"{stdout[-3000:]}\n{stderr[-3000:]}"
+        raise AssertionError(f"module {module_fqcn} answered no JSON (rc {returncode})\n{output}") from None
     result.setdefault("changed", False)
-    if proc.returncode != 0:
+    if returncode != 0:
         result["failed"] = True
     return _as_the_controller_shows(result)
+
+
+def _module_process(
+    module_fqcn: str,
+    arguments: dict[str, Any],
+    env: dict[str, str] | None,
+    collections_path: str,
+    tmp: str,
+    timeout: float,
+) -> tuple[int, str, str]:
+    """The module as a module process of its own (``python -m``), from ``collections_path``."""
+    namespace, collection, module = module_fqcn.split(".")
+    args_file = Path(tmp) / "args.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": arguments}))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            f"ansible_collections.{namespace}.{collection}.plugins.modules.{module}",
+            str(args_file),
+        ],
+        env={**ansible_env(env), "PYTHONPATH": collections_path},
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+class ModuleRunner:
+    """tests/module_runner.py, started once per pytest process: each call a fork of it that runs one module."""
+
+    def __init__(self) -> None:
+        self.log = BUILD / "module-runner" / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(REPO / "tests" / "module_runner.py")],
+                env={**ansible_env(), "PYTHONPATH": str(COLLECTIONS_PATH)},
+                cwd=str(BUILD),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+        self._unread = b""
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def run(
+        self, module_fqcn: str, arguments: dict[str, Any], env: dict[str, str], cwd: str, timeout: float
+    ) -> tuple[int, str, str]:
+        stdout, stderr = Path(cwd) / "stdout", Path(cwd) / "stderr"
+        request = {"module": module_fqcn, "arguments": arguments, "env": env, "cwd": cwd}
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({**request, "stdout": str(stdout), "stderr": str(stderr)}).encode() + b"\n")
+        self.process.stdin.flush()
+        child = self._answer(60)["pid"]
+        try:
+            returncode = self._answer(timeout)["rc"]
+        except subprocess.TimeoutExpired:
+            os.kill(child, signal.SIGKILL)
+            self._answer(60)
+            raise subprocess.TimeoutExpired([module_fqcn], timeout) from None
+        return returncode, stdout.read_text(), stderr.read_text()
+
+    def _answer(self, timeout: float) -> dict[str, Any]:
+        """The runner's next answer line, within ``timeout`` seconds."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._unread:
+            ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise subprocess.TimeoutExpired(["module_runner"], timeout)
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            if not chunk:
+                raise RuntimeError(f"the module runner ended (rc {self.process.wait()}): see {self.log}")
+            self._unread += chunk
+        line, self._unread = self._unread.split(b"\n", 1)
+        return json.loads(line)
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # end of requests: the runner exits (and saves its coverage data)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+_RUNNER: ModuleRunner | None = None
+
+
+def _module_runner() -> ModuleRunner:
+    global _RUNNER
+    if _RUNNER is None or not _RUNNER.alive():
+        _RUNNER = ModuleRunner()
+        atexit.register(_RUNNER.stop)
+    return _RUNNER
 
 
 def _action_does_more_than_run(module: str) -> bool:

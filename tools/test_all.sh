@@ -39,7 +39,7 @@ target() {
     if [[ $COVER == 1 ]]; then
         # Absolute data files: the servers and ansible-playbook run in other directories.
         coverage_env=(COVERAGE_RCFILE="$ROOT/tools/coverage.ini" COVERAGE_FILE="$COVERAGE_DIR/.coverage"
-            CAPA_SOURCE_ROOT="$ROOT")
+            CAPA_SOURCE_ROOT="$ROOT" CAPA_COVERAGE_FORKS="$ROOT/tools/coverage_forks.py")
     fi
     echo "make test: $name ..." >&2
     if env "${coverage_env[@]}" "$@" >"$LOGS/$name.log" 2>&1; then

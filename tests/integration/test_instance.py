@@ -264,7 +264,9 @@ def test_instance_type_change_replaces_all_within_surge_and_unavailable(aws, run
     final = _instances(aws, "md-0")
     assert len(final) == 3 and not ({i["InstanceId"] for i in final} & old_ids)
     assert {i["InstanceType"] for i in final} == {"t3.xlarge"}
-    assert len(poller.samples) > 5
+    # What AWS showed whenever the poller looked (how often depends on the machine's load: the module runs in
+    # about a second), then every step of the plan replayed exactly.
+    assert poller.samples
     assert max(sample[0] for sample in poller.samples) <= 3 + surge, poller.samples
     assert min(sample[1] for sample in poller.samples) >= 3 - unavailable, poller.samples
     counts = _replay(result["plan"], 3)

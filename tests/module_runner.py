@@ -1,0 +1,113 @@
+"""A module runner for the tests: the collection's modules run as the controller runs them for a local target.
+
+For ``ansible_connection: local`` on the controller's own Python, Ansible runs this collection's modules in process
+(plugins/plugin_utils/in_process.py): the controller imports boto3, botocore, amazon.aws and the collection once, and
+each task's worker - a fork of it - runs the module's ``main()`` with its arguments handed over by
+``in_process.module_arguments``. This runner is that arrangement without the playbook around it: one process per
+pytest worker imports what the controller preloads (and every module of the collection), then forks a child for
+each module call, which runs ``main()`` with the arguments the test gave, in the environment and directory the test
+gave, its stdout and stderr in files. The child is a clean copy of the preloaded runner every time: nothing one
+call leaves behind reaches the next, as between two tasks of a playbook.
+
+Protocol (one JSON document per line): the test writes ``{"module", "arguments", "env", "cwd", "stdout",
+"stderr"}`` on stdin; the runner answers ``{"pid": <child>}`` when the child started and ``{"rc": <exit code>}``
+when it ended (a negative code: killed by that signal). End of stdin ends the runner.
+
+Coverage (``make test``): the runner starts under coverage like every Python process of the suite
+(``patch = subprocess``); a child inherits the running tracer and saves what it measured to a data file of its own
+before it exits. Before each fork the runner writes what it measured itself to its own file, so no child carries
+that again.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import sys
+import traceback
+from typing import Any
+
+from ansible_collections.clusterapi.aws.plugins import modules as collection_modules
+from ansible_collections.clusterapi.aws.plugins.plugin_utils import in_process
+
+
+def preload_everything() -> None:
+    """What the controller imports before it forks (in_process does that on import), and every module's code."""
+    for found in pkgutil.iter_modules(collection_modules.__path__):
+        importlib.import_module(f"{collection_modules.__name__}.{found.name}")
+
+
+def _coverage() -> Any:
+    try:
+        import coverage
+    except ImportError:
+        return None
+    return coverage.Coverage.current()
+
+
+def run_child(request: dict[str, Any]) -> int:
+    """In the forked child: run the module's main() as a worker would; its exit code."""
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(target, fd)
+        os.close(target)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the child ends with os._exit
+    rc = 0
+    module = importlib.import_module(in_process.python_name(request["module"]))
+    encoded = json.dumps({"ANSIBLE_MODULE_ARGS": request["arguments"]}).encode()
+    with in_process.module_arguments(encoded):
+        try:
+            module.main()
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 1
+        except BaseException:  # what a module process prints before it dies
+            traceback.print_exc()
+            rc = 1
+    return rc
+
+
+def child(request: dict[str, Any]) -> None:
+    rc = 1
+    try:
+        rc = run_child(request)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            coverage = _coverage()
+            if coverage is not None:
+                coverage.stop()
+                coverage.save()
+        finally:
+            os._exit(rc)
+
+
+def serve(requests: Any, answers: Any) -> None:
+    for line in requests:
+        request = json.loads(line)
+        answers.flush()
+        coverage = _coverage()
+        if coverage is not None:
+            coverage.get_data()  # what the runner measured goes to its own file, not into the child's
+        pid = os.fork()
+        if pid == 0:
+            child(request)
+        answers.write(json.dumps({"pid": pid}) + "\n")
+        answers.flush()
+        _, status = os.waitpid(pid, 0)
+        answers.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    preload_everything()
+    # The protocol gets its own descriptor; fd 1 is left to what a module prints by mistake outside its result.
+    answers = os.fdopen(os.dup(1), "w")
+    serve(sys.stdin, answers)
