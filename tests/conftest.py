@@ -547,8 +547,8 @@ class ModuleRunner:
         assert self.process.stdout is not None
         deadline = time.monotonic() + timeout
         while b"\n" not in self._unread:
-            ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
+            readable = select.select([self.process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]
+            if not readable:
                 raise subprocess.TimeoutExpired(["module_runner"], timeout)
             chunk = os.read(self.process.stdout.fileno(), 65536)
             if not chunk:

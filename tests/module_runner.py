@@ -2,12 +2,12 @@
 
 For ``ansible_connection: local`` on the controller's own Python, Ansible runs this collection's modules in process
 (plugins/plugin_utils/in_process.py): the controller imports boto3, botocore, amazon.aws and the collection once, and
-each task's worker - a fork of it - runs the module's ``main()`` with its arguments handed over by
+each task's worker - a fork of it - runs the module with its arguments handed over by
 ``in_process.module_arguments``. This runner is that arrangement without the playbook around it: one process per
 pytest worker imports what the controller preloads (and every module of the collection), then forks a child for
-each module call, which runs ``main()`` with the arguments the test gave, in the environment and directory the test
-gave, its stdout and stderr in files. The child is a clean copy of the preloaded runner every time: nothing one
-call leaves behind reaches the next, as between two tasks of a playbook.
+each module call, which runs the module's file as ``__main__`` (as AnsiballZ starts a module) with the arguments,
+environment and directory the test gave, its stdout and stderr in files. The child is a clean copy of the preloaded
+runner every time: nothing one call leaves behind reaches the next, as between two tasks of a playbook.
 
 Protocol (one JSON document per line): the test writes ``{"module", "arguments", "env", "cwd", "stdout",
 "stderr"}`` on stdin; the runner answers ``{"pid": <child>}`` when the child started and ``{"rc": <exit code>}``
@@ -25,6 +25,7 @@ import importlib
 import json
 import os
 import pkgutil
+import runpy
 import sys
 import traceback
 from typing import Any
@@ -58,11 +59,11 @@ def run_child(request: dict[str, Any]) -> int:
         os.close(target)
     sys.stdin = open(os.devnull)  # noqa: SIM115 - the child ends with os._exit
     rc = 0
-    module = importlib.import_module(in_process.python_name(request["module"]))
     encoded = json.dumps({"ANSIBLE_MODULE_ARGS": request["arguments"]}).encode()
     with in_process.module_arguments(encoded):
         try:
-            module.main()
+            # As AnsiballZ starts a module: its file run as __main__ (its imports are already loaded here).
+            runpy.run_module(in_process.python_name(request["module"]), run_name="__main__", alter_sys=True)
         except SystemExit as e:
             rc = e.code if isinstance(e.code, int) else 1
         except BaseException:  # what a module process prints before it dies
@@ -101,7 +102,7 @@ def serve(requests: Any, answers: Any) -> None:
             child(request)
         answers.write(json.dumps({"pid": pid}) + "\n")
         answers.flush()
-        _, status = os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
         answers.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
         answers.flush()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import kubesim_helpers as h
 from kubernetes import client
+from kubesim_fixtures import wait_for
 
 MODULE = "clusterapi.aws.capa_instance"
 CONTROLLER = "clusterapi.aws:controller"
@@ -178,7 +179,13 @@ def test_control_plane_1_3_5_3_and_a_replacement_keep_quorum(aws, kubesim, run_m
     assert {m["instance_type"] for m in replaced["machines"]} == {"t3.xlarge"}
     assert len(voters(sim)) == 3
     assert sim.etcd()["quorum"]["failed_windows"] == [], sim.etcd()["quorum"]
-    timeline = kubesim.journal(cluster="lcp", since=started)
+
+    # The simulator journals etcd's membership from its own watch of the members, a moment after the change.
+    def journal_with_three_removals():
+        timeline = kubesim.journal(cluster="lcp", since=started)
+        return timeline if len([e for e in timeline if e["event"] == "member-removed"]) >= 3 else None
+
+    timeline = wait_for(journal_with_three_removals, 30, "the simulator to journal the three member removals")
     removed = [e for e in timeline if e["event"] == "member-removed"]
     assert len(removed) == 3
     # The collection's writes to the API server came with the identity it minted from the cluster CA.

@@ -296,6 +296,34 @@ def test_aws_managed_iam_policies_exist(aws):
     assert policy["PolicyName"] == "AmazonEKSClusterPolicy"
 
 
+def test_after_a_reset_managed_policies_attach_and_keys_resolve_to_their_account(aws, moto_server):
+    """Fix 14 (IAM backends created on demand, the policies parsed once) answers as moto did: after a reset the
+    managed policies are there and attach, and the access key of a role assumed in another account is that
+    account's (moto finds it by looking through the accounts' IAM backends)."""
+    moto_server.reset()
+    iam = aws.client("iam")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "*"}]}
+    iam.create_role(RoleName="r", AssumeRolePolicyDocument=json.dumps(trust))
+    iam.attach_role_policy(RoleName="r", PolicyArn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy")
+    attached = iam.list_attached_role_policies(RoleName="r")["AttachedPolicies"]
+    assert [a["PolicyName"] for a in attached] == ["AmazonEKSClusterPolicy"]
+    other = "222233334444"
+    credentials = aws.client("sts").assume_role(RoleArn=f"arn:aws:iam::{other}:role/anything", RoleSessionName="fix14")[
+        "Credentials"
+    ]
+    import boto3
+
+    sts = boto3.client(
+        "sts",
+        endpoint_url=aws.url,
+        region_name="us-east-1",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+    assert sts.get_caller_identity()["Account"] == other
+
+
 def test_records_carry_wall_clock_time_and_observers_are_not_counted(aws, moto_server):
     import time
 
