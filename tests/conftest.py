@@ -217,16 +217,22 @@ class AwsEnv:
     def url(self) -> str:
         return self.server.url
 
-    def client(self, service: str, region: str | None = None) -> Any:
+    def client(self, service: str, region: str | None = None, credentials: dict[str, str] | None = None) -> Any:
+        """A boto3 client of the moto server: the test's keys, or ``credentials`` (an STS answer's, e.g. of an
+        assumed role)."""
         import boto3
 
-        return boto3.client(
-            service,
-            endpoint_url=self.server.url,
-            region_name=region or self.region,
-            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
-        )
+        keys = {
+            "aws_access_key_id": self.env["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": self.env["AWS_SECRET_ACCESS_KEY"],
+        }
+        if credentials:
+            keys = {
+                "aws_access_key_id": credentials["AccessKeyId"],
+                "aws_secret_access_key": credentials["SecretAccessKey"],
+                "aws_session_token": credentials["SessionToken"],
+            }
+        return boto3.client(service, endpoint_url=self.server.url, region_name=region or self.region, **keys)
 
     def requests(self) -> list[dict[str, str]]:
         return self.server.requests()

@@ -71,27 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "check: in make check's fast integration subset (CHECK_FILES)")
 
 
-# The longest tests (minutes each, make test's report), started first: pytest-xdist hands tests out in collection
-# order, and one of these begun near the end would leave the other workers idle while it runs.
-LONGEST_FIRST = (
-    "test_cluster.py::test_ha_cluster_life",
-    "test_crash_resume.py::test_kills_in_site_and_delete_then_resume",
-    "test_machine_lifecycle.py::test_control_plane_1_3_5_3_and_a_replacement_keep_quorum",
-    "test_faults.py::test_demo_cluster_converges_under_faults",
-    "test_site_on_simulator.py::",
-    "test_cluster.py::test_load_balancer_modes_at_cluster_level",
-    "test_machine_lifecycle.py::test_an_unhealthy_member_refuses_the_step_and_no_api_refuses_a_removal",
-    "test_faults.py::test_lost_answers_to_a_third_of_the_writes_make_no_duplicate",
-)
-
-
-def _rank(item: pytest.Item) -> int:
-    name = f"{item.path.name}::{item.name}"
-    return next((i for i, prefix in enumerate(LONGEST_FIRST) if name.startswith(prefix)), len(LONGEST_FIRST))
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in CHECK_FILES:
             item.add_marker(pytest.mark.check)
-    items.sort(key=_rank)  # stable: the rest keep their order

@@ -308,19 +308,8 @@ def test_after_a_reset_managed_policies_attach_and_keys_resolve_to_their_account
     attached = iam.list_attached_role_policies(RoleName="r")["AttachedPolicies"]
     assert [a["PolicyName"] for a in attached] == ["AmazonEKSClusterPolicy"]
     other = "222233334444"
-    credentials = aws.client("sts").assume_role(RoleArn=f"arn:aws:iam::{other}:role/anything", RoleSessionName="fix14")[
-        "Credentials"
-    ]
-    import boto3
-
-    sts = boto3.client(
-        "sts",
-        endpoint_url=aws.url,
-        region_name="us-east-1",
-        aws_access_key_id=credentials["AccessKeyId"],
-        aws_secret_access_key=credentials["SecretAccessKey"],
-        aws_session_token=credentials["SessionToken"],
-    )
+    answer = aws.client("sts").assume_role(RoleArn=f"arn:aws:iam::{other}:role/anything", RoleSessionName="fix14")
+    sts = aws.client("sts", credentials=answer["Credentials"])
     assert sts.get_caller_identity()["Account"] == other
 
 

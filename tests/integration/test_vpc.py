@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import boto3
-
 OWNER = "sigs.k8s.io/cluster-api-provider-aws/cluster/vpc-it"
 MODULE = "clusterapi.aws.capa_vpc"
 APPLIED = "sigs.k8s.io/cluster-api-provider-aws/last-applied-tags"
@@ -187,12 +185,5 @@ def test_identity_assumes_the_role_and_lands_in_its_account(aws, run_module):
     assert owned_vpcs(aws.client("ec2")) == []  # nothing in the caller's own account
     credentials = aws.client("sts").assume_role(RoleArn=role_arn, RoleSessionName="check")["Credentials"]
 
-    other = boto3.client(
-        "ec2",
-        endpoint_url=aws.url,
-        region_name="us-east-1",
-        aws_access_key_id=credentials["AccessKeyId"],
-        aws_secret_access_key=credentials["SecretAccessKey"],
-        aws_session_token=credentials["SessionToken"],
-    )
+    other = aws.client("ec2", credentials=credentials)
     assert [v["VpcId"] for v in owned_vpcs(other)] == [result["vpc"]["id"]]
