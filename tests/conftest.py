@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -527,11 +528,18 @@ class ModuleRunner:
                 stderr=log,
             )
         self._unread = b""
+        self._one_at_a_time = threading.Lock()  # one request, then its answers: a test's threads take turns
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def run(
+        self, module_fqcn: str, arguments: dict[str, Any], env: dict[str, str], cwd: str, timeout: float
+    ) -> tuple[int, str, str]:
+        with self._one_at_a_time:
+            return self._run(module_fqcn, arguments, env, cwd, timeout)
+
+    def _run(
         self, module_fqcn: str, arguments: dict[str, Any], env: dict[str, str], cwd: str, timeout: float
     ) -> tuple[int, str, str]:
         stdout, stderr = Path(cwd) / "stdout", Path(cwd) / "stderr"
