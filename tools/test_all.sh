@@ -55,7 +55,10 @@ target() {
 lane_integration() {
     rm -rf "$BUILD/test-output"
     local status=0
-    target integration integration $(pytest_under_coverage) -q -n "$WORKERS" -p no:cacheprovider --durations=20 \
+    # worksteal: a worker that ran out of tests takes queued ones from the others, so the lane does not end with
+    # idle workers waiting behind one that still has a queue.
+    target integration integration $(pytest_under_coverage) -q -n "$WORKERS" --dist worksteal -p no:cacheprovider \
+        --durations=20 \
         -rf tests/integration ${PYTEST_ARGS:-} || status=1
     # The secrets scan reads what every worker kept; it measures nothing of plugins/.
     COVER=0 target integration secrets-scan .venv/bin/pytest -q -s -p no:cacheprovider tests/post_integration || status=1
