@@ -279,11 +279,8 @@ molecule: venv collection
 # Everything, in two lanes (tools/test_all.sh): the integration suite on one, every check that needs no server on
 # the other; unit and integration under coverage (tools/coverage.ini), reported per package; per-target times and the
 # 20 slowest tests in .build/test-report.md.
-# The venvs and system dependencies are built side by side first (mostly downloads).
 INTEGRATION_WORKERS ?= 4
-test:
-	@$(MAKE) --no-print-directory -j4 venv system-deps tools-venvs
-	@$(MAKE) --no-print-directory collection
+test: venv collection system-deps tools-venvs
 	INTEGRATION_WORKERS=$(INTEGRATION_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/test_all.sh
 
 # Every tool venv at once (pip downloads overlap), before the lanes start.
