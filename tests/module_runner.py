@@ -14,15 +14,15 @@ Protocol (one JSON document per line): the test writes ``{"module", "arguments",
 when it ended (a negative code: killed by that signal). End of stdin ends the runner.
 
 Coverage (``make test``): the runner starts under coverage like every Python process of the suite
-(``patch = subprocess``); a child inherits the running tracer and saves what it measured to a data file of its own
-before it exits. Before each fork the runner writes what it measured itself to its own file, so no child carries
-that again.
+(``patch = subprocess``), and its children are ``multiprocessing`` forks, which tools/coverage_forks.py measures as
+it measures Ansible's task workers.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
 import os
 import pkgutil
 import runpy
@@ -40,16 +40,8 @@ def preload_everything() -> None:
         importlib.import_module(f"{collection_modules.__name__}.{found.name}")
 
 
-def _coverage() -> Any:
-    try:
-        import coverage
-    except ImportError:
-        return None
-    return coverage.Coverage.current()
-
-
-def run_child(request: dict[str, Any]) -> int:
-    """In the forked child: run the module's main() as a worker would; its exit code."""
+def run_module(request: dict[str, Any]) -> None:
+    """In the forked child: run the module as a worker would; ends in SystemExit with its exit code."""
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -57,53 +49,30 @@ def run_child(request: dict[str, Any]) -> int:
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(target, fd)
         os.close(target)
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - the child ends with os._exit
-    rc = 0
     encoded = json.dumps({"ANSIBLE_MODULE_ARGS": request["arguments"]}).encode()
     with in_process.module_arguments(encoded):
         try:
             # As AnsiballZ starts a module: its file run as __main__ (its imports are already loaded here).
             runpy.run_module(in_process.python_name(request["module"]), run_name="__main__", alter_sys=True)
-        except SystemExit as e:
-            rc = e.code if isinstance(e.code, int) else 1
+        except SystemExit:
+            raise
         except BaseException:  # what a module process prints before it dies
             traceback.print_exc()
-            rc = 1
-    return rc
-
-
-def child(request: dict[str, Any]) -> None:
-    rc = 1
-    try:
-        rc = run_child(request)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            coverage = _coverage()
-            if coverage is not None:
-                coverage.stop()
-                coverage.save()
-        finally:
-            os._exit(rc)
+            raise SystemExit(1) from None
 
 
 def serve(requests: Any, answers: Any) -> None:
+    # A multiprocessing fork, as Ansible forks its task workers: make test's coverage hook (tools/coverage_forks.py)
+    # measures this child exactly as it measures them.
+    fork = multiprocessing.get_context("fork")
     for line in requests:
-        request = json.loads(line)
         answers.flush()
-        coverage = _coverage()
-        if coverage is not None:
-            coverage.get_data()  # what the runner measured goes to its own file, not into the child's
-        pid = os.fork()
-        if pid == 0:
-            child(request)
-        answers.write(json.dumps({"pid": pid}) + "\n")
+        child = fork.Process(target=run_module, args=(json.loads(line),))
+        child.start()
+        answers.write(json.dumps({"pid": child.pid}) + "\n")
         answers.flush()
-        status = os.waitpid(pid, 0)[1]
-        answers.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
+        child.join()
+        answers.write(json.dumps({"rc": child.exitcode}) + "\n")
         answers.flush()
 
 

@@ -55,7 +55,7 @@ def covered_lines(tmp_path: Path, with_hook: bool) -> dict[str, list[int]]:
     run = [
         sys.executable,
         "-c",
-        f"{loader}\nimport runpy, sys; sys.argv = ['program.py']; import coverage.cmdline; "
+        f"{loader}\nimport sys; sys.argv = ['program.py']; import coverage.cmdline; "
         "sys.exit(coverage.cmdline.main(['run', '--rcfile=coverage.ini', 'program.py']))",
     ]
     subprocess.run(run, cwd=tmp_path, env=env, check=True, capture_output=True, text=True, timeout=120)
