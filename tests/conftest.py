@@ -13,8 +13,8 @@ Fixtures (all generic: none knows a module or role of the collection):
   ``ansible-playbook`` from this interpreter's venv against the working tree and returns a
   :class:`PlaybookResult`.
 * ``run_module`` (function): ``run_module(module_fqcn, args, check=False, diff=False, env=None)``
-  runs one module as the controller runs it for a local target (``main()`` in a fork of a process that imported
-  the collection once: tests/module_runner.py) and returns its result dict.
+  runs one module as the controller runs it for a local target (its file as ``__main__`` in a fork of a process
+  that imported the collection once: tests/module_runner.py) and returns its result dict.
 
 The plain functions :func:`run_playbook_cmd` and :func:`run_module_cmd` do the same without
 fixtures (importable as ``from conftest import ...`` only where ``tests/`` is on ``sys.path``).
@@ -437,7 +437,7 @@ def run_module_cmd(
     timeout: float = 600,
 ) -> dict[str, Any]:
     """Run one module and return its result dict, as Ansible runs it for a local target on the controller's
-    Python: ``main()`` in a fork of a process that imported boto3 and the collection once
+    Python: its file as ``__main__`` in a fork of a process that imported boto3 and the collection once
     (plugins/plugin_utils/in_process.py; here tests/module_runner.py), its arguments and Ansible's internal ones
     (``_ansible_check_mode``, ``_ansible_diff`` ...) handed over as ``in_process.module_arguments`` does, its JSON
     answer on stdout. A test that points ``ANSIBLE_COLLECTIONS_PATH`` at another copy of the collection gets that
@@ -453,7 +453,7 @@ def run_module_cmd(
 
     A failing module does not raise: check ``result["failed"]``.
     """
-    namespace, collection, module = module_fqcn.split(".")
+    module = module_fqcn.split(".")[-1]
     if _action_does_more_than_run(module):
         return _run_module_in_a_playbook(module_fqcn, args, check, diff, env, timeout)
     arguments = {

@@ -16,7 +16,6 @@ from typing import Any
 
 import kubesim_helpers as h
 from kubernetes import client
-from kubesim_fixtures import wait_for
 
 MODULE = "clusterapi.aws.capa_instance"
 CONTROLLER = "clusterapi.aws:controller"
@@ -185,7 +184,7 @@ def test_control_plane_1_3_5_3_and_a_replacement_keep_quorum(aws, kubesim, run_m
         timeline = kubesim.journal(cluster="lcp", since=started)
         return timeline if len([e for e in timeline if e["event"] == "member-removed"]) >= 3 else None
 
-    timeline = wait_for(journal_with_three_removals, 30, "the simulator to journal the three member removals")
+    timeline = kubesim.wait(journal_with_three_removals, 30, "the simulator to journal the three member removals")
     removed = [e for e in timeline if e["event"] == "member-removed"]
     assert len(removed) == 3
     # The collection's writes to the API server came with the identity it minted from the cluster CA.
