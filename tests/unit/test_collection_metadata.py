@@ -124,11 +124,13 @@ def test_every_module_documents_honest_attributes(module, module_docs):
     runs_tier = "run_tier(" in source or module.stem == "capa_step"
     # run_tier(..., info=True): a read-only tier (capa_preflight is one without the _info suffix: it is a check).
     read_only = module.stem.endswith("_info") or "info=True" in source
-    if read_only or not runs_tier:
+    # A module that is no tier but still changes something (capa_status: a local file) diffs what it changes.
+    diffs = runs_tier or "module._diff" in source
+    if read_only or not diffs:
         # Read-only (or controller-only) modules: nothing to diff.
         assert supports == {"check_mode": "full", "diff_mode": "none", "idempotent": "full"}, supports
     else:
-        # run_tier: supports_check_mode=True, a diff with --diff, the plan executor's idempotence.
+        # run_tier (or a module's own diff): supports_check_mode=True, a diff with --diff, idempotence.
         assert supports == {"check_mode": "full", "diff_mode": "full", "idempotent": "full"}, supports
 
 

@@ -1,0 +1,62 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""A cluster's ``status.json``, written and removed through the kernel's operations (capa_status).
+
+The file is a report, not state AWS holds, but it is the run's output a person and AWX read: it is planned
+(``file:WriteFile`` / ``file:DeleteFile``) like the kubeconfig next to it, written atomically and owner-only, and a
+run that would write the same text changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.operations import Operations
+
+STATUS_FILE = "status.json"
+
+
+@dataclass(frozen=True)
+class StatusFile:
+    """What the file held before the run and holds (or, in check mode, would hold) after it; None: no file."""
+
+    before: str | None
+    after: str | None
+
+
+def render_status(status: Mapping[str, Any]) -> str:
+    """The file's text: sorted keys, four-space indents and a final newline (what ``to_nice_json`` wrote)."""
+    return json.dumps(status, indent=4, sort_keys=True, separators=(",", ": "), ensure_ascii=False) + "\n"
+
+
+def check_status_path(path: Path) -> None:
+    """Refused before anything is read or written: a directory, or a path that does not end in a file name."""
+    if path.name in ("", ".", ".."):
+        raise SpecError("path", f"'{path}' does not name a file")
+    if path.is_dir():
+        raise SpecError("path", f"'{path}' is a directory; name the file (for example {path / STATUS_FILE})")
+
+
+def _current(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ReconcileError(f"cannot read {path}: {e}") from None
+
+
+def reconcile_status_file(ops: Operations, path: Path, status: Mapping[str, Any] | None) -> StatusFile:
+    """Write ``status`` to ``path`` (None: remove the file) unless it already says so."""
+    before = _current(path)
+    if status is None:
+        ops.delete_file(path, "state=absent")
+        return StatusFile(before, None)
+    after = render_status(status)
+    ops.write_file(path, after, "status")
+    return StatusFile(before, after)

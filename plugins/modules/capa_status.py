@@ -1,0 +1,138 @@
+#!/usr/bin/python
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0); modules are also offered under
+# the GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt), as Ansible modules usually are.
+
+DOCUMENTATION = r"""
+module: capa_status
+short_description: Write a cluster's status.json, or remove it
+version_added: 0.1.0
+description:
+  - Writes O(status) as JSON (sorted keys, four-space indents) to O(path), unless the file already holds exactly
+    that text; with O(state=absent) removes the file. The C(cluster) and C(network) roles write each cluster's
+    C(status.json) with it.
+  - The file is written atomically (a reader never sees half of it) and readable by its owner only, as the
+    kubeconfig next to it; a missing directory is created, also owner-only.
+  - The write is planned as C(file:WriteFile) (C(file:DeleteFile) for a removal), so it appears in C(plan) and in
+    the C(clusterapi.aws.capa_plan) table.
+  - It makes no AWS request and takes no connection options; it is not in the C(clusterapi.aws.capa) action group.
+author:
+  - clusterapi.aws maintainers (@clusterapi)
+attributes:
+  action:
+    description:
+      - Indicates this has a corresponding action plugin so some parts of the options can be executed on the
+        controller.
+    support: full
+    details:
+      - On a local target whose Python is the controller's it runs in the worker process Ansible forked for the task
+        (plugins/action/capa_status.py), as a module process otherwise.
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Reports the write or removal it would make in C(plan) and C(changed), and writes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+    details:
+      - The file's text before and after.
+  idempotent:
+    description:
+      - Runs with the same options give the same result and report C(changed=false).
+    support: full
+options:
+  path:
+    description:
+      - The status file, for example C(<capa_output_dir>/<cluster>/status.json) on the target.
+    type: path
+    required: true
+  status:
+    description:
+      - What the file says. Required with O(state=present).
+    type: dict
+  state:
+    description:
+      - C(present) writes the file, C(absent) removes it.
+    type: str
+    default: present
+    choices: [present, absent]
+"""
+
+EXAMPLES = r"""
+- name: Write the cluster's status
+  clusterapi.aws.capa_status:
+    path: "{{ capa_output_dir }}/{{ capa_cluster.name }}/status.json"
+    status:
+      cluster: "{{ capa_cluster.name }}"
+      conditions: "{{ cluster_info.conditions }}"
+
+- name: Remove it
+  clusterapi.aws.capa_status:
+    path: "{{ capa_output_dir }}/{{ capa_cluster.name }}/status.json"
+    state: absent
+"""
+
+RETURN = r"""
+path:
+  description: The status file.
+  returned: always
+  type: str
+  sample: /home/ops/.capa/demo/status.json
+plan:
+  description: The file written or removed (or, in check mode, that would be), as C(file:WriteFile) or
+    C(file:DeleteFile) with the reason; empty when the file already says O(status).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"call": "file:WriteFile", "resource": "/home/ops/.capa/demo/status.json", "reason": "status differs"}]
+diff:
+  description: The file's text before and after (empty for no file).
+  returned: when diff mode is on
+  type: dict
+"""
+
+from pathlib import Path
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status import (
+    Operations,
+    ReconcileError,
+    SpecError,
+    check_status_path,
+    reconcile_status_file,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            status=dict(type="dict"),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+        ),
+        required_if=[("state", "present", ("status",))],
+        supports_check_mode=True,
+    )
+    path = Path(module.params["path"])
+    ops = Operations(check_mode=module.check_mode)
+    try:
+        check_status_path(path)
+        written = reconcile_status_file(
+            ops, path, module.params["status"] if module.params["state"] == "present" else None
+        )
+    except SpecError as e:
+        module.fail_json(msg=str(e), field=e.field)
+    except (ReconcileError, OSError) as e:
+        module.fail_json(msg=f"cannot write {path}: {e}", plan=ops.plan_as_list())
+    result = dict(changed=ops.changed, path=str(path), plan=ops.plan_as_list())
+    if module._diff:
+        result["diff"] = dict(
+            before=written.before or "", after=written.after or "", before_header=str(path), after_header=str(path)
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""cluster/status.py: status.json written, left, removed and refused through the kernel's operations."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status import (
+    check_status_path,
+    reconcile_status_file,
+    render_status,
+)
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
+
+STATUS = {"cluster": "demo", "state": "present", "conditions": {"VpcReady": {"status": True}}, "kubeconfig": None}
+
+
+def test_the_text_is_sorted_indented_json_ending_in_a_newline():
+    text = render_status({"b": 1, "a": {"d": [1, "é"], "c": None}})
+    assert text.splitlines() == [
+        "{",
+        '    "a": {',
+        '        "c": null,',
+        '        "d": [',
+        "            1,",
+        '            "é"',
+        "        ]",
+        "    },",
+        '    "b": 1',
+        "}",
+    ]
+    assert text.endswith("}\n")
+    assert json.loads(text) == {"b": 1, "a": {"d": [1, "é"], "c": None}}
+
+
+def test_a_missing_file_is_written_owner_only_in_a_new_directory(tmp_path: Path):
+    path = tmp_path / "out" / "demo" / "status.json"
+    ops = Operations(check_mode=False)
+    written = reconcile_status_file(ops, path, STATUS)
+    assert (written.before, written.after) == (None, render_status(STATUS))
+    assert json.loads(path.read_text()) == STATUS
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert ops.plan_as_list() == [{"call": "file:WriteFile", "resource": str(path), "reason": "status missing"}]
+
+
+def test_the_same_status_again_changes_nothing(tmp_path: Path):
+    path = tmp_path / "status.json"
+    reconcile_status_file(Operations(check_mode=False), path, STATUS)
+    before = path.stat().st_mtime_ns
+    ops = Operations(check_mode=False)
+    written = reconcile_status_file(ops, path, dict(reversed(list(STATUS.items()))))  # key order is not content
+    assert not ops.changed and written.before == written.after
+    assert path.stat().st_mtime_ns == before
+
+
+def test_check_mode_plans_the_write_and_leaves_the_file(tmp_path: Path):
+    path = tmp_path / "status.json"
+    path.write_text("old\n")
+    ops = Operations(check_mode=True)
+    written = reconcile_status_file(ops, path, STATUS)
+    assert ops.plan_as_list() == [{"call": "file:WriteFile", "resource": str(path), "reason": "status differs"}]
+    assert (written.before, written.after) == ("old\n", render_status(STATUS))
+    assert path.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_absent_removes_the_file_once(tmp_path: Path, check_mode: bool):
+    path = tmp_path / "status.json"
+    path.write_text("{}\n")
+    ops = Operations(check_mode=check_mode)
+    written = reconcile_status_file(ops, path, None)
+    assert (written.before, written.after) == ("{}\n", None)
+    assert ops.plan_as_list() == [{"call": "file:DeleteFile", "resource": str(path), "reason": "state=absent"}]
+    assert path.exists() == check_mode
+    if not check_mode:
+        again = Operations(check_mode=False)
+        reconcile_status_file(again, path, None)
+        assert not again.changed
+
+
+def test_a_directory_or_no_file_name_is_refused_before_anything_is_read(tmp_path: Path):
+    with pytest.raises(SpecError, match="is a directory; name the file") as e:
+        check_status_path(tmp_path)
+    assert e.value.field == "path"
+    with pytest.raises(SpecError, match="does not name a file"):
+        check_status_path(Path("/"))
+
+
+def test_an_unreadable_file_is_an_error_not_a_silent_overwrite(tmp_path: Path):
+    """A path under a file cannot be read (NotADirectoryError, as root too): the run fails, naming it."""
+    (tmp_path / "out").write_text("a file where the directory should be\n")
+    path = tmp_path / "out" / "status.json"
+    with pytest.raises(ReconcileError, match=f"cannot read {path}"):
+        reconcile_status_file(Operations(check_mode=False), path, STATUS)
