@@ -226,6 +226,10 @@ class SimCluster:
     def usage(self) -> dict[str, Any]:
         return self.sim.call("GET", f"/clusters/{self.name}/usage")
 
+    def kubelet(self, node: str, running: bool) -> dict[str, Any]:
+        """Stop (or start again) a node's kubelet while its instance keeps running: the Node goes Ready=Unknown."""
+        return self.sim.call("POST", f"/clusters/{self.name}/nodes/{node}/kubelet", {"running": running})
+
     def wait_initialized(self, timeout: float = 90) -> dict[str, Any]:
         def ready() -> Any:
             summary = self.summary()

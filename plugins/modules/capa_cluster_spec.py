@@ -729,10 +729,53 @@ options:
                 default: 1
           max_unhealthy:
             description:
-              - 'Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%;
-                above it no unhealthy (stopped, impaired) machine is replaced.'
+              - 'Self-healing guard (MachineHealthCheck C(maxUnhealthy)): a count, or a percentage like
+                C(40%) of the group''s machines; with more unhealthy machines than that (those still starting
+                included) none is replaced.'
             type: raw
             default: 100%
+          unhealthy_range:
+            description:
+              - Replace unhealthy machines only while their number (those still starting included) is in
+                this range, like C([1-3]) (C(unhealthyRange)); takes precedence over I(max_unhealthy).
+            type: str
+          unhealthy_node_conditions:
+            description:
+              - Node conditions that make a machine unhealthy once they have held for I(timeout) seconds
+                (since the condition's C(lastTransitionTime)); any one is enough (C(unhealthyConditions)).
+                Cluster API's examples use C(Ready) C(Unknown) 300 and C(Ready) C(False) 300. None by default.
+              - Judged only when the group's Kubernetes API answers (I(kubernetes_api)); EC2's stopped instances
+                and impaired status checks are judged always.
+            type: list
+            default: []
+            elements: dict
+            suboptions:
+              type:
+                description:
+                  - The condition's type, like C(Ready) or C(DiskPressure).
+                type: str
+                required: true
+              status:
+                description:
+                  - The status that is unhealthy.
+                type: str
+                required: true
+                choices:
+                  - 'True'
+                  - 'False'
+                  - Unknown
+              timeout:
+                description:
+                  - Seconds the condition must have held.
+                type: int
+                required: true
+          node_startup_timeout:
+            description:
+              - Seconds after its launch by which a running machine must have a Node; a machine without
+                one is unhealthy (C(nodeStartupTimeout)). C(0) turns this off. Judged only when the Kubernetes
+                API answers.
+            type: int
+            default: 600
           node_drain_timeout:
             description:
               - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout));
@@ -914,10 +957,53 @@ options:
                   - Oldest
           max_unhealthy:
             description:
-              - 'Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%;
-                above it no unhealthy (stopped, impaired) machine is replaced.'
+              - 'Self-healing guard (MachineHealthCheck C(maxUnhealthy)): a count, or a percentage like
+                C(40%) of the group''s machines; with more unhealthy machines than that (those still starting
+                included) none is replaced.'
             type: raw
             default: 100%
+          unhealthy_range:
+            description:
+              - Replace unhealthy machines only while their number (those still starting included) is in
+                this range, like C([1-3]) (C(unhealthyRange)); takes precedence over I(max_unhealthy).
+            type: str
+          unhealthy_node_conditions:
+            description:
+              - Node conditions that make a machine unhealthy once they have held for I(timeout) seconds
+                (since the condition's C(lastTransitionTime)); any one is enough (C(unhealthyConditions)).
+                Cluster API's examples use C(Ready) C(Unknown) 300 and C(Ready) C(False) 300. None by default.
+              - Judged only when the group's Kubernetes API answers (I(kubernetes_api)); EC2's stopped instances
+                and impaired status checks are judged always.
+            type: list
+            default: []
+            elements: dict
+            suboptions:
+              type:
+                description:
+                  - The condition's type, like C(Ready) or C(DiskPressure).
+                type: str
+                required: true
+              status:
+                description:
+                  - The status that is unhealthy.
+                type: str
+                required: true
+                choices:
+                  - 'True'
+                  - 'False'
+                  - Unknown
+              timeout:
+                description:
+                  - Seconds the condition must have held.
+                type: int
+                required: true
+          node_startup_timeout:
+            description:
+              - Seconds after its launch by which a running machine must have a Node; a machine without
+                one is unhealthy (C(nodeStartupTimeout)). C(0) turns this off. Judged only when the Kubernetes
+                API answers.
+            type: int
+            default: 600
           node_drain_timeout:
             description:
               - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout));

@@ -113,8 +113,47 @@ options:
       - A count (C(2)) or a percentage of the group's machines (C(40%), rounded down).
       - A control plane is healed one machine at a time, and only while etcd keeps its quorum.
       - A machine terminated behind the module's back is simply gone, and replaced as a missing replica.
+      - Machines that are running but have no Node yet, inside I(node_startup_timeout), count too (Cluster API
+        counts every machine that is not healthy).
     type: raw
     default: "100%"
+  unhealthy_range:
+    description:
+      - Replace unhealthy machines only while their number (those still starting included) is in this range, like
+        C([1-3]) (MachineHealthCheck's C(unhealthyRange)); takes precedence over I(max_unhealthy).
+    type: str
+  unhealthy_node_conditions:
+    description:
+      - Node conditions that make a machine unhealthy once they have held for I(timeout) seconds since the
+        condition's C(lastTransitionTime); any one is enough (MachineHealthCheck's C(unhealthyConditions)).
+        Cluster API's examples use C(Ready) C(Unknown) 300 and C(Ready) C(False) 300. None by default.
+      - Judged only when the group's Kubernetes API answers (I(kubernetes_api)). A worker whose Node is
+        C(Ready=Unknown) (its kubelet stopped reporting) is removed without a drain, as Cluster API skips the drain
+        of an unreachable Node; a control-plane machine is replaced only while etcd keeps its quorum.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      type:
+        description: The condition's type, like C(Ready) or C(DiskPressure).
+        type: str
+        required: true
+      status:
+        description: The status that is unhealthy.
+        type: str
+        required: true
+        choices: ["True", "False", "Unknown"]
+      timeout:
+        description: Seconds the condition must have held.
+        type: int
+        required: true
+  node_startup_timeout:
+    description:
+      - Seconds after its launch by which a running machine must have a Node (found by providerID, or by the name
+        kubeadm registers); a machine without one is unhealthy (MachineHealthCheck's C(nodeStartupTimeout)).
+        C(0) turns this off. Judged only when the group's Kubernetes API answers.
+    type: int
+    default: 600
   initialize:
     description:
       - Only initialize the group - when it has no machine, launch one (whatever I(replicas) says) and wait until it
@@ -315,6 +354,17 @@ machines:
       type: dict
       sample: {"available": true, "reason": null, "signal": "NodeReady", "node": "ip-10-0-64-12.ec2.internal",
         "node_ready": "True", "etcd_member": "voter"}
+    health:
+      description:
+        - What the health check said of the machine when the run started - C(state) (C(healthy); C(unhealthy),
+          with the C(reason) - stopped, an impaired status check, a Node condition held past its timeout, no Node
+          after I(node_startup_timeout); C(starting) - running, no Node yet, inside I(node_startup_timeout)) and
+          whether it was C(remediated) (replaced) in this run.
+        - A machine this run launched was not judged - C(healthy) once available, C(starting) until then; null for
+          a machine that is leaving.
+      type: dict
+      sample: {"state": "unhealthy", "reason": "Node ip-10-0-64-12.ec2.internal Ready=Unknown for 312s (timeout 300s)",
+        "remediated": true}
 replicas:
   description: C(desired), C(ready) (available) and C(updated) (made from the current template) machine counts.
   returned: always
@@ -341,6 +391,10 @@ health:
       description: The guard in force.
       type: str
       sample: "100%"
+    unhealthy_range:
+      description: The range in force instead of I(max_unhealthy) (null when none is set).
+      type: str
+      sample: "[1-3]"
     unhealthy:
       description: Unhealthy machines (C(id), C(name), C(reason)).
       type: list

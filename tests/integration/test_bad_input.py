@@ -65,6 +65,40 @@ BAD: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"machine_deployments": [{**MD, "replicas": -2}]},
         ("capa_cluster.machine_deployments[0].replicas",),
     ),
+    # the machine health check (MachineHealthCheck's fields)
+    (
+        "max_unhealthy over 100%",
+        {"control_plane": {"max_unhealthy": "150%"}},
+        ("capa_cluster.control_plane.max_unhealthy",),
+    ),
+    (
+        "unhealthy_range not a range",
+        {"machine_deployments": [{**MD, "unhealthy_range": "[3-1]"}]},
+        ("capa_cluster.machine_deployments[0].unhealthy_range", "[3-1]"),
+    ),
+    (
+        "negative node condition timeout",
+        {
+            "machine_deployments": [
+                {**MD, "unhealthy_node_conditions": [{"type": "Ready", "status": "False", "timeout": -1}]}
+            ]
+        },
+        ("capa_cluster.machine_deployments[0].unhealthy_node_conditions[0].timeout",),
+    ),
+    (
+        "node condition status not offered",
+        {
+            "machine_deployments": [
+                {**MD, "unhealthy_node_conditions": [{"type": "Ready", "status": "Down", "timeout": 60}]}
+            ]
+        },
+        ("status", "unhealthy_node_conditions", "Down"),
+    ),
+    (
+        "negative node_startup_timeout",
+        {"control_plane": {"node_startup_timeout": -60}},
+        ("capa_cluster.control_plane.node_startup_timeout",),
+    ),
     (
         "pool max_size < min_size",
         {"machine_pools": [{**POOL, "min_size": 3, "max_size": 1}]},

@@ -199,6 +199,28 @@ def build_app(sim: Simulator) -> web.Application:
 
         return _json(await blocking(act))
 
+    @routes.post("/clusters/{name}/nodes/{node}/kubelet")
+    async def kubelet(request: web.Request) -> web.Response:
+        """``{"running": false}``: the node's kubelet stops (crashed, or the machine hangs while EC2 still reports it
+        running and its status checks ok): it no longer posts the Node's status, and after the node monitor grace
+        period the controller manager marks the Node ``Ready=Unknown``. ``{"running": true}`` starts it again."""
+        cluster = cluster_of(request)
+        body = await request.json()
+        name = request.match_info["node"]
+        runtime = cluster.node_runtime(name)
+        if runtime is None:
+            return _json({"error": f"no registered node {name}"}, 404)
+        runtime.kubelet_alive = bool(body.get("running"))
+        sim.journal.record(
+            "node",
+            "kubelet-started" if runtime.kubelet_alive else "kubelet-stopped",
+            cluster=cluster.name,
+            node=name,
+            instance=runtime.instance_id,
+            why="control API",
+        )
+        return _json(runtime.summary())
+
     @routes.get("/clusters/{name}/usage")
     async def usage(request: web.Request) -> web.Response:
         cluster = cluster_of(request)

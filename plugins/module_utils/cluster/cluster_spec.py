@@ -45,7 +45,7 @@ from ..machines import machine_spec as machine
 from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.asg_plan import check_pool_sizes
 from ..machines.group_workload import NODE_OPTIONS
-from ..machines.plan import DEFAULT_MAX_UNHEALTHY, check_max_unhealthy, check_replicas, check_rollout
+from ..machines.plan import HEALTH_OPTIONS, HealthCheck, check_replicas, check_rollout
 from ..network import vpc
 from ..network.elb_plan import check_lb_name
 from ..workload.access import KUBERNETES_API, KubernetesApiSettings
@@ -168,13 +168,6 @@ def machine_fields(exclude: Iterable[str] = ()) -> tuple[Option, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-MAX_UNHEALTHY = opt(
-    "max_unhealthy",
-    "Self-healing guard (MachineHealthCheck maxUnhealthy): a count or a percentage like 40%; above it no unhealthy "
-    "(stopped, impaired) machine is replaced.",
-    type="raw",
-    default=DEFAULT_MAX_UNHEALTHY,
-)
 
 # How a group's machines leave the cluster (Cluster API's Machine fields), declared once with capa_instance's.
 _NODE = by_name(NODE_OPTIONS)
@@ -341,7 +334,7 @@ CONTROL_PLANE_OPTIONS: tuple[Option, ...] = (
         default={},
         options=(opt("max_surge", "Extra machines during a rollout.", type="int", default=1),),
     ),
-    MAX_UNHEALTHY,
+    *HEALTH_OPTIONS,
     *DRAIN_OPTIONS,
 )
 
@@ -373,7 +366,7 @@ MACHINE_DEPLOYMENT_OPTIONS: tuple[Option, ...] = (
             ),
         ),
     ),
-    MAX_UNHEALTHY,
+    *HEALTH_OPTIONS,
     *DRAIN_OPTIONS,
     _NODE["min_ready_seconds"],
 )
@@ -1054,7 +1047,7 @@ def _check_source_cidr(cidr: str, field: str) -> None:
 def _check_machines(spec: ClusterSpec, region: str) -> None:
     control_plane = spec.control_plane
     where = "capa_cluster.control_plane"
-    check_max_unhealthy(control_plane.max_unhealthy, f"{where}.max_unhealthy")
+    HealthCheck.of(control_plane).validate(where)
     if control_plane.replicas < 1:
         raise SpecError(f"{where}.replicas", f"{control_plane.replicas}: a cluster needs its control plane (1, 3, 5)")
     check_replicas(control_plane.replicas, where, control_plane=True)
@@ -1067,7 +1060,7 @@ def _check_machines(spec: ClusterSpec, region: str) -> None:
         check_availability_zones(deployment.failure_domains, region, f"{where}.failure_domains")
         _check_machine(deployment, where)
         check_replicas(deployment.replicas, where)
-        check_max_unhealthy(deployment.max_unhealthy, f"{where}.max_unhealthy")
+        HealthCheck.of(deployment).validate(where)
         check_rollout(deployment.rollout.max_surge, deployment.rollout.max_unavailable, where)
 
 

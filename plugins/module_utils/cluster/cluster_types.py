@@ -311,6 +311,9 @@ class ControlPlane:
     bootstrap_backend: str
     rollout: ControlPlaneRollout
     max_unhealthy: Any
+    unhealthy_range: str | None
+    unhealthy_node_conditions: tuple[UnhealthyNodeCondition, ...]
+    node_startup_timeout: int
     node_drain_timeout: int
     node_volume_detach_timeout: int
 
@@ -333,6 +336,11 @@ class ControlPlane:
             bootstrap_backend=params["bootstrap_backend"],
             rollout=ControlPlaneRollout.from_params(params["rollout"]),
             max_unhealthy=params["max_unhealthy"],
+            unhealthy_range=params["unhealthy_range"],
+            unhealthy_node_conditions=tuple(
+                UnhealthyNodeCondition.from_params(item) for item in params["unhealthy_node_conditions"]
+            ),
+            node_startup_timeout=params["node_startup_timeout"],
             node_drain_timeout=params["node_drain_timeout"],
             node_volume_detach_timeout=params["node_volume_detach_timeout"],
         )
@@ -406,6 +414,21 @@ class ControlPlaneRollout:
 
 
 @dataclass(frozen=True)
+class UnhealthyNodeCondition:
+    type: str
+    status: str
+    timeout: int
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> UnhealthyNodeCondition:
+        return cls(
+            type=params["type"],
+            status=params["status"],
+            timeout=params["timeout"],
+        )
+
+
+@dataclass(frozen=True)
 class MachineDeployment:
     name: str
     replicas: int
@@ -423,6 +446,9 @@ class MachineDeployment:
     failure_domains: tuple[str, ...]
     rollout: MachineDeploymentRollout
     max_unhealthy: Any
+    unhealthy_range: str | None
+    unhealthy_node_conditions: tuple[UnhealthyNodeCondition, ...]
+    node_startup_timeout: int
     node_drain_timeout: int
     node_volume_detach_timeout: int
     min_ready_seconds: int
@@ -448,6 +474,11 @@ class MachineDeployment:
             failure_domains=tuple(params["failure_domains"]),
             rollout=MachineDeploymentRollout.from_params(params["rollout"]),
             max_unhealthy=params["max_unhealthy"],
+            unhealthy_range=params["unhealthy_range"],
+            unhealthy_node_conditions=tuple(
+                UnhealthyNodeCondition.from_params(item) for item in params["unhealthy_node_conditions"]
+            ),
+            node_startup_timeout=params["node_startup_timeout"],
             node_drain_timeout=params["node_drain_timeout"],
             node_volume_detach_timeout=params["node_volume_detach_timeout"],
             min_ready_seconds=params["min_ready_seconds"],

@@ -361,7 +361,7 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             bootstrap=_kubeadm_bootstrap(_endpoint_parts(endpoint), machines.bootstrap_backend),
             load_balancers=registrations,
             rollout={"max_surge": machines.rollout.max_surge, "max_unavailable": 0},
-            max_unhealthy=machines.max_unhealthy,
+            **_health(machines),
             kubernetes_api=plain(spec.kubernetes_api),
             node_drain_timeout=machines.node_drain_timeout,
             node_volume_detach_timeout=machines.node_volume_detach_timeout,
@@ -381,6 +381,16 @@ def addons_params(spec: ClusterSpec, endpoint: Any) -> dict[str, Any]:
         cloud_controller_manager={"enabled": spec.addons.cloud_controller_manager},
         strategy=spec.addons.strategy,
     )
+
+
+def _health(group: ControlPlane | MachineDeployment) -> dict[str, Any]:
+    """capa_instance's health-check options (MachineHealthCheck's fields) as the section gives them."""
+    return {
+        "max_unhealthy": group.max_unhealthy,
+        "unhealthy_range": group.unhealthy_range,
+        "unhealthy_node_conditions": [plain(c) for c in group.unhealthy_node_conditions],
+        "node_startup_timeout": group.node_startup_timeout,
+    }
 
 
 def machine_deployment_steps(spec: ClusterSpec) -> dict[str, Any]:
@@ -410,7 +420,7 @@ def _deployment(spec: ClusterSpec, deployment: MachineDeployment) -> dict[str, A
         security_group_ids=_group_ids(WORKER_GROUPS) + list(deployment.additional_security_group_ids),
         bootstrap=_kubeadm_bootstrap(_endpoint_parts(ref("control_plane.endpoint")), deployment.bootstrap_backend),
         rollout=plain(deployment.rollout),
-        max_unhealthy=deployment.max_unhealthy,
+        **_health(deployment),
         kubernetes_api=plain(spec.kubernetes_api),
         node_drain_timeout=deployment.node_drain_timeout,
         node_volume_detach_timeout=deployment.node_volume_detach_timeout,

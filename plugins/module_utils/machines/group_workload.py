@@ -39,14 +39,16 @@ from . import node_lifecycle as _nodes
 from .lifecycle import (
     SIGNAL_AWS_ONLY,
     ControlPlaneMachine,
+    NodeHealth,
     Readiness,
     leader_candidates,
+    node_health,
     preflight,
     quorum_allows,
     readiness,
     stray_members,
 )
-from .plan import Machine, Step
+from .plan import HealthCheck, Machine, Step
 
 # How often a wait for machines to join reads the cluster again.
 JOIN_POLL = 5.0
@@ -218,6 +220,16 @@ class GroupWorkload:
             control_plane=self.control_plane,
             min_ready_seconds=self.settings.min_ready_seconds,
             now=now,
+        )
+
+    def node_health(self, machine: Machine, check: HealthCheck, now: datetime.datetime) -> NodeHealth:
+        """What the machine's Node says of its health; nothing (healthy) unless the cluster answered this run and
+        the machine is a running instance (MHC judges only what the workload cluster can show)."""
+        if not self.reachable or not _real(machine) or machine.state != "running":
+            return NodeHealth()
+        launched = datetime.datetime.fromisoformat(machine.launch_time) if machine.launch_time else None
+        return node_health(
+            self._node(machine), node_name=machine.private_dns_name, launched=launched, check=check, now=now
         )
 
     def _node(self, machine: Machine) -> NodeView | None:

@@ -54,14 +54,14 @@ from .group_workload import Departure, GroupWorkload, NodeSettings, node_argumen
 from .machine_spec import BASTION, KUBEADM, NONE, ROLE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
 from .node_bootstrap import NodeBootstrap
 from .plan import (
-    DEFAULT_MAX_UNHEALTHY,
     DELETION_POLICIES,
+    HEALTH_OPTIONS,
     LEAVING_STATES,
     LIVE_STATES,
+    HealthCheck,
     Machine,
     Remediation,
     Step,
-    check_max_unhealthy,
     check_placement_inputs,
     check_replicas,
     check_rollout,
@@ -125,12 +125,7 @@ GROUP_OPTIONS: tuple[Option, ...] = (
             Option("deletion_policy", "Which machines go first on scale-in.", choices=DELETION_POLICIES),
         ),
     ),
-    Option(
-        "max_unhealthy",
-        "Self-healing guard (MachineHealthCheck maxUnhealthy).",
-        type="raw",
-        default=DEFAULT_MAX_UNHEALTHY,
-    ),
+    *HEALTH_OPTIONS,
     Option("initialize", "Only launch a first machine while the group has none.", type="bool", default=False),
 )
 
@@ -155,7 +150,7 @@ class GroupSpec:
     max_surge: int
     max_unavailable: int
     deletion_policy: str
-    max_unhealthy: str = DEFAULT_MAX_UNHEALTHY
+    health: HealthCheck = HealthCheck()
     nodes: NodeSettings = NodeSettings()
     # Only a group's first machine, and only while it has none (a new control plane's kubeadm init machine).
     initialize: bool = False
@@ -187,7 +182,7 @@ class GroupSpec:
             max_surge=rollout["max_surge"],
             max_unavailable=rollout["max_unavailable"],
             deletion_policy=deletion_policy,
-            max_unhealthy=str(params["max_unhealthy"]),
+            health=HealthCheck.from_params(params),
             nodes=NodeSettings.from_params(params),
             initialize=params["initialize"],
         )
@@ -231,7 +226,7 @@ def _validate_rollout(spec: GroupSpec) -> None:
     check_replicas(spec.replicas, "", spec.control_plane and spec.state == "present", spec.role == BASTION)
     check_rollout(spec.max_surge, spec.max_unavailable, "", spec.control_plane)
     check_one_of(spec.deletion_policy, DELETION_POLICIES, "rollout.deletion_policy")
-    check_max_unhealthy(spec.max_unhealthy, "max_unhealthy")
+    spec.health.validate()
 
 
 def _validate_nodes(nodes: NodeSettings) -> None:
@@ -479,14 +474,14 @@ class InstanceTier:
             return Outcome(before, self._result(spec, [], None, registrations))
         if spec.initialize and any(not m.leaving for m in machines):
             # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
-            return Outcome(before, {**before, "health": Remediation().as_dict({}, spec.max_unhealthy), **INITIALIZED})
+            return Outcome(before, {**before, "health": Remediation().as_dict({}, spec.health), **INITIALIZED})
         run = GroupRun(ctx, spec, self.rng, machines)
         try:
             run.reconcile()
         finally:
             run.cluster.close()
         after = self._result(spec, run.machines, run.group_hash, run.registrations, run.image)
-        after["health"] = run.health.as_dict(run.names, spec.max_unhealthy)
+        after["health"] = run.health.as_dict(run.names, spec.health)
         after["kubernetes_api"] = run.cluster.summary()
         return Outcome(before, after)
 
@@ -554,15 +549,16 @@ class GroupRun:
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash
-        self._check_health()
+        instance_reasons = observe_health(self.ctx, self.machines) if self.spec.replicas else {}
         self.registrations = Registrations.observe(self.ctx, self.spec)
         if self.spec.replicas:
             self.registrations.check_zones(self.spec.failure_domains)
+        self.cluster.observe(self.machines, first=True)
+        self._check_health(instance_reasons)
         if sum(m.updated for m in live) < self.spec.replicas and kubeadm:
             self.boot.pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
         swept = False
-        self.cluster.observe(self.machines, first=True)
         self.cluster.refuse_blind_removals(self._leaving_this_run())
         self.cluster.remove_stray_members(self.machines)
         stale = False  # the first observation holds until this run changes something or waits for a machine
@@ -609,16 +605,32 @@ class GroupRun:
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
 
     # health ----------------------------------------------------------------------------------------------------
-    def _check_health(self) -> None:
-        """Mark the machines to remediate: outdated and unavailable, so the rollout replaces them first."""
+    def _check_health(self, instance_reasons: dict[str, str]) -> None:
+        """Mark the machines to remediate: outdated and unavailable, so the rollout replaces them first.
+
+        EC2 judges every machine (stopped, impaired status checks); when the cluster answered, its Nodes judge the
+        running ones too (conditions held past their timeouts, no Node after node_startup_timeout)."""
         self.names = {m.id: m.name for m in self.machines}
-        reasons = observe_health(self.ctx, self.machines) if self.spec.replicas else {}
+        reasons = dict(instance_reasons)
+        starting: list[str] = []
+        if self.spec.replicas:
+            now = datetime.datetime.now(datetime.timezone.utc)
+            for machine in self.machines:
+                if machine.id in reasons or machine.leaving:
+                    continue
+                verdict = self.cluster.node_health(machine, self.spec.health, now)
+                if verdict.reason:
+                    reasons[machine.id] = verdict.reason
+                elif verdict.starting:
+                    starting.append(machine.id)
         self.health = plan_remediation(
-            self.machines, reasons, self.spec.max_unhealthy, control_plane=self.spec.control_plane
+            self.machines, reasons, self.spec.health, control_plane=self.spec.control_plane, starting=starting
         )
         if not self.health.allowed:
             self.ctx.warn(f"group {self.spec.name}: {self.health.reason}")
         for machine in self.machines:
+            machine.health_reason = reasons.get(machine.id, "")
+            machine.starting = machine.id in starting
             if machine.id in self.health.remediate:
                 machine.unhealthy = self.health.unhealthy[machine.id]
                 machine.updated = False
@@ -903,4 +915,20 @@ def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
     if regs is not None:
         view["registered"] = regs.registered(machine)
     view["kubernetes"] = machine.readiness.as_dict() if machine.readiness else None
+    view["health"] = _health_view(machine)
     return view
+
+
+def _health_view(machine: Machine) -> dict[str, Any] | None:
+    """What the health check said of the machine when the run started (None for a machine that is leaving). A
+    machine this run launched was not judged: it is ``healthy`` once available (what the next run will find, so a
+    no-op's status says the same), ``starting`` until then."""
+    if machine.leaving:
+        return None
+    if machine.health_reason:
+        state = "unhealthy"
+    elif machine.starting or (machine.created and not machine.available):
+        state = "starting"
+    else:
+        state = "healthy"
+    return {"state": state, "reason": machine.health_reason or None, "remediated": bool(machine.unhealthy)}

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..workload.etcd import EtcdStatus, Member
 from ..workload.observe import COMPONENTS, MIRROR_ANNOTATION, NodeView, Workload, provider_id
+from .plan import HealthCheck
 
 # Machine (here: instance tag or Node) annotations Cluster API honours on deletion.
 EXCLUDE_DRAINING = "machine.cluster.x-k8s.io/exclude-node-draining"
@@ -127,6 +128,43 @@ def _control_plane_readiness(workload: Workload, node: NodeView) -> Readiness:
         }.get(member, f"etcd member {node.name} has an alarm ({member[6:]})")
         return Readiness(False, reason, **base)
     return Readiness(True, "", **base)
+
+
+# health from the Node (CAPI's MachineHealthCheck targets) ---------------------------------------------------------
+@dataclass(frozen=True)
+class NodeHealth:
+    """What a running machine's Node says of its health."""
+
+    reason: str = ""  # why the machine is unhealthy ('' when the Node does not make it so)
+    starting: bool = False  # no Node yet, inside node_startup_timeout: neither healthy nor unhealthy
+
+
+def node_health(
+    node: NodeView | None,
+    *,
+    node_name: str,
+    launched: datetime.datetime | None,
+    check: HealthCheck,
+    now: datetime.datetime,
+) -> NodeHealth:
+    """MHC's verdict on one running machine of a cluster that answered: no Node past ``node_startup_timeout``
+    (counted from the instance's launch), or a Node condition held for its timeout (any one entry is enough)."""
+    if node is None:
+        age = (now - launched).total_seconds() if launched is not None else 0.0
+        timeout = check.node_startup_timeout
+        if timeout and age >= timeout:
+            return NodeHealth(f"no Node {node_name} {int(age)}s after launch (node_startup_timeout {timeout}s)")
+        return NodeHealth(starting=True)
+    for wanted in check.unhealthy_node_conditions:
+        found = node.condition(wanted.type)
+        if found is None or found.status != wanted.status:
+            continue
+        held = (now - found.since).total_seconds() if found.since is not None else float(wanted.timeout)
+        if held >= wanted.timeout:
+            return NodeHealth(
+                f"Node {node.name} {wanted.type}={wanted.status} for {int(held)}s (timeout {wanted.timeout}s)"
+            )
+    return NodeHealth()
 
 
 # control-plane safety (KCP's preflight and quorum projection) ----------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from ..kernel.errors import SpecError
+from ..kernel.options import Option
 from ..kernel.validation import at, check_not_negative, check_resource_id
 from .machine_spec import BOOTSTRAP_TAG, BootstrapRef
 
@@ -45,6 +46,9 @@ LEAVING_STATES = ("shutting-down", "terminated")
 DOWN_STATES = ("stopping", "stopped")
 IMPAIRED = "impaired"
 DEFAULT_MAX_UNHEALTHY = "100%"
+# MachineHealthCheck's nodeStartupTimeout: a running machine with no Node after this long is unhealthy (0: never).
+DEFAULT_NODE_STARTUP_TIMEOUT = 600
+NODE_CONDITION_STATUSES = ("True", "False", "Unknown")
 
 DELETION_POLICIES = ("Random", "Newest", "Oldest")
 NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
@@ -71,6 +75,8 @@ class Machine:
     updated: bool = True
     created: bool = False  # launched by this run
     unhealthy: str = ""  # why the machine is to be remediated (set only when remediation is allowed)
+    health_reason: str = ""  # why the health check found it unhealthy, remediated or not
+    starting: bool = False  # running with no Node yet, inside node_startup_timeout (the cluster answered)
     tags: dict[str, str] = field(default_factory=dict)
     private_ip: str | None = None
     public_ip: str | None = None
@@ -149,13 +155,83 @@ class Remediation:
     allowed: bool = True
     reason: str = ""  # why remediation is held back, when it is
 
-    def as_dict(self, names: Mapping[str, str], max_unhealthy: str) -> dict[str, Any]:
+    def as_dict(self, names: Mapping[str, str], check: HealthCheck) -> dict[str, Any]:
         return {
-            "max_unhealthy": max_unhealthy,
+            "max_unhealthy": check.max_unhealthy,
+            "unhealthy_range": check.unhealthy_range,
             "unhealthy": [{"id": i, "name": names.get(i, i), "reason": r} for i, r in sorted(self.unhealthy.items())],
             "remediated": sorted(names.get(i, i) for i in self.remediate),
             "allowed": self.allowed,
             "skipped_reason": self.reason or None,
+        }
+
+
+@dataclass(frozen=True)
+class UnhealthyCondition:
+    """A Node condition that makes its machine unhealthy once it has held for ``timeout`` seconds (MHC's
+    ``unhealthyNodeConditions`` entry)."""
+
+    type: str
+    status: str
+    timeout: int
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> UnhealthyCondition:
+        return cls(type=params["type"], status=params["status"], timeout=params["timeout"])
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A group's MachineHealthCheck: what makes a machine unhealthy, and when remediation is held back."""
+
+    max_unhealthy: str = DEFAULT_MAX_UNHEALTHY
+    unhealthy_range: str | None = None
+    unhealthy_node_conditions: tuple[UnhealthyCondition, ...] = ()
+    node_startup_timeout: int = DEFAULT_NODE_STARTUP_TIMEOUT
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> HealthCheck:
+        """The :data:`HEALTH_OPTIONS` of validated parameters (a module's, or a cluster spec section's)."""
+        return cls(
+            max_unhealthy=str(params["max_unhealthy"]),
+            unhealthy_range=params["unhealthy_range"],
+            unhealthy_node_conditions=tuple(
+                UnhealthyCondition.from_params(c) for c in params["unhealthy_node_conditions"]
+            ),
+            node_startup_timeout=params["node_startup_timeout"],
+        )
+
+    @classmethod
+    def of(cls, group: Any) -> HealthCheck:
+        """The health check of a typed cluster spec section (the control plane, a machine deployment)."""
+        return cls(
+            max_unhealthy=str(group.max_unhealthy),
+            unhealthy_range=group.unhealthy_range,
+            unhealthy_node_conditions=tuple(
+                UnhealthyCondition(c.type, c.status, c.timeout) for c in group.unhealthy_node_conditions
+            ),
+            node_startup_timeout=group.node_startup_timeout,
+        )
+
+    def validate(self, where: str = "") -> None:
+        check_max_unhealthy(self.max_unhealthy, at(where, "max_unhealthy"))
+        if self.unhealthy_range is not None:
+            check_unhealthy_range(self.unhealthy_range, at(where, "unhealthy_range"))
+        check_not_negative(self.node_startup_timeout, at(where, "node_startup_timeout"))
+        for n, condition in enumerate(self.unhealthy_node_conditions):
+            field_ = at(where, f"unhealthy_node_conditions[{n}]")
+            if not condition.type:
+                raise SpecError(f"{field_}.type", "must name a Node condition type, like Ready")
+            check_not_negative(condition.timeout, f"{field_}.timeout")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_unhealthy": self.max_unhealthy,
+            "unhealthy_range": self.unhealthy_range,
+            "unhealthy_node_conditions": [
+                {"type": c.type, "status": c.status, "timeout": c.timeout} for c in self.unhealthy_node_conditions
+            ],
+            "node_startup_timeout": self.node_startup_timeout,
         }
 
 
@@ -192,6 +268,24 @@ def check_max_unhealthy(value: Any, field: str) -> None:
         parse_max_unhealthy(value)
     except ValueError:
         raise SpecError(field, f"'{value}' is not a count (like 2) or a percentage up to 100% (like 40%)") from None
+
+
+def parse_unhealthy_range(value: str) -> tuple[int, int]:
+    """``"[1-3]"`` -> (1, 3), MHC's unhealthyRange. Raises ValueError for anything else."""
+    text = value.strip()
+    if not (text.startswith("[") and text.endswith("]")) or text.count("-") != 1:
+        raise ValueError(text)
+    low, high = (int(part) for part in text[1:-1].split("-"))
+    if low < 0 or high < low:
+        raise ValueError(text)
+    return low, high
+
+
+def check_unhealthy_range(value: str, field: str) -> None:
+    try:
+        parse_unhealthy_range(value)
+    except ValueError:
+        raise SpecError(field, f"'{value}' is not a range like [1-3] (low at most high, neither negative)") from None
 
 
 def check_replicas(replicas: int, where: str, control_plane: bool = False, bastion: bool = False) -> None:
@@ -233,27 +327,29 @@ def max_unhealthy_count(value: Any, targets: int) -> int:
 
 
 def plan_remediation(
-    machines: Sequence[Machine], reasons: Mapping[str, str], max_unhealthy: Any, control_plane: bool = False
+    machines: Sequence[Machine],
+    reasons: Mapping[str, str],
+    check: HealthCheck,
+    control_plane: bool = False,
+    starting: Iterable[str] = (),
 ) -> Remediation:
     """CAPI's MachineHealthCheck short-circuit, plus KubeadmControlPlane's rules for a control plane.
 
-    Remediation is allowed only while the unhealthy machines number at most ``max_unhealthy`` of the targets
-    (the group's live machines); past that something is wrong beyond single machines, and replacing them all
-    would only make it worse. A control plane is remediated one machine at a time, and only when etcd keeps its
-    quorum once that machine is gone.
+    Remediation is allowed only while the machines that are not healthy - unhealthy, or still ``starting`` (running,
+    no Node yet, inside ``node_startup_timeout``: MHC counts expected minus healthy) - number at most
+    ``max_unhealthy`` of the targets (the group's live machines), or lie in ``unhealthy_range`` when it is set;
+    past that something is wrong beyond single machines, and replacing them all would only make it worse. A control
+    plane is remediated one machine at a time, and only when etcd keeps its quorum once that machine is gone.
     """
     live = [m for m in machines if not m.leaving]
     unhealthy = {m.id: reasons[m.id] for m in live if reasons.get(m.id)}
     result = Remediation(unhealthy=unhealthy)
     if not unhealthy:
         return result
-    limit = max_unhealthy_count(max_unhealthy, len(live))
-    if len(unhealthy) > limit:
-        result.allowed = False
-        result.reason = (
-            f"{len(unhealthy)} of {len(live)} machines are unhealthy, more than max_unhealthy {max_unhealthy} "
-            f"({limit}): remediation is held back"
-        )
+    waiting = {i for i in starting if i not in unhealthy} & {m.id for m in live}
+    held = _held_back(len(unhealthy), len(waiting), len(live), check)
+    if held:
+        result.allowed, result.reason = False, held
         return result
     ids = [m.id for m in live if m.id in unhealthy]
     if control_plane:
@@ -269,6 +365,67 @@ def plan_remediation(
         ids = ids[:1]
     result.remediate = ids
     return result
+
+
+def _held_back(unhealthy: int, starting: int, targets: int, check: HealthCheck) -> str:
+    """Why the short-circuit holds remediation back ('' when it does not)."""
+    count = unhealthy + starting
+    counted = f"{unhealthy} of {targets} machines are unhealthy" + (
+        f" and {starting} still starting" if starting else ""
+    )
+    if check.unhealthy_range is not None:
+        low, high = parse_unhealthy_range(check.unhealthy_range)
+        if low <= count <= high:
+            return ""
+        return f"{counted}, outside unhealthy_range {check.unhealthy_range}: remediation is held back"
+    limit = max_unhealthy_count(check.max_unhealthy, targets)
+    if count <= limit:
+        return ""
+    return f"{counted}, more than max_unhealthy {check.max_unhealthy} ({limit}): remediation is held back"
+
+
+# A machine group's health check, declared once: capa_instance's options and the cluster spec's control_plane and
+# machine_deployments sections take these (Cluster API's MachineHealthCheck fields, v1beta1 names in snake case).
+HEALTH_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "max_unhealthy",
+        "Self-healing guard (MachineHealthCheck C(maxUnhealthy)): a count, or a percentage like C(40%) of the "
+        "group's machines; with more unhealthy machines than that (those still starting included) none is "
+        "replaced.",
+        type="raw",
+        default=DEFAULT_MAX_UNHEALTHY,
+    ),
+    Option(
+        "unhealthy_range",
+        "Replace unhealthy machines only while their number (those still starting included) is in this range, "
+        "like C([1-3]) (C(unhealthyRange)); takes precedence over I(max_unhealthy).",
+    ),
+    Option(
+        "unhealthy_node_conditions",
+        [
+            "Node conditions that make a machine unhealthy once they have held for I(timeout) seconds (since the "
+            "condition's C(lastTransitionTime)); any one is enough (C(unhealthyConditions)). Cluster API's "
+            "examples use C(Ready) C(Unknown) 300 and C(Ready) C(False) 300. None by default.",
+            "Judged only when the group's Kubernetes API answers (I(kubernetes_api)); EC2's stopped instances and "
+            "impaired status checks are judged always.",
+        ],
+        type="list",
+        elements="dict",
+        default=[],
+        options=(
+            Option("type", "The condition's type, like C(Ready) or C(DiskPressure).", required=True),
+            Option("status", "The status that is unhealthy.", required=True, choices=NODE_CONDITION_STATUSES),
+            Option("timeout", "Seconds the condition must have held.", type="int", required=True),
+        ),
+    ),
+    Option(
+        "node_startup_timeout",
+        "Seconds after its launch by which a running machine must have a Node; a machine without one is unhealthy "
+        "(C(nodeStartupTimeout)). C(0) turns this off. Judged only when the Kubernetes API answers.",
+        type="int",
+        default=DEFAULT_NODE_STARTUP_TIMEOUT,
+    ),
+)
 
 
 # placement -------------------------------------------------------------------------------------------------------

@@ -25,6 +25,13 @@ def provider_id(zone: str, instance_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class NodeCondition:
+    type: str
+    status: str  # "True", "False" or "Unknown"
+    since: datetime.datetime | None  # lastTransitionTime
+
+
+@dataclass(frozen=True)
 class NodeView:
     name: str
     provider_id: str
@@ -33,6 +40,10 @@ class NodeView:
     unschedulable: bool
     annotations: Mapping[str, str] = field(default_factory=dict)
     volumes_attached: tuple[str, ...] = ()
+    conditions: tuple[NodeCondition, ...] = ()
+
+    def condition(self, kind: str) -> NodeCondition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
 
     @classmethod
     def from_api(cls, node: Mapping[str, Any]) -> NodeView:
@@ -46,6 +57,10 @@ class NodeView:
             unschedulable=bool(spec.get("unschedulable")),
             annotations=dict(metadata.get("annotations") or {}),
             volumes_attached=tuple(v.get("name", "") for v in status.get("volumesAttached") or []),
+            conditions=tuple(
+                NodeCondition(c.get("type", ""), c.get("status") or "Unknown", _time(c.get("lastTransitionTime")))
+                for c in status.get("conditions") or []
+            ),
         )
 
 

@@ -145,7 +145,10 @@ def test_the_default_cluster():
             },
             "load_balancers": [ref("elb.load_balancer"), ref("elb.secondary_load_balancer", optional=True)],
             "rollout": {"max_surge": 1, "max_unavailable": 0},
+            # CAPI's MachineHealthCheck: no node condition by default, a Node within 600 s of the launch.
             "max_unhealthy": "100%",
+            "unhealthy_node_conditions": [],
+            "node_startup_timeout": 600,
             # The Kubernetes side: the cluster's API settings, CAPI's drain and volume-detach timeouts.
             "kubernetes_api": {"mode": "auto", "timeout": 10},
             "node_drain_timeout": 0,
@@ -227,6 +230,8 @@ def test_cluster_values_and_ssh_keys_reach_every_machine():
                 "bootstrap": KUBEADM_VIA_CONTROL_PLANE,
                 "rollout": {"max_surge": 1, "max_unavailable": 0, "deletion_policy": "Oldest"},
                 "max_unhealthy": "100%",
+                "unhealthy_node_conditions": [],
+                "node_startup_timeout": 600,
                 "kubernetes_api": {"mode": "auto", "timeout": 10},
                 "node_drain_timeout": 0,
                 "node_volume_detach_timeout": 0,

@@ -296,6 +296,20 @@ def test_generated_docs_and_role_specs_match_the_declaration():
 # Rules added with the bad-input matrix (tests/integration/test_bad_input.py runs them through site.yml).
 BAD_MORE = [
     ({"kubernetes_version": "v1.31"}, "capa_cluster.kubernetes_version"),
+    # The machine health check (machines.plan.HealthCheck.validate, capa_instance's rules too).
+    (
+        {
+            "machine_deployments": [
+                {"name": "md-0", "unhealthy_node_conditions": [{"type": "Ready", "status": "Unknown", "timeout": -1}]}
+            ]
+        },
+        "capa_cluster.machine_deployments[0].unhealthy_node_conditions[0].timeout",
+    ),
+    ({"control_plane": {"unhealthy_range": "3"}}, "capa_cluster.control_plane.unhealthy_range"),
+    (
+        {"machine_deployments": [{"name": "md-0", "node_startup_timeout": -1}]},
+        "capa_cluster.machine_deployments[0].node_startup_timeout",
+    ),
     (
         {"network": {"vpc": {"secondary_cidr_blocks": ["10.0.128.0/17"]}}},
         "capa_cluster.network.vpc.secondary_cidr_blocks[0]",

@@ -25,6 +25,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.machines.instance i
     validate,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.plan import (
+    HealthCheck,
     Machine,
     health_reason,
     max_unhealthy_count,
@@ -103,30 +104,31 @@ def test_bad_max_unhealthy_is_refused(value):
 def test_plan_remediation(unhealthy, max_unhealthy, control_plane, remediate, allowed):
     machines = [m("a"), m("b"), m("c")]
     reasons = {f"i-{n}": "instance stopped" for n in unhealthy}
-    result = plan_remediation(machines, reasons, max_unhealthy, control_plane=control_plane)
+    check = HealthCheck(max_unhealthy=str(max_unhealthy))
+    result = plan_remediation(machines, reasons, check, control_plane=control_plane)
     assert result.remediate == remediate and result.allowed is allowed
     assert set(result.unhealthy) == set(reasons)
     assert bool(result.reason) is (not allowed)
-    view = result.as_dict({mm.id: mm.name for mm in machines}, str(max_unhealthy))
+    view = result.as_dict({mm.id: mm.name for mm in machines}, check)
     assert view["allowed"] is allowed and [u["name"] for u in view["unhealthy"]] == sorted(unhealthy)
 
 
 def test_control_plane_heals_one_machine_at_a_time_and_never_a_single_one():
     five = [m(n) for n in "abcde"]
     reasons = {"i-b": "instance stopped", "i-d": "instance stopped"}
-    assert plan_remediation(five, reasons, "100%", control_plane=True).remediate == ["i-b"]
-    alone = plan_remediation([m("a", state="stopped")], {"i-a": "instance stopped"}, "100%", control_plane=True)
+    assert plan_remediation(five, reasons, HealthCheck(), control_plane=True).remediate == ["i-b"]
+    alone = plan_remediation([m("a", state="stopped")], {"i-a": "instance stopped"}, HealthCheck(), control_plane=True)
     assert alone.remediate == [] and not alone.allowed and "quorum" in alone.reason
 
 
 def test_held_back_reason_names_the_counts():
-    result = plan_remediation([m("a"), m("b"), m("c")], {"i-b": "x", "i-c": "y"}, 1)
+    result = plan_remediation([m("a"), m("b"), m("c")], {"i-b": "x", "i-c": "y"}, HealthCheck(max_unhealthy="1"))
     assert result.reason == "2 of 3 machines are unhealthy, more than max_unhealthy 1 (1): remediation is held back"
 
 
 def test_leaving_machines_are_neither_targets_nor_unhealthy():
     machines = [m("a"), m("b", state="terminated"), m("c", state="stopped")]
-    result = plan_remediation(machines, {"i-b": "x", "i-c": "instance stopped"}, "50%")
+    result = plan_remediation(machines, {"i-b": "x", "i-c": "instance stopped"}, HealthCheck(max_unhealthy="50%"))
     # 1 unhealthy of 2 targets, 50% of 2 is 1: allowed.
     assert result.remediate == ["i-c"] and list(result.unhealthy) == ["i-c"]
 
