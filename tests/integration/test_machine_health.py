@@ -20,9 +20,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import kubesim_helpers as h
 from kubernetes import client
-from test_machine_lifecycle import calls, control_plane, run
+from test_machine_lifecycle import apply_addons, calls, control_plane, run
 
 UNKNOWN_FOR_2S = [{"type": "Ready", "status": "Unknown", "timeout": 2}]
 
@@ -37,16 +36,7 @@ def test_unhealthy_nodes_are_replaced_within_max_unhealthy_and_a_node_that_never
 ):
     sim, cp = control_plane(aws, kubesim, run_module, tmp_path, "mhc")
     run(run_module, cp)
-    addons = run_module(
-        "clusterapi.aws.capa_addons",
-        {
-            "cluster_name": "mhc",
-            "kubernetes_version": h.VERSION,
-            "endpoint": {"host": "127.0.0.1", "port": sim.port},
-            "kubernetes_api": {"mode": "required"},
-        },
-    )
-    assert not addons.get("failed"), addons.get("msg")
+    apply_addons(run_module, sim, "mhc")
     workers = {**cp, "name": "md-0", "role": "node", "replicas": 3, "unhealthy_node_conditions": UNKNOWN_FOR_2S}
     made = run(run_module, workers)
     nodes = {m["id"]: m["kubernetes"]["node"] for m in made["machines"]}

@@ -51,6 +51,20 @@ def control_plane(aws, kubesim, run_module, tmp_path, name: str) -> tuple[Any, d
     return sim, group
 
 
+def apply_addons(run_module, sim, name: str) -> None:
+    """The CNI and cloud controller manager (capa_addons): worker Nodes become Ready only with a CNI."""
+    addons = run_module(
+        "clusterapi.aws.capa_addons",
+        {
+            "cluster_name": name,
+            "kubernetes_version": h.VERSION,
+            "endpoint": {"host": "127.0.0.1", "port": sim.port},
+            "kubernetes_api": {"mode": "required"},
+        },
+    )
+    assert not addons.get("failed"), addons.get("msg")
+
+
 def voters(sim) -> list[str]:
     return sorted(m["name"] for m in sim.etcd().get("members", []) if m["started"] and not m["is_learner"])
 
@@ -300,16 +314,7 @@ def test_workers_roll_and_scale_in_under_disruption_budgets_and_a_no_op_reads_on
     node_drain_timeout, goes after it, and the run warns saying so."""
     sim, cp = control_plane(aws, kubesim, run_module, tmp_path, "lwk")
     run(run_module, cp)
-    addons = run_module(
-        "clusterapi.aws.capa_addons",
-        {
-            "cluster_name": "lwk",
-            "kubernetes_version": h.VERSION,
-            "endpoint": {"host": "127.0.0.1", "port": sim.port},
-            "kubernetes_api": {"mode": "required"},
-        },
-    )
-    assert not addons.get("failed"), addons.get("msg")
+    apply_addons(run_module, sim, "lwk")
     workers = {
         **cp,
         "name": "md-0",

@@ -16,7 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.local_files import read_text_if_any
 from ..kernel.operations import Operations
+
+# What capa_status imports from here (a module imports its own tier file only: docs/architecture.md).
+__all__ = [
+    "Operations",
+    "ReconcileError",
+    "SpecError",
+    "StatusFile",
+    "check_status_path",
+    "reconcile_status_file",
+    "render_status",
+]
 
 STATUS_FILE = "status.json"
 
@@ -42,18 +54,9 @@ def check_status_path(path: Path) -> None:
         raise SpecError("path", f"'{path}' is a directory; name the file (for example {path / STATUS_FILE})")
 
 
-def _current(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise ReconcileError(f"cannot read {path}: {e}") from None
-
-
 def reconcile_status_file(ops: Operations, path: Path, status: Mapping[str, Any] | None) -> StatusFile:
     """Write ``status`` to ``path`` (None: remove the file) unless it already says so."""
-    before = _current(path)
+    before = read_text_if_any(path)
     if status is None:
         ops.delete_file(path, "state=absent")
         return StatusFile(before, None)

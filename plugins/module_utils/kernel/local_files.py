@@ -8,6 +8,18 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import ReconcileError
+
+
+def read_text_if_any(path: Path) -> str | None:
+    """The file's text, None when there is no file; any other failure to read it is the run's error."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ReconcileError(f"cannot read {path}: {e}") from None
+
 
 def write_private(path: Path, text: str) -> None:
     """Write atomically, readable by the owner only from the first byte (no window with a wider mode)."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, Union, runtime_checkable
 
-from .errors import ReconcileError, RemoteError
+from .errors import RemoteError
 from .idempotency import send
-from .local_files import write_private
+from .local_files import read_text_if_any, write_private
 from .session import RetryingClient
 
 try:
@@ -186,12 +186,7 @@ class Operations:
         even when it re-renders its outputs. The plan's reason is ``<what> missing`` / ``<what> differs``, or
         ``reason`` when the caller knows better why (a kubeconfig whose certificate expires soon).
         """
-        try:
-            current = path.read_text()
-        except FileNotFoundError:
-            current = None
-        except OSError as e:
-            raise ReconcileError(f"cannot read {path}: {e}") from None
+        current = read_text_if_any(path)
         if current == text:
             return False
         reason = reason or (f"{what} missing" if current is None else f"{what} differs")

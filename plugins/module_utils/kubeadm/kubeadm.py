@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from ..aws.secretsmanager import describe_secret
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.local_files import read_text_if_any
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import ROLE_CONTROL_PLANE, dict_to_tags, is_owned, repair_tags, tags_to_dict
 from ..kernel.tier import Outcome
@@ -258,14 +259,7 @@ def _kubeconfig_result(text: str | None, path: Path | None, cluster: str) -> dic
 
 
 def _read_text(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise ReconcileError(f"cannot read {path}: {e}") from None
+    return None if path is None else read_text_if_any(path)
 
 
 PKI_FIELDS = (
