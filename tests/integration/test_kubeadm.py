@@ -372,3 +372,30 @@ def test_the_kubeconfig_lookup_of_a_cluster_without_pki_fails_naming_the_secret(
     result = run_playbook(_lookup_play(tmp_path, "nopki", tmp_path / "kubeconfig", quiet=False), expect_rc=None)
     assert result.rc != 0 and not (tmp_path / "kubeconfig").exists()
     assert "clusterapi.aws/nopki/pki not found" in result.stdout + result.stderr
+
+
+def test_the_kubeconfig_lookup_refuses_bad_options_before_any_request(aws, run_playbook, tmp_path):
+    """Each option's rule, in one run (no region from the environment): the lookup fails naming the option, and
+    AWS is not asked anything - a bad cluster name included."""
+    cases = {
+        "no host": ("demo", {"host": ""}, "capa_kubeconfig: host is required"),
+        "port out of range": ("demo", {"port": 70000}, "capa_kubeconfig: port 70000 is not a port number"),
+        "validity too short": ("demo", {"validity_minutes": 1}, "validity_minutes 1 is not between 5 and 10080"),
+        "no region": ("demo", {}, "capa_kubeconfig: no region"),
+        "bad cluster name": ("Bad_Name", {"region": "us-east-1"}, "capa_kubeconfig: cluster name:"),
+    }
+    tasks = []
+    for name, (cluster, options, _) in cases.items():
+        merged = {"host": HOST, **options}
+        extra = ", ".join(f"{k}={v!r}" for k, v in merged.items())
+        lookup = f"lookup('clusterapi.aws.capa_kubeconfig', '{cluster}', {extra})"
+        tasks.append({"name": name, "ansible.builtin.debug": {"msg": f"{{{{ {lookup} }}}}"}, "ignore_errors": True})
+    play = tmp_path / "bad-lookups.yml"
+    play.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    aws.reset_requests()
+    result = run_playbook(play, env={"AWS_REGION": "", "AWS_DEFAULT_REGION": ""})
+    failures = {t.name: t.result.get("msg", "") for t in result.tasks if t.failed}
+    assert set(failures) == set(cases), failures
+    for name, (_, _, message) in cases.items():
+        assert message in failures[name], (name, failures[name])
+    assert aws.requests() == []
