@@ -228,9 +228,11 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     assert len(machines(ec2, "ha-it", "control-plane")) == 3
 
     # Delete: nothing carries the ownership tag afterwards.
-    run_playbook(DELETE, inventory=inventory)
+    deleted = run_playbook(DELETE, inventory=inventory)
     assert anything_tagged(aws, "ha-it") == {}
-    assert not (out / "kubeconfig").exists()
+    assert not (out / "kubeconfig").exists() and not (out / "status.json").exists()
+    summary = next(t.result["msg"] for t in deleted.tasks if t.name.endswith("Show the cluster"))
+    assert summary == ["cluster ha-it (unmanaged, us-east-1): deleted", "  nothing it owned remains"], summary
 
 
 @pytest.mark.parametrize("lb_type", ["nlb", "disabled"])

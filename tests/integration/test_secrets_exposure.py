@@ -176,12 +176,14 @@ def test_no_secret_in_any_output(aws, run_playbook, tmp_path):
     run("site --check", SITE, diff=True, check=True)
     needles, counts, documents = secret_needles(aws, out / CLUSTER / "kubeconfig")
     outputs.update(user_data_outputs(aws))
-    run("delete", DELETE)
-
+    # What the runs wrote, read before the deletion removes it (status.json goes with the cluster).
     files = [p for p in out.rglob("*") if p.is_file() and "kubeconfig" not in p.name]
     assert any(p.name == "status.json" for p in files), files
-    for path in files + [log]:
+    for path in files:
         outputs[str(path.relative_to(tmp_path))] = path.read_bytes()
+    run("delete", DELETE)
+    assert not any(p.name == "status.json" for p in out.rglob("*")), "delete.yml left a status.json"
+    outputs[str(log.relative_to(tmp_path))] = log.read_bytes()
     # The search must be able to fail: the secrets are there to be found where they belong.
     assert counts["pki_values"] >= 9 and counts["bootstrap_documents"] >= 4 and counts["pem_blocks"] >= 9, counts
     control_plane_document = next(d for d in documents if "PRIVATE KEY" in d)
