@@ -27,7 +27,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
 .PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule \
-	test check tools-venvs clean system-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
+	test check tools-venvs clean system-deps sim-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
 	typecheck
 
 help:
@@ -178,7 +178,7 @@ moto-stop:
 	elif [[ -f $(BUILD)/moto.pid ]]; then kill "$$(cat $(BUILD)/moto.pid)" || true; rm -f $(BUILD)/moto.pid $(BUILD)/moto.url; fi
 
 # --- workload-cluster simulator (tools/kubesim/README.md) ---------------------------------------------------
-kubesim-start: venv system-deps
+kubesim-start: venv sim-deps
 	@$(PY) tools/kubesim_ctl.py start --state $(BUILD)/kubesim --moto "$$(cat $(BUILD)/moto.url)" >/dev/null
 	@echo "kubesim: $$(cat $(BUILD)/kubesim.url) (pid $$(cat $(BUILD)/kubesim.pid)); state: $$(cat $(BUILD)/kubesim.url)/state"
 
@@ -188,7 +188,7 @@ kubesim-stop:
 # --- demo --------------------------------------------------------------------------------------
 # DEMO_KUBESIM=0: on moto alone (no API server answers), as make floors runs it.
 DEMO_KUBESIM ?= 1
-demo: venv collection $(if $(filter 0,$(DEMO_KUBESIM)),,system-deps)
+demo: venv collection $(if $(filter 0,$(DEMO_KUBESIM)),,sim-deps)
 	VENV=$(VENV) DEMO_KUBESIM=$(DEMO_KUBESIM) bash tools/demo.sh
 
 # --- benchmark (not part of `make test`) -------------------------------------------------------
@@ -198,7 +198,7 @@ bench: venv collection
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # The no-op run's AWS and Kubernetes requests for WORKERS workers (default "2 20") on the simulator.
-bench-k8s-noop: venv collection system-deps
+bench-k8s-noop: venv collection sim-deps
 	bash bench/kubernetes_noop.sh
 
 # --- tests -------------------------------------------------------------------------------------
@@ -234,7 +234,12 @@ unit: venv collection
 ETCD_DIR := $(BUILD)/etcd
 ETCD := $(ETCD_DIR)/usr/bin/etcd
 NODE_VENV := $(BUILD)/node-venv
-system-deps: $(ETCD) $(NODE_VENV)/bin/aws
+# What the workload-cluster simulator needs (make demo): etcd unpacked under $(BUILD), the AWS CLI in its own venv.
+# Nothing is installed on the host.
+sim-deps: $(ETCD) $(NODE_VENV)/bin/aws
+
+# What the tests need besides: Debian's cloud-init and openssl check generated cloud-init and certificates.
+system-deps: sim-deps
 	@missing=(); command -v cloud-init >/dev/null || missing+=(cloud-init); command -v openssl >/dev/null || missing+=(openssl); \
 	if (( $${#missing[@]} )); then \
 		if [[ $$(id -u) -ne 0 ]]; then echo "install Debian's $${missing[*]} (apt-get install $${missing[*]})" >&2; exit 1; fi; \
@@ -245,7 +250,7 @@ system-deps: $(ETCD) $(NODE_VENV)/bin/aws
 
 $(ETCD):
 	@rm -rf $(BUILD)/etcd-debs && mkdir -p $(BUILD)/etcd-debs
-	@echo "system-deps: fetching Debian's etcd-server and etcd-client into $(ETCD_DIR)"
+	@echo "sim-deps: fetching Debian's etcd-server and etcd-client into $(ETCD_DIR)"
 	@cd $(BUILD)/etcd-debs && if ! apt-get download etcd-server etcd-client >/dev/null 2>&1; then \
 		if [[ $$(id -u) -ne 0 ]]; then echo "apt-get download etcd-server etcd-client failed (run apt-get update as root)" >&2; exit 1; fi; \
 		apt-get update -qq && apt-get download etcd-server etcd-client >/dev/null; fi
@@ -253,7 +258,7 @@ $(ETCD):
 	@$(ETCD) --version | sed -n 1p
 
 $(NODE_VENV)/bin/aws:
-	@echo "system-deps: creating $(NODE_VENV) with the AWS CLI (the simulated nodes' boot hooks use it)"
+	@echo "sim-deps: creating $(NODE_VENV) with the AWS CLI (the simulated nodes' boot hooks use it)"
 	@$(PYTHON3) -m venv $(NODE_VENV)
 	@$(NODE_VENV)/bin/python -m pip install --quiet awscli
 	@$(NODE_VENV)/bin/aws --version
