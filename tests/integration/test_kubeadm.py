@@ -385,7 +385,7 @@ def test_the_kubeconfig_lookup_refuses_bad_options_before_any_request(aws, run_p
         "bad cluster name": ("Bad_Name", {"region": "us-east-1"}, "capa_kubeconfig: cluster name:"),
     }
     tasks = []
-    for name, (cluster, options, _) in cases.items():
+    for name, (cluster, options, _message) in cases.items():
         merged = {"host": HOST, **options}
         extra = ", ".join(f"{k}={v!r}" for k, v in merged.items())
         lookup = f"lookup('clusterapi.aws.capa_kubeconfig', '{cluster}', {extra})"
@@ -396,6 +396,7 @@ def test_the_kubeconfig_lookup_refuses_bad_options_before_any_request(aws, run_p
     result = run_playbook(play, env={"AWS_REGION": "", "AWS_DEFAULT_REGION": ""})
     failures = {t.name: t.result.get("msg", "") for t in result.tasks if t.failed}
     assert set(failures) == set(cases), failures
-    for name, (_, _, message) in cases.items():
+    for name, case in cases.items():
+        message = case[2]
         assert message in failures[name], (name, failures[name])
     assert aws.requests() == []
