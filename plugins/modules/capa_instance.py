@@ -122,6 +122,7 @@ options:
       - Replace unhealthy machines only while their number (those still starting included) is in this range, like
         C([1-3]) (MachineHealthCheck's C(unhealthyRange)); takes precedence over I(max_unhealthy).
     type: str
+    version_added: 0.2.0
   unhealthy_node_conditions:
     description:
       - Node conditions that make a machine unhealthy once they have held for I(timeout) seconds since the
@@ -133,6 +134,7 @@ options:
     type: list
     elements: dict
     default: []
+    version_added: 0.2.0
     suboptions:
       type:
         description: The condition's type, like C(Ready) or C(DiskPressure).
@@ -154,6 +156,7 @@ options:
         C(0) turns this off. Judged only when the group's Kubernetes API answers.
     type: int
     default: 600
+    version_added: 0.2.0
   initialize:
     description:
       - Only initialize the group - when it has no machine, launch one (whatever I(replicas) says) and wait until it

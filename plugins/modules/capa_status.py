@@ -6,7 +6,7 @@
 DOCUMENTATION = r"""
 module: capa_status
 short_description: Write a cluster's status.json, or remove it
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Writes O(status) as JSON (sorted keys, four-space indents) to O(path), unless the file already holds exactly
     that text; with O(state=absent) removes the file. The C(cluster) and C(network) roles write each cluster's
