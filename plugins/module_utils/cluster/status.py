@@ -61,5 +61,5 @@ def reconcile_status_file(ops: Operations, path: Path, status: Mapping[str, Any]
         ops.delete_file(path, "state=absent")
         return StatusFile(before, None)
     after = render_status(status)
-    ops.write_file(path, after, "status")
+    ops.write_file(path, after, "status", current=before)
     return StatusFile(before, after)

@@ -83,6 +83,7 @@ def _refusal_code(error: Exception) -> str:
 
 # The pseudo-service of local actions in the plan (``file:WriteFile``): the controller's own files are changes too.
 FILE = "file"
+UNREAD = object()  # write_file's ``current`` when the caller has not read the file
 
 
 class Operations:
@@ -179,14 +180,18 @@ class Operations:
                     raise
             self.sleep(retry_delay)
 
-    def write_file(self, path: Path, text: str, what: str, reason: str | None = None) -> bool:
+    def write_file(
+        self, path: Path, text: str, what: str, reason: str | None = None, current: str | None | object = UNREAD
+    ) -> bool:
         """Write a local file (mode 0600) unless it already holds ``text``; planned as ``file:WriteFile``.
 
         A file that already says the same is no change, so a run that changes nothing reports ``changed=false``
         even when it re-renders its outputs. The plan's reason is ``<what> missing`` / ``<what> differs``, or
-        ``reason`` when the caller knows better why (a kubeconfig whose certificate expires soon).
+        ``reason`` when the caller knows better why (a kubeconfig whose certificate expires soon). ``current`` is
+        the file's text (None: no file) when the caller has read it already (for a diff), so it is read once.
         """
-        current = read_text_if_any(path)
+        if current is UNREAD:
+            current = read_text_if_any(path)
         if current == text:
             return False
         reason = reason or (f"{what} missing" if current is None else f"{what} differs")

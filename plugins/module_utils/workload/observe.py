@@ -48,19 +48,20 @@ class NodeView:
     @classmethod
     def from_api(cls, node: Mapping[str, Any]) -> NodeView:
         metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
-        ready: Mapping[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+        conditions = tuple(
+            NodeCondition(c.get("type", ""), c.get("status") or "Unknown", _time(c.get("lastTransitionTime")))
+            for c in status.get("conditions") or []
+        )
+        ready = next((c for c in conditions if c.type == "Ready"), None)
         return cls(
             name=metadata.get("name", ""),
             provider_id=spec.get("providerID") or "",
-            ready=ready.get("status") or "Unknown",
-            ready_since=_time(ready.get("lastTransitionTime")),
+            ready=ready.status if ready else "Unknown",
+            ready_since=ready.since if ready else None,
             unschedulable=bool(spec.get("unschedulable")),
             annotations=dict(metadata.get("annotations") or {}),
             volumes_attached=tuple(v.get("name", "") for v in status.get("volumesAttached") or []),
-            conditions=tuple(
-                NodeCondition(c.get("type", ""), c.get("status") or "Unknown", _time(c.get("lastTransitionTime")))
-                for c in status.get("conditions") or []
-            ),
+            conditions=conditions,
         )
 
 
