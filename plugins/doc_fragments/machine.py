@@ -162,6 +162,16 @@ options:
         choices:
           - secrets-manager
           - ssm-parameter-store
+      token_ttl:
+        description:
+          - 'Seconds the pool''s kubeadm bootstrap token stays valid. A pool''s instances join whenever
+            the group launches them, so the pool has one token, minted in the cluster through I(kubernetes_api)
+            and written only into the bootstrap entries (never the launch template); a run that finds
+            less than half of it left rotates it - a new token in a new template version, no instance
+            refresh - and the superseded one lapses. Choose it longer than twice the time between two
+            runs (an AWX schedule): instances launched after it lapsed cannot join. Between 300 and 604800.'
+        type: int
+        default: 86400
 """
 
     # capa_instance's own machine options (clusterapi.aws.machine.instance).
@@ -235,6 +245,15 @@ options:
         choices:
           - secrets-manager
           - ssm-parameter-store
+      token_ttl:
+        description:
+          - Seconds the bootstrap token a kubeadm machine joins with stays valid (CABPK's C(--bootstrap-token-ttl)).
+            Each machine gets a token of its own, minted in the cluster (a C(bootstrap.kubernetes.io/token)
+            Secret with an expiry) through I(kubernetes_api) just before its launch; a later run renews
+            it while the machine has not joined, and deletes it once it has. The first control-plane machine's
+            C(kubeadm init) token expires after the same time. Between 300 and 604800.
+        type: int
+        default: 900
 """
 
     # capa_asg's own machine options (clusterapi.aws.machine.asg).

@@ -25,13 +25,22 @@ description:
     C(/cluster.x-k8s.io/*)).
   - "The group carries CAPA's tags (C(PropagateAtLaunch=false)) and C(kubernetes.io/cluster/<cluster_name>=owned);
     instances and volumes get theirs from the template - CAPA's tags, C(clusterapi.aws/machine-group=<name>),
-    C(sigs.k8s.io/cluster-api-provider-aws/bootstrap-data-hash) (sha256 of the bootstrap data, which alone decides
-    whether bootstrap data changed) and C(clusterapi.aws/bootstrap-data=<backend>:<prefix>:<count>)."
+    C(sigs.k8s.io/cluster-api-provider-aws/bootstrap-data-hash) (sha256 of the bootstrap data with a fixed stand-in
+    for the join token, which alone decides whether bootstrap data changed),
+    C(clusterapi.aws/bootstrap-data=<backend>:<prefix>:<count>) and, with kubeadm bootstrap, the public id of the
+    version's join token as C(clusterapi.aws/join-token-id)."
+  - "With kubeadm bootstrap the pool's instances join with one bootstrap token of the pool, minted in the cluster
+    through I(kubernetes_api) (a C(bootstrap.kubernetes.io/token) Secret expiring after I(bootstrap.token_ttl)) and
+    written only into the version's bootstrap entries. A run that finds it missing or with less than half its life
+    left rotates it: a new token in a new version (no instance refresh). Superseded tokens are deleted once they
+    lapse or no kept version refers to them, and the pool's tokens with the pool. Without the API a pool that needs
+    a new version is refused before any change."
   - With I(externally_managed_replicas) (a cluster autoscaler owns the size) the desired capacity is only set when
     the group is created; later runs leave AWS's value alone and report it.
   - A run that changes nothing makes one C(DescribeLaunchTemplates), one C(DescribeLaunchTemplateVersions), one
     C(DescribeAutoScalingGroups), one C(DescribeLifecycleHooks), the AMI lookup (C(DescribeInstanceTypes) and
-    C(DescribeImages)) and, with kubeadm bootstrap, one C(GetSecretValue) of the cluster PKI.
+    C(DescribeImages)) and, with kubeadm bootstrap, one C(GetSecretValue) of the cluster PKI and one list of the
+    cluster's bootstrap tokens.
   - C(state=absent) force-deletes the group (AWS terminates its instances), waits until it is gone, then deletes
     every version's bootstrap entries and the launch template. A group or template the cluster does not own is
     never changed or deleted.
@@ -198,6 +207,7 @@ extends_documentation_fragment:
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
   - clusterapi.aws.machine.asg
+  - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes
 """
 

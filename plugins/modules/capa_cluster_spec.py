@@ -191,6 +191,14 @@ options:
             description:
               - Seconds to wait for a connection (reads wait three times as long).
             type: int
+      bootstrap_token_ttl:
+        description:
+          - 'Seconds the bootstrap token each control-plane and worker machine joins with stays valid (kind
+            unmanaged; CABPK''s --bootstrap-token-ttl): minted per machine in the cluster, renewed while
+            the machine has not joined, deleted once it has; the first control-plane machine''s kubeadm
+            init token expires too.'
+        type: int
+        default: 900
       addons:
         description:
           - Addons applied to the cluster (kind unmanaged).
@@ -1064,6 +1072,13 @@ options:
               - A cluster autoscaler owns desired capacity.
             type: bool
             default: false
+          bootstrap_token_ttl:
+            description:
+              - 'Seconds the pool''s bootstrap token stays valid (kind unmanaged): one token per pool, rotated
+                by a run that finds less than half of it left. Choose it longer than twice the time between
+                two runs.'
+            type: int
+            default: 86400
           failure_domains:
             description:
               - AZs of the pool (default every private subnet's).

@@ -18,6 +18,11 @@ description:
     version exists, since every instance of the version boots from them). The termination watcher is always
     merged into the cloud-config - a systemd service that cordons and drains the node when IMDS announces a spot
     interruption.
+  - With kubeadm bootstrap the fleet's instances join with one bootstrap token of the pool, minted in the cluster
+    through I(kubernetes_api), expiring after I(bootstrap.token_ttl), written only into the version's bootstrap
+    entries (its public id is the instance tag C(clusterapi.aws/join-token-id)); a run that finds less than half
+    of it left makes a new version with a new token and moves the fleet to it with C(ModifyFleet). Without the API
+    a pool that needs a new version is refused before any change.
   - The launch template and the instances carry C(clusterapi.aws/machine-pool=<name>); the fleet is found by its
     tags with one C(DescribeFleets) (AWS cannot filter fleets by tag) and its instances with one
     C(DescribeFleetInstances).
@@ -81,6 +86,7 @@ extends_documentation_fragment:
   - clusterapi.aws.machine
   - clusterapi.aws.machine.pool_bootstrap
   - clusterapi.aws.machine.fleet
+  - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes
 """
 

@@ -206,6 +206,12 @@ notes:
     I(node_drain_timeout)), its volumes detached, then it leaves the load balancers, its etcd member is removed
     (control plane), it is terminated, and its Node is deleted once the instance is gone. etcd members no machine
     explains (a killed run's leftovers) are removed while quorum allows.
+  - Every kubeadm machine joins with a bootstrap token of its own (CABPK's) - minted in the cluster through
+    I(kubernetes_api) just before its launch, expiring after I(bootstrap.token_ttl), renewed by a later run while
+    the machine has not joined, deleted once it has (or once it went). The first control-plane machine's
+    C(kubeadm init) token expires too; the control-plane machines launched in the same run join with it while the
+    API cannot be asked. Otherwise a machine that cannot get a token is refused before its launch. A token of a
+    release before 0.2.0 (no expiry) is deleted.
   - Without the Kubernetes API (I(kubernetes_api.mode=none), or C(auto) and no answer) workers are judged by the
     AWS-only signal C(InstanceRunning) and removed without a drain, with a warning; removing a control-plane machine
     is refused. A control plane being deleted (I(state=absent)) is the cluster's deletion - no etcd member removal.

@@ -5,13 +5,13 @@
 
 DOCUMENTATION = r"""
 module: capa_kubeadm
-short_description: Keep a self-managed cluster's kubeadm PKI, bootstrap token and admin kubeconfig
+short_description: Keep a self-managed cluster's kubeadm PKI and admin kubeconfig
 version_added: 0.1.0
 description:
   - Does what Cluster API's kubeadm bootstrap and control-plane providers do before the first machine boots -
     generates the cluster certificate authorities (cluster, etcd, front proxy; RSA 2048, valid 10 years like
-    kubeadm's), the service-account key pair and a kubeadm bootstrap token, and keeps them in one AWS Secrets
-    Manager secret, C(clusterapi.aws/<cluster_name>/pki), tagged with the cluster's ownership tags.
+    kubeadm's) and the service-account key pair, and keeps them in one AWS Secrets Manager secret,
+    C(clusterapi.aws/<cluster_name>/pki), tagged with the cluster's ownership tags.
   - The secret is created once and read on every later run (one C(GetSecretValue) request); it is rewritten only
     when I(pki) brings certificates or keys that differ from what it holds. Machine modules render each machine's
     C(kubeadm init) / C(kubeadm join) cloud-init from it.
@@ -19,7 +19,7 @@ description:
     C(<output_dir>/<cluster_name>/kubeconfig) with mode C(0600). An existing file is kept while its server, CA and
     names are right and its client certificate has more than 30 days left, so a run that changes nothing mints no
     certificate and reports C(changed=false). With I(output_dir=""), no local file is written.
-  - Never returns keys, certificates or the token - only public facts (the CA's discovery hash, expiry dates).
+  - Never returns keys or certificates - only public facts (the CA's discovery hash, expiry dates).
   - C(state=absent) deletes the secret (without recovery window) if the cluster owns it, and the kubeconfig file.
 author:
   - clusterapi.aws maintainers (@clusterapi)
@@ -91,8 +91,11 @@ options:
     type: str
     default: 192.168.0.0/16
 notes:
-  - The bootstrap token does not expire, since no management cluster is there to refresh it; it lives only in the
-    secret and in bootstrap data that the secret backend deletes once a machine has booted.
+  - The secret holds no bootstrap token. Machines join with tokens that expire, minted for each of them in the
+    cluster by M(clusterapi.aws.capa_instance), M(clusterapi.aws.capa_asg) and M(clusterapi.aws.capa_fleet)
+    (I(bootstrap.token_ttl)). A secret written by a release before 0.2.0 holds a token that never expires; the next
+    run rewrites the secret without it (reason C(bootstrap_token (retired))), and the machine modules delete that
+    token from the cluster.
   - The secret name is outside the C(aws.cluster.x-k8s.io/) prefix that node instance profiles may read.
 extends_documentation_fragment:
   - amazon.aws.common.modules

@@ -8,6 +8,7 @@ names its executable and CAPA_TARBALL the tarball of `make dist`).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -50,6 +51,7 @@ EXTRAVARS = {"capa_output_dir": ""}
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PEM_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+TOKEN = re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b")  # a kubeadm bootstrap token
 
 
 def _install_collection(pdd: Path) -> Path:
@@ -162,14 +164,27 @@ def _secrets(aws) -> list[str]:
     # shown in the credential's form); _assert_no_secret_in_events checks the id separately.
     found = [AWX_CREDENTIAL["AWS_SECRET_ACCESS_KEY"], AWX_CREDENTIAL["AWS_SECURITY_TOKEN"]]
     fields = _flatten(pki)
-    tokens = [value for path, value in fields if "token" in path.lower() and isinstance(value, str) and value]
-    assert tokens, f"no bootstrap token found in the PKI secret (keys: {[path for path, _value in fields]})"
+    assert not [path for path, _value in fields if "token" in path.lower()], "the PKI secret keeps no token"
+    # The join token (here the first control-plane machine's kubeadm init token) waits in its bootstrap document.
+    tokens = sorted({t for document in _bootstrap_documents(aws) for t in TOKEN.findall(document)})
+    assert tokens, "no bootstrap token found in the bootstrap documents"
     keys = [value for _path, value in fields if isinstance(value, str) and PEM_PRIVATE_KEY.search(value)]
     assert keys, "no private key found in the PKI secret"
     # A PEM key's body (its base64 lines), not only its armour, must not appear.
     for key in keys:
         found += [line for line in key.splitlines() if len(line) >= 40 and "-----" not in line][:3]
     return found + tokens
+
+
+def _bootstrap_documents(aws) -> list[str]:
+    """Every machine's bootstrap document (gzip chunks in Secrets Manager, aws.cluster.x-k8s.io/<uuid>-<n>)."""
+    sm = aws.client("secretsmanager")
+    chunks: dict[str, dict[int, bytes]] = {}
+    for secret in sm.list_secrets()["SecretList"]:
+        if secret["Name"].startswith("aws.cluster.x-k8s.io/"):
+            prefix, index = secret["Name"].rsplit("-", 1)
+            chunks.setdefault(prefix, {})[int(index)] = sm.get_secret_value(SecretId=secret["Name"])["SecretBinary"]
+    return [gzip.decompress(b"".join(parts[i] for i in sorted(parts))).decode() for parts in chunks.values()]
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:

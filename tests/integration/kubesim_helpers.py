@@ -98,7 +98,8 @@ def cloud_config(
                 "bootstrapTokens": [
                     {
                         "token": pki.token,
-                        "ttl": "0s",
+                        # Long enough for any test; never "0s": no token of a test outlives it for good.
+                        "ttl": "3600s",
                         "groups": ["system:bootstrappers:kubeadm:default-node-token"],
                         "usages": ["signing", "authentication"],
                     }

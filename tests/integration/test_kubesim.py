@@ -641,6 +641,87 @@ def test_joins_with_a_wrong_token_or_ca_hash_are_rejected(aws, kubesim):
     assert sim.etcd()["members"] and len(sim.etcd()["members"]) == 1  # the rejected control plane added no member
 
 
+def test_an_expired_token_neither_authenticates_nor_discovers_nor_joins_and_is_cleaned_up(aws, kubesim, tmp_path):
+    """The bootstrap token gates as kube-apiserver and kube-controller-manager keep them: an expired token is
+    refused by the authenticator (401), is not signed into cluster-info (so discovery cannot trust the CA with
+    it), a node booting with it never registers, and the token cleaner deletes its Secret."""
+    sim, pki, subnet, _instance = boot_one(aws, kubesim)
+    core = client.CoreV1Api(sim.api_client())
+
+    def token_secret(token_id: str, seconds: int) -> dict[str, Any]:
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+        data = {
+            "token-id": token_id,
+            "token-secret": "0123456789abcdef",
+            "expiration": when,
+            "usage-bootstrap-authentication": "true",
+            "usage-bootstrap-signing": "true",
+            "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
+        }
+        return {
+            "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
+            "type": "bootstrap.kubernetes.io/token",
+            "string_data": data,
+        }
+
+    core.create_namespaced_secret("kube-system", token_secret("livetk", 600))
+    core.create_namespaced_secret("kube-system", token_secret("expird", -60))
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_text(pki.ca_cert)
+    tls = ssl.create_default_context(cafile=str(ca_file))
+    tls.check_hostname = False
+
+    def status(token: str) -> int:
+        connection = http.client.HTTPSConnection("127.0.0.1", sim.port, context=tls, timeout=10)
+        connection.request(
+            "GET",
+            "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return connection.getresponse().status
+
+    # The live token authenticates (its group may not read cluster-info - only anonymous may: 403); the expired
+    # one does not authenticate at all (401).
+    assert status("livetk.0123456789abcdef") == 403
+    assert status("expird.0123456789abcdef") == 401
+
+    def signed() -> set[str]:
+        data = core.read_namespaced_config_map("cluster-info", "kube-public").data or {}
+        return {k.removeprefix("jws-kubeconfig-") for k in data if k.startswith("jws-kubeconfig-")}
+
+    kubesim.wait(lambda: "livetk" in signed(), 10, "the live token to be signed")
+    assert "expird" not in signed()
+
+    endpoint = f"127.0.0.1:{sim.port}"
+    expired = h.launch(
+        aws,
+        CLUSTER,
+        "ksim-md-expired",
+        h.cloud_config("join-worker", pki, CLUSTER, endpoint, token="expird.0123456789abcdef"),
+        subnet,
+        role="node",
+    )
+    live = h.launch(
+        aws,
+        CLUSTER,
+        "ksim-md-live",
+        h.cloud_config("join-worker", pki, CLUSTER, endpoint, token="livetk.0123456789abcdef"),
+        subnet,
+        role="node",
+    )
+    kubesim.wait(lambda: sim.instance(live).get("state") == "joined", 60, "the node with a live token to join")
+    kubesim.wait(lambda: sim.instance(expired).get("state"), 30, "the other node to boot")
+    assert sim.instance(expired)["state"] == "bootstrapping"  # kubeadm keeps retrying discovery, in vain
+    names = {n.metadata.name for n in core.list_node().items}
+    assert sim.instance(expired)["node"] not in names and sim.instance(live)["node"] in names
+
+    def cleaned() -> bool:
+        names = {s.metadata.name for s in core.list_namespaced_secret("kube-system").items}
+        return "bootstrap-token-expird" not in names and "bootstrap-token-livetk" in names
+
+    kubesim.wait(cleaned, 10, "the token cleaner to delete the expired token")
+
+
 def test_knobs_never_boot_register_late_and_an_added_member_that_never_starts(aws, kubesim):
     """Knobs by machine name prefix. A voting member that is added but never started (reference scenarios A1/D:
     kubeadm before learner mode) takes a 1-member cluster to 2 voters with 1 started: writes fail at once."""

@@ -66,7 +66,8 @@ def secret_needles(aws: Any, kubeconfig: Path) -> tuple[set[str], dict[str, int]
     needles: set[str] = set()
     sm = aws.client("secretsmanager")
     pki = json.loads(sm.get_secret_value(SecretId=PKI_SECRET)["SecretString"])
-    texts = [v for k, v in pki.items() if isinstance(v, str) and ("-----BEGIN" in v or k == "bootstrap_token")]
+    assert not [k for k in pki if "token" in k], "the PKI secret keeps no bootstrap token"
+    texts = [v for v in pki.values() if isinstance(v, str) and "-----BEGIN" in v]
     # Bootstrap data: one gzip document per machine, in chunks named <prefix>-<i> (Secrets Manager) or
     # <prefix>/<i> (SSM, base64 text).
     chunks: dict[str, dict[int, bytes]] = {}
@@ -92,7 +93,8 @@ def secret_needles(aws: Any, kubeconfig: Path) -> tuple[set[str], dict[str, int]
         documents.append(base64.b64decode(user["user"]["client-key-data"]).decode())
     for text in texts + documents:
         needles |= pem_forms(text)
-    tokens = {pki["bootstrap_token"]} | {t.decode() for d in documents for t in TOKEN_SHAPE.findall(d.encode())}
+    # Join tokens live in the bootstrap documents (each machine's own, a pool's) and in the cluster, never elsewhere.
+    tokens = {t.decode() for d in documents for t in TOKEN_SHAPE.findall(d.encode())}
     for value in tokens:
         needles |= {value, value.split(".")[1]}
     counts = {

@@ -161,8 +161,9 @@ class ControllerManager:
         self.attach_detach()
         self._ticks += 1
         if self._ticks % 10 == 1:
-            from .kubeadm import sign_cluster_info
+            from .kubeadm import clean_tokens, sign_cluster_info
 
+            clean_tokens(self.cluster)
             sign_cluster_info(self.cluster)
 
     # --------------------------------------------------------------------------------------------------------

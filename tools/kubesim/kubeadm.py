@@ -923,6 +923,36 @@ def create_token_secret(cluster: Cluster, spec: dict[str, Any]) -> None:
     )
 
 
+def token_expired(data: dict[str, str]) -> bool:
+    """A bootstrap token Secret's ``expiration`` (RFC 3339) has passed."""
+    import datetime
+
+    text = data.get("expiration")
+    if not text:
+        return False
+    when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return when < datetime.datetime.now(datetime.timezone.utc)
+
+
+def clean_tokens(cluster: Cluster) -> None:
+    """kube-controller-manager's token cleaner: expired bootstrap token Secrets are deleted."""
+    store, table = cluster.api.store, cluster.api.table
+    secrets = table.find("", "v1", "secrets")
+    assert secrets is not None
+    with store.lock:
+        expired = [
+            s["metadata"]["name"]
+            for s in store.items(secrets, "kube-system")
+            if s.get("type") == "bootstrap.kubernetes.io/token"
+            and token_expired({k: base64.b64decode(v).decode() for k, v in (s.get("data") or {}).items()})
+        ]
+    for name in expired:
+        try:
+            store.remove(secrets, "kube-system", name)
+        except ApiError:  # deleted meanwhile (by the collection, which deletes them too)
+            pass
+
+
 def sign_cluster_info(cluster: Cluster) -> None:
     """The bootstrap signer controller: one ``jws-kubeconfig-<id>`` per signing token, stale ones removed."""
     store, table = cluster.api.store, cluster.api.table
@@ -939,8 +969,8 @@ def sign_cluster_info(cluster: Cluster) -> None:
             if s.get("type") != "bootstrap.kubernetes.io/token":
                 continue
             data = {k: base64.b64decode(v).decode() for k, v in (s.get("data") or {}).items()}
-            if data.get("usage-bootstrap-signing") != "true":
-                continue
+            if data.get("usage-bootstrap-signing") != "true" or token_expired(data):
+                continue  # the signer signs with live tokens only: an expired one no longer discovers the CA
             signatures[f"jws-kubeconfig-{data['token-id']}"] = jws_detached(
                 payload, data["token-id"], data["token-secret"]
             )

@@ -41,6 +41,7 @@ from ..kernel.validation import (
     parse_cidr,
     parse_kubernetes_version,
 )
+from ..kubeadm import bootstrap_tokens as tokens
 from ..machines import machine_spec as machine
 from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.asg_plan import check_pool_sizes
@@ -386,6 +387,13 @@ MACHINE_POOL_OPTIONS: tuple[Option, ...] = (
     opt("desired_capacity", "Desired capacity (a fleet's target capacity).", type="int"),
     opt("externally_managed_replicas", "A cluster autoscaler owns desired capacity.", type="bool", default=False),
     opt(
+        "bootstrap_token_ttl",
+        "Seconds the pool's bootstrap token stays valid (kind unmanaged): one token per pool, rotated by a run "
+        "that finds less than half of it left. Choose it longer than twice the time between two runs.",
+        type="int",
+        default=tokens.DEFAULT_POOL_TTL,
+    ),
+    opt(
         "failure_domains",
         "AZs of the pool (default every private subnet's).",
         type="list",
@@ -690,6 +698,14 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
         ],
         options=CONTROLLER_KUBERNETES_API,
     ),
+    opt(
+        "bootstrap_token_ttl",
+        "Seconds the bootstrap token each control-plane and worker machine joins with stays valid (kind unmanaged; "
+        "CABPK's --bootstrap-token-ttl): minted per machine in the cluster, renewed while the machine has not "
+        "joined, deleted once it has; the first control-plane machine's kubeadm init token expires too.",
+        type="int",
+        default=tokens.DEFAULT_MACHINE_TTL,
+    ),
     opt("addons", "Addons applied to the cluster (kind unmanaged).", type="dict", default={}, options=ADDON_OPTIONS),
     opt("network", "The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
     opt("bastion", "The bastion host.", type="dict", default={}, options=BASTION_OPTIONS),
@@ -844,6 +860,10 @@ def check_cluster(spec: ClusterSpec, default_region: str | None) -> None:
         _check_load_balancer(spec)
     _check_machines(spec, region)
     _check_machine_pools(spec, region)
+    if spec.kind != "eks":
+        tokens.check_token_ttl(spec.bootstrap_token_ttl, "capa_cluster.bootstrap_token_ttl")
+        for index, pool in enumerate(spec.machine_pools):
+            tokens.check_token_ttl(pool.bootstrap_token_ttl, f"capa_cluster.machine_pools[{index}].bootstrap_token_ttl")
 
 
 def _check_kind_sections(spec: ClusterSpec) -> None:

@@ -25,6 +25,7 @@ class ClusterSpec:
     external_resource_gc: bool
     ssh_key_name: str | None
     kubernetes_api: KubernetesApi
+    bootstrap_token_ttl: int
     addons: Addons
     network: Network
     bastion: Bastion
@@ -49,6 +50,7 @@ class ClusterSpec:
             external_resource_gc=params["external_resource_gc"],
             ssh_key_name=params["ssh_key_name"],
             kubernetes_api=KubernetesApi.from_params(params["kubernetes_api"]),
+            bootstrap_token_ttl=params["bootstrap_token_ttl"],
             addons=Addons.from_params(params["addons"]),
             network=Network.from_params(params["network"]),
             bastion=Bastion.from_params(params["bastion"]),
@@ -508,6 +510,7 @@ class MachinePool:
     max_size: int
     desired_capacity: int | None
     externally_managed_replicas: bool
+    bootstrap_token_ttl: int
     failure_domains: tuple[str, ...]
     instance_type: str
     ami: Ami
@@ -535,6 +538,7 @@ class MachinePool:
             max_size=params["max_size"],
             desired_capacity=params["desired_capacity"],
             externally_managed_replicas=params["externally_managed_replicas"],
+            bootstrap_token_ttl=params["bootstrap_token_ttl"],
             failure_domains=tuple(params["failure_domains"]),
             instance_type=params["instance_type"],
             ami=Ami.from_params(params["ami"]),

@@ -270,8 +270,14 @@ def _machine(spec: ClusterSpec, machine: ControlPlane | MachineDeployment | Mach
     return params
 
 
-def _kubeadm_bootstrap(endpoint: Mapping[str, Any], backend: str) -> dict[str, Any]:
-    return {"type": "kubeadm", "endpoint_host": endpoint["host"], "endpoint_port": endpoint["port"], "backend": backend}
+def _kubeadm_bootstrap(endpoint: Mapping[str, Any], backend: str, token_ttl: int) -> dict[str, Any]:
+    return {
+        "type": "kubeadm",
+        "endpoint_host": endpoint["host"],
+        "endpoint_port": endpoint["port"],
+        "backend": backend,
+        "token_ttl": token_ttl,
+    }
 
 
 def bastion_params(spec: ClusterSpec) -> dict[str, Any]:
@@ -358,7 +364,9 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             kubernetes_version=spec.kubernetes_version,
             **_machine(spec, machines),
             security_group_ids=_group_ids(CONTROL_PLANE_GROUPS) + list(machines.additional_security_group_ids),
-            bootstrap=_kubeadm_bootstrap(_endpoint_parts(endpoint), machines.bootstrap_backend),
+            bootstrap=_kubeadm_bootstrap(
+                _endpoint_parts(endpoint), machines.bootstrap_backend, spec.bootstrap_token_ttl
+            ),
             load_balancers=registrations,
             rollout={"max_surge": machines.rollout.max_surge, "max_unavailable": 0},
             **_health(machines),
@@ -418,7 +426,9 @@ def _deployment(spec: ClusterSpec, deployment: MachineDeployment) -> dict[str, A
         kubernetes_version=spec.kubernetes_version,
         **_machine(spec, deployment),
         security_group_ids=_group_ids(WORKER_GROUPS) + list(deployment.additional_security_group_ids),
-        bootstrap=_kubeadm_bootstrap(_endpoint_parts(ref("control_plane.endpoint")), deployment.bootstrap_backend),
+        bootstrap=_kubeadm_bootstrap(
+            _endpoint_parts(ref("control_plane.endpoint")), deployment.bootstrap_backend, spec.bootstrap_token_ttl
+        ),
         rollout=plain(deployment.rollout),
         **_health(deployment),
         kubernetes_api=plain(spec.kubernetes_api),
@@ -459,7 +469,9 @@ def _pool(spec: ClusterSpec, pool: MachinePool) -> dict[str, Any]:
         bootstrap = {"type": "eks", "eks_cluster_name": spec.eks.name or spec.name}
     else:
         groups = _group_ids(WORKER_GROUPS)
-        bootstrap = _kubeadm_bootstrap(_endpoint_parts(ref("control_plane.endpoint")), pool.bootstrap_backend)
+        bootstrap = _kubeadm_bootstrap(
+            _endpoint_parts(ref("control_plane.endpoint")), pool.bootstrap_backend, pool.bootstrap_token_ttl
+        )
     return {
         "name": pool.name,
         "subnets": ref("network.subnets"),
@@ -470,6 +482,8 @@ def _pool(spec: ClusterSpec, pool: MachinePool) -> dict[str, Any]:
         **_machine(spec, pool),
         "security_group_ids": groups + list(pool.additional_security_group_ids),
         "bootstrap": {**bootstrap, "backend": pool.bootstrap_backend},
+        # The pool's join token is minted in the cluster (kubeadm pools only; EKS nodes join with IAM).
+        "kubernetes_api": None if eks else plain(spec.kubernetes_api),
     }
 
 

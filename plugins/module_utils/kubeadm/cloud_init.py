@@ -6,8 +6,8 @@ Pure functions of the cluster PKI (``pki.py``) and the machine's role: the ``Ini
 ``ClusterConfiguration`` / ``JoinConfiguration`` for the Kubernetes version's kubeadm API, the PKI files a
 control-plane node needs, the cloud-init document that writes them and runs ``kubeadm init`` / ``kubeadm join``
 (:func:`render_cloud_init`), the stable hash machines are compared by (:func:`cloud_init_hash`), and the version
-rules kubeadm upgrades follow (:func:`check_upgrade_step`). The document carries keys and the bootstrap token: it
-only ever travels through the secret backend.
+rules kubeadm upgrades follow (:func:`check_upgrade_step`). The document carries keys and a bootstrap token that
+expires (``bootstrap_tokens.py``): it only ever travels through the secret backend.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ except ImportError:
 
 from ..kernel.errors import SpecError
 from ..kernel.validation import parse_kubernetes_version
+from .bootstrap_tokens import NODE_GROUP, ttl_text
 from .pki import CA_PAIRS, ClusterPki, ca_cert_hash
 
 DEFAULT_API_PORT = 6443
@@ -44,7 +45,6 @@ JINJA_HEADER = "## template: jinja"
 NODE_NAME = "{{ ds.meta_data.local_hostname }}"
 KUBELET_EXTRA_ARGS = {"cloud-provider": "external"}
 CONTROLLER_MANAGER_EXTRA_ARGS = {"cloud-provider": "external"}
-BOOTSTRAP_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 
 
 parse_version = parse_kubernetes_version
@@ -113,24 +113,33 @@ def endpoint_address(host: str, port: int) -> str:
 
 
 def kubeadm_documents(
-    pki: ClusterPki, role: str, *, cluster: str, endpoint_host: str, endpoint_port: int, kubernetes_version: str
+    pki: ClusterPki,
+    role: str,
+    *,
+    cluster: str,
+    endpoint_host: str,
+    endpoint_port: int,
+    kubernetes_version: str,
+    token: str,
+    token_ttl: int,
 ) -> list[dict[str, Any]]:
+    """``token`` is the machine's own: for ``kubeadm init`` the token it creates (expiring after ``token_ttl``
+    seconds, as every token of this collection does), for a join the one minted for the machine in the cluster."""
     api_version = kubeadm_api_version(kubernetes_version)
     endpoint = endpoint_address(endpoint_host, endpoint_port)
     if role == ROLE_INIT:
         init = {
             "apiVersion": api_version,
             "kind": "InitConfiguration",
-            # No management cluster refreshes the token (CABPK renews it every few minutes), so it does not
-            # expire: machines joining months later still need it. It is stored only in the controller-side
-            # secret and in bootstrap data that the secret backend deletes after boot.
+            # The first machine's own token: kubeadm creates it, and it lapses after its TTL (later machines join
+            # with tokens minted for each of them through the API; kubeadm's own default would live 24 hours).
             "bootstrapTokens": [
                 {
-                    "token": pki.bootstrap_token,
-                    "ttl": "0s",
-                    "groups": [BOOTSTRAP_TOKEN_GROUP],
+                    "token": token,
+                    "ttl": ttl_text(token_ttl),
+                    "groups": [NODE_GROUP],
                     "usages": ["signing", "authentication"],
-                    "description": f"clusterapi.aws bootstrap token of cluster {cluster}",
+                    "description": f"clusterapi.aws init token of cluster {cluster}",
                 }
             ],
             "nodeRegistration": _node_registration(api_version),
@@ -152,7 +161,7 @@ def kubeadm_documents(
         "discovery": {
             "bootstrapToken": {
                 "apiServerEndpoint": endpoint,
-                "token": pki.bootstrap_token,
+                "token": token,
                 "caCertHashes": [pki.ca_cert_hash],
             }
         },
@@ -215,13 +224,15 @@ def render_cloud_init(
     endpoint_port: int,
     kubernetes_version: str,
     machine_name: str,
+    token: str,
+    token_ttl: int,
 ) -> bytes:
     """The ``#cloud-config`` document that bootstraps one machine, deterministic for the same inputs.
 
     ``machine_name`` does not appear in the document (the node is named after its EC2 private DNS name through
     cloud-init's jinja rendering, as CAPA templates do), so every machine of a group shares one document and one
     :func:`cloud_init_hash`; it is accepted so callers pass the machine explicitly and future needs stay compatible.
-    The document carries keys and the bootstrap token: it must only travel through the secret backend.
+    The document carries keys and the machine's bootstrap token: it must only travel through the secret backend.
     """
     _check_role(role)
     del machine_name
@@ -232,6 +243,8 @@ def render_cloud_init(
         endpoint_host=endpoint_host,
         endpoint_port=endpoint_port,
         kubernetes_version=kubernetes_version,
+        token=token,
+        token_ttl=token_ttl,
     )
     kubeadm_yaml = "---\n".join(_dump(d) for d in documents)
     write_files = [
@@ -264,14 +277,14 @@ def cloud_init_hash(
 ) -> str:
     """A stable sha256 of what defines a group's bootstrap config, for comparing machines with their template.
 
-    Built from public facts only (role, cluster, endpoint, version, networking, the CAs' public-key hashes), plus a
-    hash of the token so a replaced token also changes it. The machine name is left out on purpose (see
-    :func:`render_cloud_init`).
+    Built from public facts only (role, cluster, endpoint, version, networking, the CAs' public-key hashes). The
+    machine name and its bootstrap token are left out on purpose: every machine has a token of its own, and a token
+    renewed or rotated is no reason to replace a machine.
     """
     _check_role(role)
     del machine_name
     inputs = {
-        "renderer": 1,
+        "renderer": 2,
         "role": role,
         "cluster": cluster,
         "endpoint": endpoint_address(endpoint_host, endpoint_port),
@@ -280,6 +293,5 @@ def cloud_init_hash(
         "pod_cidr": pki.pod_cidr,
         "cas": [ca_cert_hash(getattr(pki, pair[1])) for pair in CA_PAIRS],
         "service_account": hashlib.sha256(pki.service_account_public_key.strip().encode()).hexdigest(),
-        "token": hashlib.sha256(pki.bootstrap_token.encode()).hexdigest(),
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()

@@ -27,6 +27,7 @@ from ..kernel.tags import ROLE_CONTROL_PLANE, dict_to_tags, is_owned, repair_tag
 from ..kernel.tier import Outcome
 from ..kernel.validation import parse_cidr
 from . import admin_kubeconfig, cloud_init, pki
+from .bootstrap_tokens import init_token_secret_name
 
 # Another run created the secret between our read and our create: that refusal is an answer (see _ensure_secret).
 CREATED_CONCURRENTLY = ("ResourceExistsException",)
@@ -157,7 +158,7 @@ class KubeadmTier:
                 refused=CREATED_CONCURRENTLY,
                 predicted={"ARN": placeholder("secret", name), "Name": name},
                 Name=name,
-                Description=f"clusterapi.aws: kubeadm PKI and bootstrap token of cluster {ctx.cluster}",
+                Description=f"clusterapi.aws: kubeadm PKI of cluster {ctx.cluster}",
                 SecretString=content,
                 ClientRequestToken=token,
                 Tags=dict_to_tags(tags),
@@ -221,24 +222,27 @@ class KubeadmTier:
     # state: absent ------------------------------------------------------------------------------------------
     def _delete(self, ctx: Context, path: Path | None) -> tuple[Any, Any]:
         name = pki.secret_name(ctx.cluster)
+        init_token = init_token_secret_name(ctx.cluster)  # kubeadm init's token (machines/join_tokens.py)
         description = describe_secret(ctx, name)
         existing = _read_text(path)
         before = {
             "pki": {"secret_name": name, "secret_arn": description.get("ARN")} if description else None,
             "kubeconfig": _kubeconfig_result(existing, path, ctx.cluster),
         }
-        if description is not None:
-            if is_owned(tags_to_dict(description.get("Tags")), ctx.cluster):
+        for secret, found in ((name, description), (init_token, describe_secret(ctx, init_token))):
+            if found is None:
+                continue
+            if is_owned(tags_to_dict(found.get("Tags")), ctx.cluster):
                 ctx.ops.call(
                     ctx.client("secretsmanager"),
                     "delete_secret",
-                    resource=name,
+                    resource=secret,
                     reason="state absent",
-                    SecretId=name,
+                    SecretId=secret,
                     ForceDeleteWithoutRecovery=True,
                 )
             else:
-                ctx.warn(f"secret {name} is not owned by cluster {ctx.cluster}; left alone")
+                ctx.warn(f"secret {secret} is not owned by cluster {ctx.cluster}; left alone")
         if path is not None and ctx.ops.delete_file(path, "state absent") and not ctx.check_mode:
             try:
                 path.parent.rmdir()  # only when empty: other outputs of the cluster may live there

@@ -2,7 +2,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Private: the cluster PKI, as CAPI's kubeadm bootstrap (CABPK) and control-plane (KCP) providers make it.
 
-The CAs (cluster, etcd, front proxy), the service-account key pair and the bootstrap token (:class:`ClusterPki`),
+The CAs (cluster, etcd, front proxy) and the service-account key pair (:class:`ClusterPki`; bootstrap tokens are
+minted per machine in the cluster and expire - ``bootstrap_tokens.py`` - so none is kept here),
 their generation, the validation of a PKI the user brings, the public facts a module may return about it, and
 the one secret it is kept in: :func:`load_cluster_pki` (one ``GetSecretValue``) is what machine tiers render their
 bootstrap data from; ``kubeadm.py`` reconciles the secret itself.
@@ -16,9 +17,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import re
-import secrets
-import string
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping, overload
 
@@ -55,13 +53,13 @@ CLOCK_SKEW = datetime.timedelta(minutes=5)
 RSA_KEY_SIZE = 2048
 RSA_EXPONENT = 65537
 
-TOKEN_PATTERN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
-_TOKEN_ALPHABET = string.ascii_lowercase + string.digits
 
 # Where the PKI lives: deliberately NOT under the bootstrap-data prefix "aws.cluster.x-k8s.io/", which the node
 # IAM policy lets every node read and delete (reference section 9): the CA keys must stay with the controller.
 SECRET_NAME_FORMAT = "clusterapi.aws/{cluster}/pki"
 SECRET_FORMAT_VERSION = 1
+# Keys the secret held in earlier releases and no longer does.
+RETIRED_KEYS = ("bootstrap_token",)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -92,9 +90,11 @@ class ClusterPki:
     front_proxy_ca_key: str = field(repr=False)
     service_account_public_key: str = field(repr=False)
     service_account_private_key: str = field(repr=False)
-    bootstrap_token: str = field(repr=False)
     service_cidr: str = DEFAULT_SERVICE_CIDR
     pod_cidr: str = DEFAULT_POD_CIDR
+    # Keys of the stored secret that are no longer written (a release before 0.2.0 kept a bootstrap token that never
+    # expires there): their presence is a difference, so the next reconcile rewrites the secret without them.
+    retired: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def ca_cert_hash(self) -> str:
@@ -103,6 +103,7 @@ class ClusterPki:
 
     def to_secret_string(self) -> str:
         body = {"format": SECRET_FORMAT_VERSION, **asdict(self)}
+        del body["retired"]
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -113,19 +114,20 @@ class ClusterPki:
             raise ReconcileError(f"{where} does not hold JSON; it was not written by capa_kubeadm") from None
         if not isinstance(body, dict) or body.get("format") != SECRET_FORMAT_VERSION:
             raise ReconcileError(f"{where} is not a capa_kubeadm PKI (format {SECRET_FORMAT_VERSION})")
-        names = [f.name for f in fields(cls)]
+        names = [f.name for f in fields(cls) if f.name != "retired"]
         missing = [n for n in names if n not in body and n not in ("service_cidr", "pod_cidr")]
         if missing:
             raise ReconcileError(f"{where} lacks {', '.join(missing)}")
-        return cls(**{n: body[n] for n in names if n in body})
+        retired = tuple(sorted(k for k in RETIRED_KEYS if k in body))
+        return cls(**{n: body[n] for n in names if n in body}, retired=retired)
 
     def differing_fields(self, other: ClusterPki | None) -> list[str]:
         """Names (never values) of the fields that differ, PEMs compared without surrounding whitespace."""
+        stored = [f.name for f in fields(self) if f.name != "retired"]
         if other is None:
-            return [f.name for f in fields(self)]
-        return [
-            f.name for f in fields(self) if str(getattr(self, f.name)).strip() != str(getattr(other, f.name)).strip()
-        ]
+            return stored
+        differing = [n for n in stored if str(getattr(self, n)).strip() != str(getattr(other, n)).strip()]
+        return differing + [f"{key} (retired)" for key in other.retired]
 
 
 def utc_now() -> datetime.datetime:
@@ -192,21 +194,15 @@ def new_ca(common_name: str, now: datetime.datetime | None = None) -> tuple[str,
     return cert_pem(cert), key_pem(key)
 
 
-def new_bootstrap_token() -> str:
-    """A kubeadm bootstrap token ``[a-z0-9]{6}.[a-z0-9]{16}`` from the OS's CSPRNG."""
-    pick = secrets.choice
-    return "".join(pick(_TOKEN_ALPHABET) for i in range(6)) + "." + "".join(pick(_TOKEN_ALPHABET) for i in range(16))
-
-
 def generate_pki(service_cidr: str = DEFAULT_SERVICE_CIDR, pod_cidr: str = DEFAULT_POD_CIDR) -> ClusterPki:
     now = utc_now()
-    pems: dict[str, str] = {}
+    pems: dict[str, Any] = {}
     for _name, cert_field, key_field, common_name in CA_PAIRS:
         pems[cert_field], pems[key_field] = new_ca(common_name, now)
     sa_key = new_private_key()
     pems[SA_PAIR[1]] = public_key_pem(sa_key.public_key())
     pems[SA_PAIR[2]] = key_pem(sa_key)
-    return ClusterPki(**pems, bootstrap_token=new_bootstrap_token(), service_cidr=service_cidr, pod_cidr=pod_cidr)
+    return ClusterPki(**pems, service_cidr=service_cidr, pod_cidr=pod_cidr)
 
 
 def desired_pki(
@@ -217,11 +213,10 @@ def desired_pki(
 ) -> ClusterPki:
     """The PKI a run converges on: what is stored, with the user's pairs over it; generated when nothing is stored.
 
-    Supplied pairs replace stored or generated ones pair by pair (validation made sure pairs are complete). The
-    bootstrap token is never supplied: it is kept once generated.
+    Supplied pairs replace stored or generated ones pair by pair (validation made sure pairs are complete).
     """
     base = stored or generate_pki(service_cidr, pod_cidr)
-    overrides = {k: normalise_pem(v) for k, v in (supplied or {}).items() if v}
+    overrides: dict[str, Any] = {k: normalise_pem(v) for k, v in (supplied or {}).items() if v}
     return replace(base, **overrides, service_cidr=service_cidr, pod_cidr=pod_cidr)
 
 

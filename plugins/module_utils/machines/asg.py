@@ -33,6 +33,7 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.idempotency import new_client_token
 from ..kernel.operations import placeholder
+from ..kernel.options import argument_spec
 from ..kernel.tags import (
     OWNED,
     ROLE_NODE,
@@ -44,6 +45,7 @@ from ..kernel.tags import (
 )
 from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
+from ..workload.access import KUBERNETES_API
 from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
 from .asg_plan import (
@@ -55,6 +57,7 @@ from .asg_plan import (
     LATEST,
     PROCESSES,
     TERMINATING,
+    TOKEN_DIFFERENCE,
     PoolSpec,
     bootstrap_hash,
     bootstrap_ref_of,
@@ -69,11 +72,13 @@ from .asg_plan import (
     process_changes,
     template_differences,
     validate,
+    version_token_id,
     versions_to_prune,
 )
 from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from .machine_spec import NONE, SECRETS_MANAGER, asg_argument_spec
 from .node_bootstrap import NodeBootstrap
+from .pool_token import HASH_TOKEN, TOKEN_ID_TAG, PoolToken
 
 # The drain hook's name: the auto scaling group and its nodes' termination watcher must agree on it.
 from .termination import lifecycle_hook_name
@@ -143,7 +148,10 @@ class AsgTier:
             PoolDeletion(ctx, spec, observed).run()
             return Outcome(before, _result(spec, None, {}, None, [], None, ""))
         run = PoolRun(ctx, spec, observed)
-        run.reconcile()
+        try:
+            run.reconcile()
+        finally:
+            run.join.close()
         return Outcome(before, run.result())
 
 
@@ -161,13 +169,16 @@ class PoolRun:
         self.differences: list[str] = []
         self.group_changed = False
         self.boot = NodeBootstrap(ctx, spec.machine)
+        self.join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, self.boot.pki)
 
     def reconcile(self) -> None:
         ctx, spec = self.ctx, self.spec
         self._check_owned()
         image = resolve_image(ctx, spec.machine)
-        document = self._document()
-        digest = bootstrap_hash(document)
+        latest = self.observed.latest
+        token_due = self.join.observe(version_token_id(latest["LaunchTemplateData"]) if latest else None)
+        # The hash is the document's with a fixed token: a rotated token changes no machine of the pool.
+        digest = bootstrap_hash(self._document(HASH_TOKEN))
         instance_tags = ctx.tags(
             ROLE_NODE,
             spec.name,
@@ -176,20 +187,28 @@ class PoolRun:
         # Compared with the latest version as it would be written; the entries' names are new in every version, so
         # only their backend counts (the hash tag says whether the data changed).
         compared_tags, hook = dict(instance_tags), None
-        if document is not None:
+        if spec.machine.has_bootstrap_data:
             compared_tags[BOOTSTRAP_TAG] = BootstrapRef(spec.machine.bootstrap.backend, "compared", 1).tag_value()
             hook = "boot-hook"
         desired = spec.machine.launch_template_data(image, tags=compared_tags, user_data=hook)
-        latest = self.observed.latest
         self.differences = template_differences(desired, latest["LaunchTemplateData"] if latest else None)
+        if token_due and latest is not None:
+            self.differences.append(TOKEN_DIFFERENCE)  # the pool's join token is rotated: no instance refresh
         refresh_due = self.group is not None and needs_refresh(self.differences)
         if refresh_due and spec.refresh["disable"]:
             refresh_due, self.refresh_reason = False, "InstanceRefreshDisabled"
+        # The token comes first: a pool whose new version cannot get one is refused before anything changes.
+        token = self.join.value(rotate=bool(token_due)) if self.differences else None
         if refresh_due:
             self._cancel_refreshes()  # CAPA: never change the template under a running refresh
         if self.differences:
-            self._new_version(instance_tags, document, image)
+            document = self._document(token[0] if token else None)
+            self._new_version(instance_tags, document, image, token[1] if token else None)
+        else:
+            self.join.warn_unchecked()
         self._prune()
+        kept = (version_token_id(v["LaunchTemplateData"]) for v in self.versions.values())
+        self.join.tidy(i for i in kept if i)
         self._ensure_template_tags()
         self._reconcile_group()
         if refresh_due:
@@ -211,18 +230,23 @@ class PoolRun:
             )
 
     # launch template ---------------------------------------------------------------------------------------------
-    def _document(self) -> bytes | None:
-        """The raw bootstrap data (deterministic: its sha256 decides whether bootstrap data changed); the watcher
-        drains nodes on spot interruption and, with the drain hook, on scale-in."""
+    def _document(self, token: str | None) -> bytes | None:
+        """The raw bootstrap data with the join ``token`` (deterministic: its sha256 with :data:`HASH_TOKEN`
+        decides whether bootstrap data changed); the watcher drains nodes on spot interruption and, with the drain
+        hook, on scale-in."""
         spec = self.spec
-        document = self.boot.document(spec.name)
+        document = self.boot.document(spec.name, token=token)
         if not (spec.drain_on_scale_in or spec.uses_spot):
             return document
         return self.boot.add_watcher(document, lifecycle_hook=spec.drain_hook_name if spec.drain_on_scale_in else None)
 
-    def _new_version(self, instance_tags: dict[str, str], document: bytes | None, image: Image) -> None:
+    def _new_version(
+        self, instance_tags: dict[str, str], document: bytes | None, image: Image, token_id: str | None
+    ) -> None:
         ctx, spec = self.ctx, self.spec
         tags = dict(instance_tags)
+        if token_id:
+            tags[TOKEN_ID_TAG] = token_id
         ref = None
         user_data = None
         if document is not None:
@@ -480,6 +504,13 @@ class PoolDeletion:
                 LaunchTemplateId=template["LaunchTemplateId"],
             )
         _sweep_pool_entries(ctx, self.spec, set())
+        join = PoolToken(
+            ctx, name, self.spec.machine, self.spec.kubernetes_api, NodeBootstrap(ctx, self.spec.machine).pki
+        )
+        try:
+            join.delete_all()
+        finally:
+            join.close()
 
 
 # helpers -----------------------------------------------------------------------------------------------------------
@@ -589,6 +620,7 @@ def module_argument_spec() -> dict[str, Any]:
     (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
     return dict(
         **machine_argument_spec(),
+        **argument_spec((KUBERNETES_API,)),
         name=dict(type="str", required=True),
         failure_domains=dict(type="list", elements="str"),
         min_size=dict(type="int", default=1),

@@ -18,8 +18,9 @@ from typing import Any, Mapping, Sequence
 
 from ..kernel.errors import SpecError
 from ..kernel.validation import at, check_availability_zone, check_not_negative
+from ..workload.access import KubernetesApiSettings
 from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
-from .machine_spec import MachineSpec
+from .machine_spec import POOL_BOOTSTRAP, MachineSpec
 from .plan import check_placement_inputs, default_failure_domains
 
 # CAPA's tag on pool instances: sha256 of the raw bootstrap data. It alone says whether bootstrap data changed
@@ -57,7 +58,11 @@ HOOK_DEFAULT_RESULT, HOOK_HEARTBEAT = "ABANDON", 3600
 DRAIN_DEFAULT_RESULT, DRAIN_HEARTBEAT = "CONTINUE", 300
 
 # Launch template fields whose change needs no instance refresh (CAPA: user-data-only changes roll nothing).
-BOOTSTRAP_FIELDS = frozenset({"bootstrap_data"})
+# A new join token for the pool's instances (``pool_token.py``): a new version, never an instance refresh.
+TOKEN_DIFFERENCE = "bootstrap_token"
+BOOTSTRAP_FIELDS = frozenset({"bootstrap_data", TOKEN_DIFFERENCE})
+# The instance tag naming the join token a version's entries carry (pool_token.TOKEN_ID_TAG).
+TOKEN_ID_TAG = "clusterapi.aws/join-token-id"
 
 # CAPA's AWSMachinePool conditions and reasons (exp/api/v1beta2/conditions_consts.go).
 ASG_READY = "ASGReady"
@@ -86,6 +91,7 @@ class PoolSpec:
     refresh: dict[str, Any]
     lifecycle_hooks: list[dict[str, Any]]
     drain_on_scale_in: bool
+    kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
     drain_hook_name: str = ""
     hooks: list[dict[str, Any]] = field(default_factory=list)
 
@@ -105,7 +111,7 @@ class PoolSpec:
             max_size=params["max_size"],
             desired_capacity=params["desired_capacity"],
             externally_managed=params["externally_managed_replicas"],
-            machine=MachineSpec.from_params(params),
+            machine=MachineSpec.from_params(params, POOL_BOOTSTRAP),
             mixed=mixed,
             suspended_processes=list(dict.fromkeys(params["suspended_processes"])),
             capacity_rebalance=params["capacity_rebalance"],
@@ -114,6 +120,7 @@ class PoolSpec:
             refresh=refresh,
             lifecycle_hooks=[_hook_from_params(h) for h in params["lifecycle_hooks"]],
             drain_on_scale_in=False,
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
             drain_hook_name=drain_hook_name,
         )
         # Draining matters most where instances vanish at two minutes' notice: on by default with spot.
@@ -296,7 +303,7 @@ def _comparable(data: Mapping[str, Any]) -> dict[str, Any]:
     if market:
         market = {"MarketType": market.get("MarketType"), **dict(market.get("SpotOptions") or {})}
     tags = {
-        kind: {k: v for k, v in values.items() if k not in (BOOTSTRAP_TAG, BOOTSTRAP_HASH_TAG)}
+        kind: {k: v for k, v in values.items() if k not in (BOOTSTRAP_TAG, BOOTSTRAP_HASH_TAG, TOKEN_ID_TAG)}
         for kind, values in _tag_sets(data).items()
     }
     return {
@@ -331,6 +338,11 @@ def versions_to_prune(numbers: Sequence[int], default: int, latest: int) -> list
     older = [n for n in numbers if n < latest]
     keep = {default, latest} | ({max(older)} if older else set())
     return sorted(n for n in numbers if n not in keep)
+
+
+def version_token_id(data: Mapping[str, Any]) -> str | None:
+    """The id of the join token a version's bootstrap entries carry (from its instance tags)."""
+    return _tag_sets(data).get("instance", {}).get(TOKEN_ID_TAG)
 
 
 def bootstrap_ref_of(data: Mapping[str, Any]) -> BootstrapRef | None:

@@ -24,9 +24,11 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
+from ..kernel.options import argument_spec
 from ..kernel.tags import OWNED, ROLE_NODE, cloud_provider_tag_key, is_owned, tag_specifications
 from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
+from ..workload.access import KUBERNETES_API
 from . import launch_template as _launch_template
 from .ami import resolve_image
 from .fleet_plan import (
@@ -43,6 +45,7 @@ from .fleet_plan import (
 )
 from .machine_spec import fleet_argument_spec
 from .node_bootstrap import NodeBootstrap
+from .pool_token import PoolToken
 
 POOL_TAG = "clusterapi.aws/machine-pool"
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
@@ -69,6 +72,7 @@ class FleetTier:
         before = view(fleet, instances, template_view(template))
         if spec.state == "absent":
             delete_pool(ctx, spec.name, fleet, template)
+            delete_tokens(ctx, spec)
             return Outcome(before, None)
         return Outcome(before, present(ctx, spec, fleet, instances, template))
 
@@ -108,10 +112,10 @@ def pool_tags(ctx: Context, name: str) -> dict[str, str]:
     return ctx.tags(ROLE_NODE, name, {POOL_TAG: name, cloud_provider_tag_key(ctx.cluster): OWNED})
 
 
-def document(ctx: Context, spec: FleetSpec) -> bytes | None:
-    """The pool's bootstrap document with the termination watcher (a fleet's capacity is spot), or None."""
-    boot = NodeBootstrap(ctx, spec.machine)
-    return boot.add_watcher(boot.document(spec.name))
+def document(boot: NodeBootstrap, spec: FleetSpec, token: str | None) -> bytes | None:
+    """The pool's bootstrap document with its join ``token`` and the termination watcher (a fleet's capacity is
+    spot), or None."""
+    return boot.add_watcher(boot.document(spec.name, token=token))
 
 
 def create_request(ctx: Context, spec: FleetSpec, template: _launch_template.Ensured) -> dict[str, Any]:
@@ -154,19 +158,32 @@ def present(
                 "delete the pool (state=absent) and create it again"
             )
     tags = pool_tags(ctx, spec.name)
-    ensured = _launch_template.ensure(
-        ctx,
-        template,
-        name=spec.name,
-        render=lambda instance_tags, user_data: spec.machine.launch_template_data(
-            image, tags=instance_tags, user_data=user_data
-        ),
-        template_hash=template_hash,
-        tags=tags,
-        instance_tags=tags,
-        document=lambda: document(ctx, spec),
-        backend=spec.machine.bootstrap.backend,
-    )
+    boot = NodeBootstrap(ctx, spec.machine)
+    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, boot.pki)
+    try:
+        latest = template.latest() if template else None
+        rotate = join.observe(_launch_template.version_token_id(latest))
+        ensured = _launch_template.ensure(
+            ctx,
+            template,
+            name=spec.name,
+            render=lambda instance_tags, user_data: spec.machine.launch_template_data(
+                image, tags=instance_tags, user_data=user_data
+            ),
+            template_hash=template_hash,
+            tags=tags,
+            instance_tags=tags,
+            document=lambda token: document(boot, spec, token),
+            backend=spec.machine.bootstrap.backend,
+            rotate=rotate,
+            join_token=lambda: join.value(rotate=bool(rotate)),
+        )
+        if not ensured.created:
+            join.warn_unchecked()
+        kept = {_launch_template.version_token_id(v) for v in (template.versions if template else [])}
+        join.tidy({i for i in kept | {join.minted_id} if i})
+    finally:
+        join.close()
     request = create_request(ctx, spec, ensured)
     fleet = apply_fleet(ctx, spec.name, fleet, request)
     if ensured.created or fleet.get("_changed"):
@@ -264,6 +281,15 @@ def delete_pool(
     _launch_template.delete(ctx, template)
 
 
+def delete_tokens(ctx: Context, spec: FleetSpec) -> None:
+    """The pool's join tokens, once no instance can boot from its template any more."""
+    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, NodeBootstrap(ctx, spec.machine).pki)
+    try:
+        join.delete_all()
+    finally:
+        join.close()
+
+
 def pool_instances(ctx: Context, name: str) -> list[str]:
     """Ids of the pool's instances that are not terminated yet, by the tags the launch template gave them."""
     filters = ctx.owner_filters() + [
@@ -334,6 +360,7 @@ def module_argument_spec() -> dict[str, Any]:
     (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
     return dict(
         **machine_argument_spec(),
+        **argument_spec((KUBERNETES_API,)),
         name=dict(type="str", required=True),
         failure_domains=dict(type="list", elements="str"),
         total_target_capacity=dict(type="int", default=1),

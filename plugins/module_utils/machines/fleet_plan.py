@@ -17,7 +17,8 @@ from ..kernel.compare import Field, differences
 from ..kernel.errors import SpecError
 from ..kernel.hashing import template_hash
 from ..kernel.validation import check_availability_zone
-from .machine_spec import MachineSpec
+from ..workload.access import KubernetesApiSettings
+from .machine_spec import POOL_BOOTSTRAP, MachineSpec
 from .plan import check_placement_inputs, default_failure_domains
 
 SPOT, ON_DEMAND = "spot", "on-demand"
@@ -52,13 +53,14 @@ class FleetSpec:
     spot_allocation_strategy: str
     machine: MachineSpec
     replace_unhealthy_instances: bool
+    kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> FleetSpec:
         subnets = [dict(s) for s in params["subnets"]]
         domains = list(params["failure_domains"] or ()) or default_failure_domains(subnets, public=False)
         types = list(params["instance_types"])
-        machine = MachineSpec.from_params(params)
+        machine = MachineSpec.from_params(params, POOL_BOOTSTRAP)
         if machine.instance_type is None and types:
             machine = machine.but(instance_type=types[0])  # the template's type picks the image architecture
         return cls(
@@ -73,6 +75,7 @@ class FleetSpec:
             spot_allocation_strategy=params["spot_allocation_strategy"],
             machine=machine,
             replace_unhealthy_instances=params["replace_unhealthy_instances"],
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
         )
 
     def pool_subnets(self) -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ The instance tier asks :class:`GroupWorkload` three things per step of a rollout
   starts; a step that could lose quorum, or that cannot be judged because etcd is out of reach, is refused;
 * :meth:`~GroupWorkload.retire` / :meth:`~GroupWorkload.forget` - the Machine controller's deletion: etcd
   leadership moved off, Node drained, volumes detached, etcd member removed, all before ``TerminateInstances``;
-  the Node deleted once the instance is gone.
+  the Node deleted once the instance is gone;
+* :meth:`~GroupWorkload.join_token` / :meth:`~GroupWorkload.tidy_join_tokens` - CABPK's bootstrap tokens: one
+  minted in the cluster for each machine that joins, renewed while it has not, deleted once it has.
 
 Only kubeadm machines are asked about: for other bootstrap types (raw, none, EKS self-managed nodes) the group is
 judged by EC2's state alone. ``kubernetes_api.mode`` (``workload.access``) says what happens without an API server.
@@ -25,17 +27,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..kernel.context import Context
-from ..kernel.errors import ReconcileError
+from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.operations import is_placeholder
 from ..kernel.options import Option, argument_spec
 from ..kernel.waiting import wait_until
+from ..kubeadm import bootstrap_tokens as tokens
 from ..kubeadm.cloud_init import cluster_configuration_version, normalise_version, with_kubernetes_version
 from ..kubeadm.pki import ClusterPki
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
 from ..workload.etcd import Etcd, EtcdStatus
-from ..workload.kube import KubeApi
+from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from ..workload.observe import NodeView, Workload
 from . import node_lifecycle as _nodes
+from .join_tokens import JoinTokens, recall_init_token
 from .lifecycle import (
     SIGNAL_AWS_ONLY,
     ControlPlaneMachine,
@@ -137,8 +141,12 @@ class GroupWorkload:
         asks_cluster: bool,
         endpoint: tuple[str, int],
         pki: Callable[[], ClusterPki | None],
+        token_ttl: int = tokens.DEFAULT_MACHINE_TTL,
     ) -> None:
         self.ctx, self.settings, self.group = ctx, settings, group
+        self.token_ttl = token_ttl
+        self.tokens: JoinTokens | None = None
+        self._api_down = ""  # why minting a token found no API in this run
         self.control_plane = control_plane
         self.asks_cluster = asks_cluster  # kubeadm bootstrap: the cluster's API is the one in the PKI secret
         self.endpoint = endpoint
@@ -464,6 +472,86 @@ class GroupWorkload:
             raise ReconcileError("the etcd client is gone: the etcd CA is not known")
         return self.access.etcd
 
+    # join tokens (CABPK) ---------------------------------------------------------------------------------------
+    def join_token(self, machine: str) -> str:
+        """A bootstrap token minted in the cluster for ``machine`` alone, valid for ``token_ttl`` seconds (before
+        its launch: a machine that cannot get one is not launched - it could never join)."""
+        access = self._open()
+        api: KubeApi | PlannedApi | None = access.api if access is not None else None
+        reason = self.reason or "the cluster does not answer yet"
+        if api is None and self.ctx.check_mode:
+            api = PlannedApi(reason)  # the apply mints it once the API answers (after kubeadm init)
+        if api is None or self._api_down:
+            return self._init_token(machine, self._api_down or reason)
+        try:
+            join_tokens = self._tokens(api)
+            join_tokens.all()  # the run's one read of the tokens; it also says whether the API answers
+            return join_tokens.mint(
+                group=self.group, holder=machine, ttl=self.token_ttl, reason="a machine joins with a token of its own"
+            )
+        except RemoteError as e:
+            if e.code != UNREACHABLE:
+                raise
+            self._api_down = str(e)  # asked once per run: the next joins of the run do not wait for it again
+            return self._init_token(machine, self._api_down)
+
+    def _init_token(self, machine: str, reason: str) -> str:
+        """Without the API: kubeadm init's token while it has enough life left (a first build from outside the
+        cluster's network), else the join is refused before the launch."""
+        value = recall_init_token(self.ctx, tokens.MIN_TTL)
+        if value is None:
+            raise self._tokenless(machine, reason)
+        self._warn_once(
+            "init-token",
+            f"group {self.group}: the Kubernetes API is not reachable ({reason}); machines join with kubeadm init's "
+            "token while it lasts - later joins need the API",
+        )
+        return value
+
+    def tidy_join_tokens(self, machines: list[Machine]) -> None:
+        """After the rollout: tokens of machines still on their way to join are renewed (when less than half their
+        TTL is left), tokens of machines that joined or went are deleted, and so is the token that never expires,
+        as releases before 0.2.0 minted it at ``kubeadm init``. Only with the cluster answering: the one read is the
+        list of bootstrap tokens."""
+        if not self.asks_cluster or (self.workload is not None and not self.reachable):
+            return  # asked this run, and the API did not answer
+        access = self._open()
+        if access is None or access.api is None:
+            return
+        join_tokens = self._tokens(access.api)
+        try:
+            join_tokens.all()
+        except RemoteError as e:
+            if e.code != UNREACHABLE:
+                raise
+            return
+        now = tokens.utc_now()
+        by_name = {m.name: m for m in machines if not m.leaving}
+        for token in join_tokens.of_group(self.group):
+            machine = by_name.get(token.holder or "")
+            # Joined only when this run saw its Node (not asked yet this run: still joining, the token kept).
+            joined = machine is not None and self.reachable and _real(machine) and self._node(machine) is not None
+            joining = machine is not None and not joined
+            action = tokens.machine_token_action(token, joining=joining, ttl=self.token_ttl, now=now)
+            if action == tokens.RENEW:
+                join_tokens.renew(token, self.token_ttl)
+            elif action == tokens.DELETE:
+                join_tokens.delete(token, _token_gone_reason(token, machine, now))
+        join_tokens.remove_legacy()
+
+    def _tokens(self, api: KubeApi | PlannedApi) -> JoinTokens:
+        if self.tokens is None or self.tokens.api is not api:
+            self.tokens = JoinTokens(self.ctx, api)
+        return self.tokens
+
+    def _tokenless(self, machine: str, reason: str) -> ReconcileError:
+        return ReconcileError(
+            f"refused: launching {machine}: it joins with a bootstrap token minted in the cluster, and the Kubernetes "
+            f"API is not reachable ({reason}); kubeadm init's token has expired or is about to. Nothing of this step "
+            "was changed. Reach the API from the controller (kubernetes_api.server: a tunnel, an SSM port forward or "
+            "a proxy to the endpoint) and run again"
+        )
+
     # results ---------------------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         return {
@@ -485,6 +573,14 @@ class GroupWorkload:
 
 def _real(machine: Machine) -> bool:
     return not is_placeholder(machine.id)
+
+
+def _token_gone_reason(token: tokens.JoinToken, machine: Machine | None, now: datetime.datetime) -> str:
+    if token.expired(now):
+        return "expired"
+    if machine is None:
+        return f"{token.holder} is gone"
+    return f"{token.holder} joined the cluster"
 
 
 def _why(machine: Machine) -> str:

@@ -46,11 +46,13 @@ from ..kernel.tags import (
 from ..kernel.tier import Outcome
 from ..kernel.validation import check_availability_zone, check_one_of
 from ..kernel.waiting import wait_until
+from ..kubeadm.bootstrap_tokens import new_token
 from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
 from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
 from .bootstrap_data import BOOTSTRAP_TAG
 from .group_workload import Departure, GroupWorkload, NodeSettings, node_argument_spec
+from .join_tokens import remember_init_token
 from .machine_spec import BASTION, KUBEADM, NONE, ROLE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
 from .node_bootstrap import NodeBootstrap
 from .plan import (
@@ -494,6 +496,7 @@ class InstanceTier:
                 cluster.observe(machines, first=True)
             departures = cluster.retire(going, machines)
             _remove(ctx, cluster, regs, departures, "state is absent")
+            cluster.tidy_join_tokens([])  # the tokens of machines that never joined go with them
         finally:
             cluster.close()
         _sweep_bootstrap(ctx, spec, [])
@@ -603,6 +606,7 @@ class GroupRun:
         else:
             raise ReconcileError(f"group {self.spec.name} did not converge in {MAX_STEPS} steps")
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
+        self.cluster.tidy_join_tokens(self.machines)
 
     # health ----------------------------------------------------------------------------------------------------
     def _check_health(self, instance_reasons: dict[str, str]) -> None:
@@ -696,7 +700,8 @@ class GroupRun:
             client_token=new_client_token(),
         )
         ref = None
-        document = self.boot.document(name, kubeadm_role=self._kubeadm_role(first=not live))
+        role = self._kubeadm_role(first=not live)
+        document = self.boot.document(name, kubeadm_role=role, token=self._bootstrap_token(name, role))
         if machine_spec.spot is not None:  # drain the node on a spot interruption notice
             document = self.boot.add_watcher(document)
         if document is not None:
@@ -740,6 +745,18 @@ class GroupRun:
         machine.template_hash = self.group_hash or ""
         machine.tags = tags
         return machine
+
+    def _bootstrap_token(self, name: str, role: str) -> str | None:
+        """The token machine ``name`` boots with: ``kubeadm init`` creates its own, expiring after ``token_ttl``
+        (kept on the controller's side for the joins of a first build that cannot reach the API: kubeadm's own
+        procedure); a join gets one minted in the cluster for it alone."""
+        if self.spec.machine.bootstrap.type != KUBEADM:
+            return None
+        if role == ROLE_INIT:
+            value = new_token()
+            remember_init_token(self.ctx, value, self.spec.machine.bootstrap.token_ttl)
+            return value
+        return self.cluster.join_token(name)
 
     def _kubeadm_role(self, first: bool) -> str:
         """The first machine of an empty control plane runs kubeadm init; the others join."""
@@ -810,6 +827,7 @@ def group_workload(ctx: Context, spec: GroupSpec, boot: NodeBootstrap, asks: boo
         asks_cluster=asks and bootstrap.type == KUBEADM and spec.role != BASTION,
         endpoint=(bootstrap.endpoint_host or "", bootstrap.endpoint_port),
         pki=boot.pki,
+        token_ttl=bootstrap.token_ttl,
     )
 
 

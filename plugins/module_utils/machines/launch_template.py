@@ -15,7 +15,7 @@ Observing is one ``DescribeLaunchTemplates`` (by name) and one ``DescribeLaunchT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 try:
     import botocore.exceptions
@@ -30,11 +30,14 @@ from ..kernel.idempotency import new_client_token
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import is_owned, tag_specifications, tags_to_dict
 from . import bootstrap_data as _bootstrap_data
+from .asg_plan import TOKEN_ID_TAG
 from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from .machine_spec import SECRETS_MANAGER
 
 # What a version's data is made of: its instance tags and the boot hook's user data (MachineSpec's renderer).
 Render = Callable[[Mapping[str, str], Optional[str]], dict[str, Any]]
+# The join token of a new version: (token, its id), or None for a pool without kubeadm data (pool_token.py).
+JoinToken = Callable[[], Optional[Tuple[str, str]]]
 
 HASH_TAG = "clusterapi.aws/template-hash"
 MAX_VERSIONS = 3  # CAPA prunes before creating a version once this many exist
@@ -76,6 +79,10 @@ def version_tags(version: Mapping[str, Any] | None) -> dict[str, str]:
 
 def version_hash(version: Mapping[str, Any] | None) -> str:
     return version_tags(version).get(HASH_TAG, "")
+
+
+def version_token_id(version: Mapping[str, Any] | None) -> str | None:
+    return version_tags(version).get(TOKEN_ID_TAG)
 
 
 def version_ref(version: Mapping[str, Any] | None) -> BootstrapRef | None:
@@ -123,23 +130,31 @@ def ensure(
     template_hash: str,
     tags: Mapping[str, str],
     instance_tags: Mapping[str, str],
-    document: Callable[[], bytes | None],
+    document: Callable[[Optional[str]], Optional[bytes]],
     backend: str = SECRETS_MANAGER,
+    rotate: str | None = None,
+    join_token: JoinToken = lambda: None,
 ) -> Ensured:
     """The template whose latest version has ``template_hash``: created, given a new version, or left alone.
 
-    ``document`` renders the bootstrap document only when a version is made; ``render`` makes the version's data
-    from its instance tags and user data. ``tags`` go on the template, ``instance_tags`` (plus the hash and
-    bootstrap tags) on the instances and volumes it launches.
+    ``document`` renders the bootstrap document (with the join token) only when a version is made; ``render``
+    makes the version's data from its instance tags and user data. ``tags`` go on the template, ``instance_tags``
+    (plus the hash, bootstrap and token tags) on the instances and volumes it launches. ``rotate`` (why the join
+    token is due) makes a version with the same hash; ``join_token`` is asked before any change, so a pool that
+    cannot get a token is refused with nothing changed.
     """
-    if observed is not None and version_hash(observed.latest()) == template_hash:
-        return Ensured(observed.id, name, observed.latest_version, template_hash)
+    same = observed is not None and version_hash(observed.latest()) == template_hash
+    if same and not rotate:
+        return Ensured(observed.id, name, observed.latest_version, template_hash)  # type: ignore[union-attr]
+    joining = join_token()
     if observed is not None:
         for version in versions_to_prune(observed):
             _delete_version(ctx, observed, version)
 
     instance = {**instance_tags, HASH_TAG: template_hash}
-    content = document()
+    if joining is not None:
+        instance[TOKEN_ID_TAG] = joining[1]
+    content = document(joining[0] if joining else None)
     ref = None
     user_data = None
     if content is not None:
@@ -168,7 +183,7 @@ def ensure(
             ctx.client("ec2"),
             "create_launch_template_version",
             resource=name,
-            reason=f"template hash {version_hash(observed.latest()) or 'none'} -> {template_hash}",
+            reason=_version_reason(observed, template_hash, rotate if same else None),
             predicted={"LaunchTemplateVersion": {"VersionNumber": PLANNED_VERSION}},
             LaunchTemplateId=observed.id,
             LaunchTemplateData=version_data,
@@ -180,6 +195,12 @@ def ensure(
             _bootstrap_data.delete(ctx, ref, name)
         raise
     return Ensured(observed.id, name, answer["VersionNumber"], template_hash, True)
+
+
+def _version_reason(observed: Template, template_hash: str, rotation: str | None) -> str:
+    if rotation:
+        return f"join token rotation: {rotation}"
+    return f"template hash {version_hash(observed.latest()) or 'none'} -> {template_hash}"
 
 
 def _delete_version(ctx: Context, template: Template, version: Mapping[str, Any]) -> None:

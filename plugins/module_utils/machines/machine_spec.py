@@ -40,6 +40,7 @@ from ..kernel import validation
 from ..kernel.errors import SpecError
 from ..kernel.options import Option, argument_spec, filled, given
 from ..kernel.validation import at, check_one_of
+from ..kubeadm import bootstrap_tokens as tokens
 
 KUBEADM, EKS, RAW, NONE = "kubeadm", "eks", "raw", "none"
 BOOTSTRAP_TYPES = (KUBEADM, EKS, RAW, NONE)
@@ -200,6 +201,16 @@ BOOTSTRAP = Option(
         Option("eks_cluster_name", "The EKS cluster the nodes join; eks. Default - I(cluster_name)."),
         Option("data", "The bootstrap document for C(raw). Never logged or returned.", no_log=True),
         Option("backend", "Where the document waits for the machine.", choices=BACKENDS, default=SECRETS_MANAGER),
+        Option(
+            "token_ttl",
+            "Seconds the bootstrap token a kubeadm machine joins with stays valid (CABPK's C(--bootstrap-token-ttl)). "
+            "Each machine gets a token of its own, minted in the cluster (a C(bootstrap.kubernetes.io/token) Secret "
+            "with an expiry) through I(kubernetes_api) just before its launch; a later run renews it while the "
+            "machine has not joined, and deletes it once it has. The first control-plane machine's C(kubeadm init) "
+            "token expires after the same time. Between 300 and 604800.",
+            type="int",
+            default=tokens.DEFAULT_MACHINE_TTL,
+        ),
     ),
 )
 
@@ -313,6 +324,15 @@ POOL_BOOTSTRAP = revised(
             ],
         ),
         "backend": dict(description="Where each launch template version's document waits for the machines."),
+        "token_ttl": dict(
+            default=tokens.DEFAULT_POOL_TTL,
+            description="Seconds the pool's kubeadm bootstrap token stays valid. A pool's instances join whenever "
+            "the group launches them, so the pool has one token, minted in the cluster through I(kubernetes_api) "
+            "and written only into the bootstrap entries (never the launch template); a run that finds less than "
+            "half of it left rotates it - a new token in a new template version, no instance refresh - and the "
+            "superseded one lapses. Choose it longer than twice the time between two runs (an AWX schedule): "
+            "instances launched after it lapsed cannot join. Between 300 and 604800.",
+        ),
     },
 )
 INSTANCE_BOOTSTRAP = revised(
@@ -500,6 +520,7 @@ class Bootstrap:
     data: str | None
     backend: str
     eks_cluster_name: str | None = None
+    token_ttl: int = tokens.DEFAULT_MACHINE_TTL
 
     def definition(self, kubernetes_version: str | None) -> dict[str, Any]:
         """What of the bootstrap settings defines a machine (a digest of a raw document, never the document)."""
@@ -536,11 +557,12 @@ class MachineSpec:
     bootstrap: Bootstrap
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> MachineSpec:
+    def from_params(cls, params: Mapping[str, Any], bootstrap_option: Option = BOOTSTRAP) -> MachineSpec:
         """The machine of a module's parameters (or of a cluster spec section: the same keys).
 
         ``role`` (``capa_instance``'s; pools are nodes) decides the bastion's defaults: a small instance type,
-        no bootstrap data, Canonical's Ubuntu image.
+        no bootstrap data, Canonical's Ubuntu image. ``bootstrap_option`` is the module's own declaration of
+        ``bootstrap`` (a pool's token lives longer: :data:`POOL_BOOTSTRAP`).
         """
         role = filled(ROLE, params.get("role"))
         bastion = role == BASTION
@@ -551,7 +573,7 @@ class MachineSpec:
         volume = filled(ROOT_VOLUME, params.get("root_volume"))
         imds = filled(IMDS, params.get("imds"))
         spot = filled(SPOT_MARKET_OPTIONS, params.get("spot_market_options"))
-        bootstrap = filled(BOOTSTRAP, params.get("bootstrap"))
+        bootstrap = filled(bootstrap_option, params.get("bootstrap"))
         return cls(
             role=role,
             instance_type=instance_type,
@@ -627,6 +649,7 @@ class MachineSpec:
                 )
             if not self.kubernetes_version:
                 raise SpecError(_at(where, "kubernetes_version"), "is required for kubeadm bootstrap")
+            tokens.check_token_ttl(bootstrap.token_ttl, _at(where, "bootstrap.token_ttl"))
         if bootstrap.type == EKS:
             if not self.kubernetes_version:
                 raise SpecError(

@@ -91,8 +91,9 @@ class NodeBootstrap:
             self._pki_loaded = True
         return self._pki
 
-    def document(self, name: str, *, kubeadm_role: str = ROLE_JOIN_WORKER) -> bytes | None:
-        """The raw bootstrap document of machine (or pool) ``name``, or None without bootstrap data."""
+    def document(self, name: str, *, kubeadm_role: str = ROLE_JOIN_WORKER, token: str | None = None) -> bytes | None:
+        """The raw bootstrap document of machine (or pool) ``name``, or None without bootstrap data; a kubeadm
+        document carries ``token``, the bootstrap token the machine joins (or, for ``init``, creates) with."""
         bootstrap = self.machine.bootstrap
         if bootstrap.type == NONE:
             return None
@@ -103,6 +104,8 @@ class NodeBootstrap:
         pki = self.pki()
         if pki is None:  # check mode before capa_kubeadm ran: plan the entries without content
             return PLANNED
+        if token is None:
+            raise ReconcileError(f"{name}: a kubeadm document needs a bootstrap token (a bug)")
         return render_cloud_init(
             pki,
             kubeadm_role,
@@ -111,6 +114,8 @@ class NodeBootstrap:
             endpoint_port=bootstrap.endpoint_port,
             kubernetes_version=self.machine.kubernetes_version or "",
             machine_name=name,
+            token=token,
+            token_ttl=bootstrap.token_ttl,
         )
 
     def add_watcher(self, document: bytes | None, *, lifecycle_hook: str | None = None) -> bytes | None:

@@ -46,6 +46,9 @@ PLANNED = {
     "evict": "k8s:CreateEviction",
     "delete_node": "k8s:DeleteNode",
     "apply": "k8s:Apply",
+    "create_secret": "k8s:CreateSecret",
+    "patch_secret": "k8s:PatchSecret",
+    "delete_secret": "k8s:DeleteSecret",
 }
 UNREACHABLE = "Unreachable"
 
@@ -133,6 +136,9 @@ class KubeApi:
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
         return self.list(path, "k8s:ListPods", **_selectors(selectors))
 
+    def secrets(self, namespace: str, **selectors: str) -> builtins.list[dict[str, Any]]:
+        return self.list(f"/api/v1/namespaces/{namespace}/secrets", "k8s:ListSecrets", **_selectors(selectors))
+
     def get(self, path: str, name: str) -> dict[str, Any] | None:
         """One object, or None when it does not exist."""
         try:
@@ -172,6 +178,15 @@ class KubeApi:
             query = {"fieldManager": FIELD_MANAGER, "force": "true"}
             path = self.object_path(manifest)
             return self._request("PATCH", path, name, "application/apply-patch+yaml", manifest, query)
+        if method == "create_secret":
+            manifest = params["manifest"]
+            path = f"/api/v1/namespaces/{manifest['metadata']['namespace']}/secrets"
+            return self._request("POST", path, name, "application/json", manifest, {"fieldManager": FIELD_MANAGER})
+        if method in ("patch_secret", "delete_secret"):
+            path = f"/api/v1/namespaces/{params['namespace']}/secrets/{params['name']}"
+            if method == "delete_secret":
+                return self._request("DELETE", path, name, "application/json", None)
+            return self._request("PATCH", path, name, _MERGE, params["patch"], {"fieldManager": FIELD_MANAGER})
         raise ValueError(f"unknown Kubernetes write {method}")
 
     # paths of arbitrary kinds (server-side apply), from discovery -------------------------------------------

@@ -39,6 +39,8 @@ KUBEADM_VIA_CONTROL_PLANE = {
     "endpoint_host": ref("control_plane.endpoint.host"),
     "endpoint_port": ref("control_plane.endpoint.port"),
     "backend": "secrets-manager",
+    # CABPK's default: each machine's own bootstrap token lives 15 minutes (renewed while it has not joined).
+    "token_ttl": 900,
 }
 
 
@@ -142,6 +144,7 @@ def test_the_default_cluster():
                 "endpoint_host": ref("elb.endpoint.host"),
                 "endpoint_port": ref("elb.endpoint.port"),
                 "backend": "secrets-manager",
+                "token_ttl": 900,
             },
             "load_balancers": [ref("elb.load_balancer"), ref("elb.secondary_load_balancer", optional=True)],
             "rollout": {"max_surge": 1, "max_unavailable": 0},
@@ -325,7 +328,9 @@ def test_an_auto_scaling_group_pool_and_a_fleet():
             **POOL_COMMON,
             "ssh_key_name": "ops",
             "security_group_ids": groups("node", "lb"),
-            "bootstrap": KUBEADM_VIA_CONTROL_PLANE,
+            # A pool's join token lives a day (rotated at half its life) and is minted through the cluster's API.
+            "bootstrap": {**KUBEADM_VIA_CONTROL_PLANE, "token_ttl": 86400},
+            "kubernetes_api": {"mode": "auto", "timeout": 10},
             "min_size": 1,
             "max_size": 4,
             "desired_capacity": 2,
@@ -350,7 +355,9 @@ def test_an_auto_scaling_group_pool_and_a_fleet():
             **POOL_COMMON,
             "ssh_key_name": "pool-key",
             "security_group_ids": groups("node", "lb"),
-            "bootstrap": KUBEADM_VIA_CONTROL_PLANE,
+            # A pool's join token lives a day (rotated at half its life) and is minted through the cluster's API.
+            "bootstrap": {**KUBEADM_VIA_CONTROL_PLANE, "token_ttl": 86400},
+            "kubernetes_api": {"mode": "auto", "timeout": 10},
             "total_target_capacity": 1,
             "on_demand_target_capacity": 1,
             "instance_types": ["t3.large", "m5.large"],

@@ -85,7 +85,12 @@ CASES: dict[str, tuple[Callable[[Any], dict[str, Any]], str, Callable[[dict[str,
 
 
 def compiled_params(account: Any, sections: dict[str, Any], pick: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    cluster = {"name": golden.CLUSTER, "region": golden.REGION, **sections}
+    cluster = {
+        "name": golden.CLUSTER,
+        "region": golden.REGION,
+        "kubernetes_api": {"server": account.kube.url},
+        **sections,
+    }
     validated = ArgumentSpecValidator(module_argument_spec()).validate({"cluster": cluster})
     assert not validated.error_messages, validated.error_messages
     steps = compile_cluster(validated.validated_parameters["cluster"], None)["steps"]
@@ -105,12 +110,15 @@ def test_compiled_steps_build_the_golden_machines(name: str, tmp_path: Path) -> 
     with mock_aws():
         mock_random.seed(golden.SEED)
         account = golden.Account(tmp_path)
-        compiled = compiled_params(account, sections(account), pick)
-        assert as_module_reads(module, argument_spec, compiled) == as_module_reads(
-            module, argument_spec, build(account)
-        )
-        calls: list[dict[str, Any]] = []
-        golden.run_module(module, compiled, recorder=calls)
+        try:
+            compiled = compiled_params(account, sections(account), pick)
+            assert as_module_reads(module, argument_spec, compiled) == as_module_reads(
+                module, argument_spec, build(account)
+            )
+            calls: list[dict[str, Any]] = []
+            golden.run_module(module, compiled, recorder=calls)
+        finally:
+            account.close()
     expected = golden._golden()[name]
     got = [golden.normalise(c, account.ids) for c in calls]
     if account.ids == expected["inputs"]:

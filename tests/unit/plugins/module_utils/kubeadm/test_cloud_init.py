@@ -16,10 +16,11 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import clou
 from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.pki import ClusterPki
 
 ENDPOINT = dict(cluster="demo", endpoint_host="demo-apiserver.elb.example.com", endpoint_port=6443)
+TOKEN = "abcdef.0123456789abcdef"
 
 
 def render(pki, role, version="v1.31.2", machine="m-0", **over):
-    args = {**ENDPOINT, **over}
+    args = {"token": TOKEN, "token_ttl": 900, **ENDPOINT, **over}
     return k.render_cloud_init(pki, role, kubernetes_version=version, machine_name=machine, **args).decode()
 
 
@@ -75,7 +76,9 @@ class TestCloudInit:
         assert init["apiVersion"] == cluster["apiVersion"] == "kubeadm.k8s.io/v1beta4"
         assert init["kind"] == "InitConfiguration" and cluster["kind"] == "ClusterConfiguration"
         [token] = init["bootstrapTokens"]
-        assert token["token"] == pki.bootstrap_token
+        assert token["token"] == TOKEN
+        # The init token expires: no token of this collection lives for ever (kubeadm reads "0s" as never).
+        assert token["ttl"] == "900s"
         assert token["usages"] == ["signing", "authentication"]
         assert init["nodeRegistration"] == {
             "name": "{{ ds.meta_data.local_hostname }}",
@@ -93,7 +96,7 @@ class TestCloudInit:
         assert join["kind"] == "JoinConfiguration"
         assert join["discovery"]["bootstrapToken"] == {
             "apiServerEndpoint": "demo-apiserver.elb.example.com:6443",
-            "token": pki.bootstrap_token,
+            "token": TOKEN,
             "caCertHashes": [pki.ca_cert_hash],
         }
         assert ("controlPlane" in join) is control_plane
@@ -117,6 +120,18 @@ class TestCloudInit:
         assert render(pki, role) == render(pki, role)
         copy = ClusterPki.from_secret_string(pki.to_secret_string(), "s")
         assert render(copy, role) == render(pki, role)
+
+    def test_init_token_lives_as_long_as_asked(self, pki):
+        init = kubeadm_docs(cloud_config(render(pki, "init", token_ttl=3600)))[0]
+        assert init["bootstrapTokens"][0]["ttl"] == "3600s"
+
+    def test_each_machine_token_is_in_its_document_but_not_in_the_hash(self, pki):
+        other = "zyxwvu.9876543210zyxwvu"
+        assert other in render(pki, "join-worker", token=other) and TOKEN not in render(pki, "join-worker", token=other)
+        args = dict(ENDPOINT, kubernetes_version="v1.31.2")
+        assert k.cloud_init_hash(pki, "join-worker", **args) == k.cloud_init_hash(
+            replace(pki, retired=("bootstrap_token",)), "join-worker", **args
+        )
 
     def test_machine_name_does_not_change_the_document_or_hash(self, pki):
         assert render(pki, "join-worker", machine="a") == render(pki, "join-worker", machine="b")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -54,15 +55,24 @@ class TestGeneratedPki:
         assert public.public_numbers() == private.public_key().public_numbers()
 
     def test_every_generation_is_new(self, pki, other_pki):
-        assert pki.cluster_ca_key != other_pki.cluster_ca_key and pki.bootstrap_token != other_pki.bootstrap_token
-
-    @pytest.mark.parametrize("attempt", range(20))
-    def test_token_format(self, attempt):
-        assert re.fullmatch(r"[a-z0-9]{6}\.[a-z0-9]{16}", k.new_bootstrap_token())
+        assert pki.cluster_ca_key != other_pki.cluster_ca_key
 
     def test_repr_hides_secrets(self, pki):
-        text = repr(pki)
-        assert "BEGIN" not in text and pki.bootstrap_token not in text
+        assert "BEGIN" not in repr(pki)
+
+    def test_the_secret_holds_no_bootstrap_token(self, pki):
+        """Tokens are minted per machine in the cluster and expire: the PKI secret keeps none."""
+        assert "token" not in json.loads(pki.to_secret_string())
+
+    def test_a_stored_never_expiring_token_is_a_difference_and_is_not_written_again(self, pki):
+        """A secret written by a release before 0.2.0 holds a bootstrap token that never expires: read, it
+        differs (so capa_kubeadm rewrites the secret), and what is written has no token."""
+        legacy = json.dumps({**json.loads(pki.to_secret_string()), "bootstrap_token": "abcdef.0123456789abcdef"})
+        stored = k.ClusterPki.from_secret_string(legacy, "s")
+        assert stored == pki and stored.retired == ("bootstrap_token",)
+        wanted = k.desired_pki(stored, None, pki.service_cidr, pki.pod_cidr)
+        assert wanted.differing_fields(stored) == ["bootstrap_token (retired)"]
+        assert "abcdef" not in wanted.to_secret_string()
 
     def test_secret_round_trip(self, pki):
         assert k.ClusterPki.from_secret_string(pki.to_secret_string(), "s") == pki
@@ -164,10 +174,9 @@ class TestSuppliedPki:
             k.check_supplied_pki(self.ca_pair(pki, "cluster_ca"), now=later)
         assert error.value.field == "pki.cluster_ca_cert" and "expired" in error.value.reason
 
-    def test_supplied_pairs_replace_stored_ones_and_keep_the_token(self, pki, other_pki):
+    def test_supplied_pairs_replace_stored_ones(self, pki, other_pki):
         merged = k.desired_pki(pki, self.ca_pair(other_pki, "etcd_ca"), pki.service_cidr, pki.pod_cidr)
         assert merged.etcd_ca_cert == other_pki.etcd_ca_cert and merged.cluster_ca_cert == pki.cluster_ca_cert
-        assert merged.bootstrap_token == pki.bootstrap_token
         assert merged.differing_fields(pki) == ["etcd_ca_cert", "etcd_ca_key"]
 
     def test_nothing_supplied_keeps_what_is_stored(self, pki):

@@ -11,8 +11,10 @@ boundary, and compare it with ``fixtures/golden_machines.json``. They are the co
 machines are built: the fixture must not change unless machines are meant to change.
 
 Values that are random by design are masked before the comparison: idempotency tokens, bootstrap entry names
-(a UUID), machine name suffixes. The cluster PKI is a fixed test PKI (``fixtures/golden_pki.json``, generated once
-by the collection itself), so kubeadm documents, and the bootstrap-data hashes of pools, are deterministic too.
+(a UUID), machine name suffixes, the id of a pool's join token. The cluster PKI is a fixed test PKI
+(``fixtures/golden_pki.json``, generated once by the collection itself), and the bootstrap-data hash of a pool is
+taken with a fixed stand-in for its join token, so the hashes of pools are deterministic too. The Kubernetes API the
+kubeadm machines join through (their tokens are minted there) is ``kube_double``.
 moto's resource ids are made deterministic with its own seed; the fixture records the ids the seed gave the
 network, so a moto upgrade that changes them fails with its own message instead of a misleading hash mismatch.
 
@@ -48,6 +50,7 @@ GOLDEN = FIXTURES / "golden_machines.json"
 PKI = json.loads((FIXTURES / "golden_pki.json").read_text())
 REGION = "us-east-1"
 CLUSTER = "gold"
+ENDPOINT = "gold-apiserver.elb.amazonaws.com"
 SEED = 20261201
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 MODULES = "ansible_collections.clusterapi.aws.plugins.modules."
@@ -62,6 +65,9 @@ PINNED = {
 
 sys.path.insert(0, str(REPO / "tools"))
 import moto_server  # noqa: E402  (the embedded endpoint's fixes: the EKS image parameters among them)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path (test_compile_golden.py)
+from kube_double import KubeDouble  # noqa: E402
 
 # Fix 8 (a real certificate authority per EKS cluster) makes new keys every time: the golden inputs keep moto's own,
 # which its seed makes the same on every run.
@@ -116,7 +122,8 @@ def run_tier(
             record(f"{model.service_model.service_name}:{model.name}", copy.deepcopy(params))
 
         session._session.events.register("provide-client-params", provided)
-    ctx = Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait_timeout=60)
+    wait = validated.validated_parameters["wait"]
+    ctx = Context(session=session, cluster=CLUSTER, check_mode=check_mode, wait=wait, wait_timeout=60)
     return ctx, tier.reconcile(ctx, spec_of_run).after
 
 
@@ -132,7 +139,9 @@ def run_module(module: str, args: dict[str, Any], recorder: list | None = None, 
 
 # the account the machines land in --------------------------------------------------------------------------------
 class Account:
-    """A network like capa_subnet/capa_security_group build, made with plain boto3 (the golden inputs)."""
+    """A network like capa_subnet/capa_security_group build, made with plain boto3 (the golden inputs), and the
+    cluster's Kubernetes API (``kube``: a double whose Nodes are the cluster's running instances) that kubeadm
+    machines join through - each with a bootstrap token minted there. ``close()`` stops the API."""
 
     def __init__(self, tmp_path: Path) -> None:
         ec2 = boto3.client("ec2", region_name=REGION, **CREDENTIALS)
@@ -161,22 +170,25 @@ class Account:
             "capa_kubeadm",
             {
                 "kubernetes_version": "v1.31.2",
-                "endpoint": {"host": "gold-apiserver.elb.amazonaws.com", "port": 6443},
-                "pki": {k: v for k, v in PKI.items() if k != "bootstrap_token"},
+                "endpoint": {"host": ENDPOINT, "port": 6443},
+                "pki": PKI,
                 "output_dir": str(tmp_path),
             },
         )
-        # The module makes the bootstrap token itself (it takes no token); pin it too, so documents are fixed.
-        secrets = boto3.client("secretsmanager", region_name=REGION, **CREDENTIALS)
-        stored = json.loads(secrets.get_secret_value(SecretId=f"clusterapi.aws/{CLUSTER}/pki")["SecretString"])
-        secrets.put_secret_value(
-            SecretId=f"clusterapi.aws/{CLUSTER}/pki", SecretString=json.dumps(dict(stored, **PKI), sort_keys=True)
-        )
+        self.kube = KubeDouble(PKI["cluster_ca_cert"], PKI["cluster_ca_key"], ENDPOINT, self.instances)
         kinds = {True: "public", False: "private"}
         self.ids = {
             **{f"subnet:{s['availability_zone']}:{kinds[s['is_public']]}": s["id"] for s in self.subnets},
             **{f"sg:{role}": group for role, group in self.groups.items()},
         }
+
+    def instances(self) -> list[dict[str, Any]]:
+        ec2 = boto3.client("ec2", region_name=REGION, **CREDENTIALS)
+        owned = [{"Name": "tag-key", "Values": [f"sigs.k8s.io/cluster-api-provider-aws/cluster/{CLUSTER}"]}]
+        return [i for r in ec2.describe_instances(Filters=owned)["Reservations"] for i in r["Instances"]]
+
+    def close(self) -> None:
+        self.kube.close()
 
     def eks_cluster(self) -> None:
         boto3.client("eks", region_name=REGION, **CREDENTIALS).create_cluster(
@@ -189,12 +201,15 @@ class Account:
 
 # what to compare ------------------------------------------------------------------------------------------------------
 TOKEN_KEYS = ("ClientToken", "ClientRequestToken")
+TOKEN_ID_TAG = "clusterapi.aws/join-token-id"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MACHINE_SUFFIX = re.compile(rf"\b({CLUSTER}-[a-z0-9-]+?)-[a-z0-9]{{5}}\b")
 
 
 def normalise(value: Any, ids: dict[str, str], key: str = "") -> Any:
     if isinstance(value, dict):
+        if value.get("Key") == TOKEN_ID_TAG:  # a pool's join token, new in every run
+            return {**value, "Value": "<token-id>"}
         return {k: normalise(v, ids, k) for k, v in value.items()}
     if isinstance(value, list):
         return [normalise(v, ids, key) for v in value]
@@ -227,14 +242,17 @@ def machine_args(account: Account, **extra: Any) -> dict[str, Any]:
         "kubernetes_version": "v1.31.2",
         "instance_type": "t3.large",
         "security_group_ids": [account.groups["node"], account.groups["lb"]],
-        "bootstrap": {"type": "kubeadm", "endpoint_host": "gold-apiserver.elb.amazonaws.com"},
+        "bootstrap": {"type": "kubeadm", "endpoint_host": ENDPOINT},
+        "kubernetes_api": {"server": account.kube.url},
     }
     args.update(extra)
     return args
 
 
 def control_plane(account: Account) -> dict[str, Any]:
-    return machine_args(
+    """Three control-plane machines with no Kubernetes API to ask (the double serves no static pods or etcd): the
+    first runs kubeadm init, the two others join in the same run with its token."""
+    args = machine_args(
         account,
         name="control-plane",
         role="control-plane",
@@ -242,6 +260,8 @@ def control_plane(account: Account) -> dict[str, Any]:
         security_group_ids=[account.groups[r] for r in ("node", "lb", "controlplane")],
         load_balancers=[{"type": "classic", "name": f"{CLUSTER}-apiserver"}],
     )
+    del args["kubernetes_api"]
+    return args
 
 
 def pool_args(account: Account, **extra: Any) -> dict[str, Any]:
@@ -359,10 +379,13 @@ def observe_case(name: str, tmp_path: Path) -> dict[str, Any]:
     with mock_aws():
         mock_random.seed(SEED)
         account = Account(tmp_path)
-        if name.startswith("asg/eks"):
-            account.eks_cluster()
-        calls: list[dict[str, Any]] = []
-        after = run_module(module, build(account), recorder=calls)
+        try:
+            if name.startswith("asg/eks"):
+                account.eks_cluster()
+            calls: list[dict[str, Any]] = []
+            after = run_module(module, build(account), recorder=calls)
+        finally:
+            account.close()
     observed: dict[str, Any] = {
         "inputs": account.ids,
         "requests": [normalise(c, account.ids) for c in calls],

@@ -50,7 +50,11 @@ class Run:
 @pytest.fixture
 def account(tmp_path: Path) -> Iterator[Account]:
     with mock_aws():
-        yield Account(tmp_path)
+        account = Account(tmp_path)
+        try:
+            yield account
+        finally:
+            account.close()
 
 
 def group(account: Account, **extra: Any) -> dict[str, Any]:

@@ -119,10 +119,13 @@ def test_the_declared_defaults_are_what_ansible_fills_in(args, options, extra):
     given = {**args, **extra}
     validated = ArgumentSpecValidator(argument_spec(options)).validate(given)
     assert not validated.error_messages
-    expected = MachineSpec.from_params(validated.validated_parameters)
+    expected = MachineSpec.from_params(
+        validated.validated_parameters, ms.POOL_BOOTSTRAP if options is not ms.INSTANCE_OPTIONS else ms.BOOTSTRAP
+    )
     if "bootstrap" not in args and options is ms.INSTANCE_OPTIONS:
         assert validated.validated_parameters["bootstrap"]["type"] is None  # capa_instance: a role's default
-    assert MachineSpec.from_params(given) == expected
+    pool = options is not ms.INSTANCE_OPTIONS
+    assert MachineSpec.from_params(given, ms.POOL_BOOTSTRAP if pool else ms.BOOTSTRAP) == expected
 
 
 def test_each_module_takes_the_shared_options_and_its_own():

@@ -109,6 +109,19 @@ def test_no_and_raw_bootstrap_need_no_request():
     assert raw.document("demo-md-0-abcde") == b"#!/bin/sh\necho hi\n"
 
 
+INIT, CONTROL_PLANE, WORKER = "aaaaaa.0000000000000000", "bbbbbb.1111111111111111", "cccccc.2222222222222222"
+
+
+def test_a_kubeadm_document_without_its_token_is_a_bug_not_a_document_without_one(pki_secret):
+    ctx = StubContext()
+    with Stubber(ctx.raw["secretsmanager"]) as sm:
+        sm.add_response(
+            "get_secret_value", {"SecretString": pki_secret, "Name": "clusterapi.aws/demo/pki"}, {"SecretId": ANY}
+        )
+        with pytest.raises(ReconcileError, match="needs a bootstrap token"):
+            nb.NodeBootstrap(ctx, machine(bootstrap=KUBEADM)).document("demo-md-0-abcde")
+
+
 def test_kubeadm_documents_read_the_pki_once_and_render_the_role(pki_secret):
     ctx = StubContext()
     with Stubber(ctx.raw["secretsmanager"]) as sm:
@@ -116,11 +129,16 @@ def test_kubeadm_documents_read_the_pki_once_and_render_the_role(pki_secret):
             "get_secret_value", {"SecretString": pki_secret, "Name": "clusterapi.aws/demo/pki"}, {"SecretId": ANY}
         )
         boot = nb.NodeBootstrap(ctx, machine(role="control-plane", bootstrap=KUBEADM))
-        first = boot.document("demo-control-plane-aaaaa", kubeadm_role=cloud_init.ROLE_INIT)
-        joining = boot.document("demo-control-plane-bbbbb", kubeadm_role=cloud_init.ROLE_JOIN_CONTROL_PLANE)
-        worker = boot.document("demo-md-0-ccccc")
+        first = boot.document("demo-control-plane-aaaaa", kubeadm_role=cloud_init.ROLE_INIT, token=INIT)
+        joining = boot.document(
+            "demo-control-plane-bbbbb", kubeadm_role=cloud_init.ROLE_JOIN_CONTROL_PLANE, token=CONTROL_PLANE
+        )
+        worker = boot.document("demo-md-0-ccccc", token=WORKER)
         sm.assert_no_pending_responses()
     assert b"kubeadm init" in first and b"kubeadm join" in joining and b"kubeadm join" in worker
+    # Each machine's document carries its own token, and only that one.
+    for document, token in ((first, INIT), (joining, CONTROL_PLANE), (worker, WORKER)):
+        assert [t for t in (INIT, CONTROL_PLANE, WORKER) if t.encode() in document] == [token]
     assert b"demo-apiserver.example.com:6443" in worker
     assert joining != worker  # a control plane joins with the cluster's CA keys, a worker without
 
