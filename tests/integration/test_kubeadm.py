@@ -100,7 +100,7 @@ def test_create_then_noop(aws, run_module, tmp_path):
     second = run_module(MODULE, args(tmp_path))
     assert second["changed"] is False and second["plan"] == [], second
     # The value, then the secret's tags (GetSecretValue answers none): both kept on the spec.
-    assert second["api_calls"] == {"secretsmanager:GetSecretValue": 1, "secretsmanager:DescribeSecret": 1}
+    assert second["api_calls"] == {"secretsmanager:GetSecretValue": 1, "secretsmanager:ListSecrets": 1}
     assert aws.mutating_requests() == []
     assert len(aws.requests()) == 2
     assert path.read_text() == content  # not rewritten with a fresh certificate
@@ -184,6 +184,8 @@ def test_cloud_init_of_every_role_passes_the_cloud_init_schema(aws, run_module, 
             endpoint_port=6443,
             kubernetes_version="v1.31.2",
             machine_name=f"{CLUSTER}-{role}-0",
+            token="abcdef.0123456789abcdef",
+            token_ttl=900,
         )
         rendered = _render_like_cloud_init(cloud_init, document, tmp_path / f"{role}.yaml")
         text = rendered.read_text()

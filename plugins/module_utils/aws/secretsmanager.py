@@ -19,9 +19,10 @@ def get_secret_value(ctx: Context, secret_id: str) -> dict[str, Any] | None:
     return missing_as_none(ctx.client("secretsmanager").get_secret_value, SecretId=secret_id)
 
 
-def describe_secret(ctx: Context, secret_id: str) -> dict[str, Any] | None:
-    """DescribeSecret's answer (ARN, tags; no value), ``None`` when there is no such secret."""
-    return missing_as_none(ctx.client("secretsmanager").describe_secret, SecretId=secret_id)
+def list_secrets(ctx: Context, name_prefix: str) -> list[dict[str, Any]]:
+    """ListSecrets' entries (ARN, description, tags; no value) whose names start with ``name_prefix``."""
+    client = ctx.client("secretsmanager")
+    return client.paginate("list_secrets", Filters=[{"Key": "name", "Values": [name_prefix]}]).get("SecretList", [])
 
 
 def delete_secret(ctx: Context, name: str, reason: str) -> None:

@@ -92,8 +92,8 @@ CONTROLLER_ACTIONS: dict[str, tuple[str, ...]] = {
     "pki_store": (
         "secretsmanager:CreateSecret",
         "secretsmanager:DeleteSecret",
-        "secretsmanager:DescribeSecret",
         "secretsmanager:GetSecretValue",
+        "secretsmanager:ListSecrets",
         "secretsmanager:PutSecretValue",
         "secretsmanager:TagResource",
         "secretsmanager:UntagResource",

@@ -46,6 +46,8 @@ MAX_TTL = 7 * 24 * 60 * 60
 # Where kubeadm init's token waits for the joins of a first build that cannot reach the API: next to the PKI
 # secret, outside the prefix nodes may read (``aws.cluster.x-k8s.io/``); deleted with the PKI (capa_kubeadm).
 INIT_TOKEN_SECRET = "clusterapi.aws/{cluster}/init-token"
+# Its expiry, as a tag: capa_kubeadm's one ListSecrets per run sees it without reading the value, and deletes it.
+EXPIRES_TAG = "clusterapi.aws/expires"
 
 RENEW = "renew"
 ROTATE = "rotate"
@@ -55,6 +57,16 @@ KEEP = "keep"
 
 def init_token_secret_name(cluster: str) -> str:
     return INIT_TOKEN_SECRET.format(cluster=cluster)
+
+
+def init_token_expired(tags: Mapping[str, str], now: datetime.datetime | None = None) -> bool:
+    """The init-token secret's :data:`EXPIRES_TAG` has passed (a secret without it is left to the cluster's
+    deletion)."""
+    try:
+        when = datetime.datetime.fromisoformat(tags[EXPIRES_TAG].replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return False
+    return when <= (now or utc_now())
 
 
 def check_token_ttl(ttl: int, where: str) -> None:

@@ -3,9 +3,10 @@
 """Private: the ``capa_kubeadm`` tier - the cluster PKI kept in Secrets Manager and the admin kubeconfig file.
 
 One secret per cluster, ``clusterapi.aws/<cluster>/pki``, created once with the cluster's ownership tags and
-changed only when the user brings PKI that differs from what it holds. A steady run makes ONE request
-(``GetSecretValue``): ownership is looked at (``DescribeSecret``) only before a write or a delete, which are the
-only moments it matters. The kubeconfig is a local file written through ``ctx.ops.write_file`` (``file:WriteFile``
+changed only when the user brings PKI that differs from what it holds. A steady run makes two requests: the value
+(``GetSecretValue``) and the cluster's secrets with their tags (one ``ListSecrets`` of ``clusterapi.aws/<cluster>/``:
+the PKI secret's tags follow the spec, and kubeadm init's token - kept by the machine tier for the joins of a first
+build without the API - is deleted once it has expired). The kubeconfig is a local file written through ``ctx.ops.write_file`` (``file:WriteFile``
 in the plan), so ``changed`` and check mode cover it like an AWS write; with ``output_dir: ""`` no local file is
 read, written or deleted at all (AWX: the kubeconfig is then built on demand by the ``capa_kubeconfig`` lookup).
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..aws.secretsmanager import describe_secret
+from ..aws.secretsmanager import list_secrets
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.local_files import read_text_if_any
@@ -27,7 +28,7 @@ from ..kernel.tags import ROLE_CONTROL_PLANE, dict_to_tags, is_owned, repair_tag
 from ..kernel.tier import Outcome
 from ..kernel.validation import parse_cidr
 from . import admin_kubeconfig, cloud_init, pki
-from .bootstrap_tokens import init_token_secret_name
+from .bootstrap_tokens import EXPIRES_TAG, init_token_expired, init_token_secret_name
 
 # Another run created the secret between our read and our create: that refusal is an answer (see _ensure_secret).
 CREATED_CONCURRENTLY = ("ResourceExistsException",)
@@ -164,9 +165,13 @@ class KubeadmTier:
                 Tags=dict_to_tags(tags),
             )
             return None if answer is None else (wanted, {"arn": answer.get("ARN"), "name": name})
-        # GetSecretValue answers no tags: one DescribeSecret per run keeps an owned secret's tags on the spec. A
-        # secret the cluster does not own is used as it is while it needs no change, and never written.
-        description = self._describe(ctx, name)
+        # GetSecretValue answers no tags: one ListSecrets per run (the cluster's secrets: the PKI and kubeadm init's
+        # token) keeps an owned secret's tags on the spec. A secret the cluster does not own is used as it is while
+        # it needs no change, and never written.
+        listed = cluster_secrets(ctx)
+        description = listed.get(name)
+        if description is None:
+            raise ReconcileError(f"secret {name} was deleted while this run read it; run again")
         current_tags = tags_to_dict(description.get("Tags"))
         owned = is_owned(current_tags, ctx.cluster)
         changed = wanted.differing_fields(stored)
@@ -187,13 +192,8 @@ class KubeadmTier:
             )
         if owned:
             repair_tags(ctx, "secretsmanager", name, name, current_tags, tags)
+        tidy_init_token(ctx, listed.get(init_token_secret_name(ctx.cluster)))
         return wanted, {"arn": description.get("ARN") or (secret or {}).get("arn"), "name": name}
-
-    def _describe(self, ctx: Context, name: str) -> dict[str, Any]:
-        description = describe_secret(ctx, name)
-        if description is None:
-            raise ReconcileError(f"secret {name} was deleted while this run read it; run again")
-        return description
 
     # the kubeconfig -----------------------------------------------------------------------------------------
     def _ensure_kubeconfig(
@@ -223,13 +223,14 @@ class KubeadmTier:
     def _delete(self, ctx: Context, path: Path | None) -> tuple[Any, Any]:
         name = pki.secret_name(ctx.cluster)
         init_token = init_token_secret_name(ctx.cluster)  # kubeadm init's token (machines/join_tokens.py)
-        description = describe_secret(ctx, name)
+        listed = cluster_secrets(ctx)
+        description = listed.get(name)
         existing = _read_text(path)
         before = {
             "pki": {"secret_name": name, "secret_arn": description.get("ARN")} if description else None,
             "kubeconfig": _kubeconfig_result(existing, path, ctx.cluster),
         }
-        for secret, found in ((name, description), (init_token, describe_secret(ctx, init_token))):
+        for secret, found in ((name, description), (init_token, listed.get(init_token))):
             if found is None:
                 continue
             if is_owned(tags_to_dict(found.get("Tags")), ctx.cluster):
@@ -249,6 +250,34 @@ class KubeadmTier:
             except OSError:
                 pass
         return before, {"pki": None, "kubeconfig": None}
+
+
+def cluster_secrets(ctx: Context) -> dict[str, dict[str, Any]]:
+    """The cluster's controller-side secrets (the PKI, kubeadm init's token) by name: one ``ListSecrets``."""
+    prefix = pki.secret_name(ctx.cluster).rsplit("/", 1)[0] + "/"
+    return {s["Name"]: s for s in list_secrets(ctx, prefix) if s.get("Name", "").startswith(prefix)}
+
+
+def tidy_init_token(ctx: Context, found: Mapping[str, Any] | None) -> None:
+    """kubeadm init's token, kept for the joins of a first build without the API (``machines/join_tokens.py``):
+    deleted once it has expired, its tags kept on the spec meanwhile (its expiry tag is how it was made)."""
+    if found is None:
+        return
+    name, current = found["Name"], tags_to_dict(found.get("Tags"))
+    if not is_owned(current, ctx.cluster):
+        return
+    if init_token_expired(current):
+        ctx.ops.call(
+            ctx.client("secretsmanager"),
+            "delete_secret",
+            resource=name,
+            reason="kubeadm init's token has expired",
+            SecretId=name,
+            ForceDeleteWithoutRecovery=True,
+        )
+        return
+    desired = ctx.tags(ROLE_CONTROL_PLANE, name, {EXPIRES_TAG: current.get(EXPIRES_TAG, "")})
+    repair_tags(ctx, "secretsmanager", name, name, current, desired, frozen=(EXPIRES_TAG,))
 
 
 def _pki_result(current: pki.ClusterPki, secret: dict[str, Any] | None) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def remember_init_token(ctx: Context, value: str, ttl: int) -> None:
         Description=f"clusterapi.aws: kubeadm init's token of cluster {ctx.cluster}, expires {tokens.rfc3339(expires)}",
         SecretString=content,
         ClientRequestToken=new_client_token(),
-        Tags=dict_to_tags(ctx.tags(ROLE_CONTROL_PLANE, name)),
+        Tags=dict_to_tags(ctx.tags(ROLE_CONTROL_PLANE, name, {tokens.EXPIRES_TAG: tokens.rfc3339(expires)})),
     )
     if created is None:  # a control plane initialised again (the cluster was rebuilt): the new init's token
         ctx.ops.call(
@@ -135,6 +135,14 @@ def remember_init_token(ctx: Context, value: str, ttl: int) -> None:
             SecretId=name,
             SecretString=content,
             ClientRequestToken=new_client_token(),
+        )
+        ctx.ops.call(
+            client,
+            "tag_resource",
+            resource=name,
+            reason="a new kubeadm init",
+            SecretId=name,
+            Tags=[{"Key": tokens.EXPIRES_TAG, "Value": tokens.rfc3339(expires)}],
         )
 
 

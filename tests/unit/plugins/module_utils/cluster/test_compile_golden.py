@@ -20,7 +20,6 @@ from typing import Any, Callable
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
-from moto.moto_api._internal import mock_random
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import module_argument_spec
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster, resolve
@@ -108,7 +107,7 @@ def test_compiled_steps_build_the_golden_machines(name: str, tmp_path: Path) -> 
     assert golden_module == module
     argument_spec, _tier = golden.module_tier(module)
     with mock_aws():
-        mock_random.seed(golden.SEED)
+        golden.seed_moto()
         account = golden.Account(tmp_path)
         try:
             compiled = compiled_params(account, sections(account), pick)

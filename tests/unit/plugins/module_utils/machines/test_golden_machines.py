@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import boto3
+import moto.eks.models as moto_eks
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from moto import mock_aws
@@ -74,6 +75,10 @@ from kube_double import KubeDouble  # noqa: E402
 moto_server.apply_moto_fixes(without=("eks-certificate-authority",))
 # The server loads AWS's managed IAM policies (seconds per account); no golden case attaches one.
 os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "false"
+# moto draws the host of every EKS endpoint once, when moto.eks is imported - whenever a test of the process first
+# uses EKS: fixed here, so the EKS pool's document (which names the endpoint) is the same in any process.
+moto_eks.ENDPOINT_TEMPLATE = "https://0123456789abcdef0123456789abcdef.gr7.{region}.eks.amazonaws.com/"
+moto_eks.ISSUER_TEMPLATE = "https://oidc.eks.{region}.amazonaws.com/id/GOLDEN0123"
 
 
 # the module, as Ansible runs it --------------------------------------------------------------------------------------
@@ -135,6 +140,16 @@ def run_module(module: str, args: dict[str, Any], recorder: list | None = None, 
             recorder.append({"call": call, "params": params})
 
     return run_tier(module, args, record=pinned, rng_seed=rng_seed)[1]
+
+
+def seed_moto() -> None:
+    """Seed moto's ids for a case, with the account's EC2 and EKS backends built first: moto builds a region's
+    default VPC when it is first asked for it - or when a backend a previous test used is reset - and imports EKS
+    when it is first used, drawing values either way; done before the seed, a case's ids are the same whichever
+    tests ran before it in the process."""
+    boto3.client("ec2", region_name=REGION, **CREDENTIALS).describe_vpcs()
+    boto3.client("eks", region_name=REGION, **CREDENTIALS).list_clusters()
+    mock_random.seed(SEED)
 
 
 # the account the machines land in --------------------------------------------------------------------------------
@@ -377,7 +392,7 @@ CASES: dict[str, tuple[str, Any]] = {
 def observe_case(name: str, tmp_path: Path) -> dict[str, Any]:
     module, build = CASES[name]
     with mock_aws():
-        mock_random.seed(SEED)
+        seed_moto()
         account = Account(tmp_path)
         try:
             if name.startswith("asg/eks"):
