@@ -125,7 +125,8 @@ def run_killable(
 # A small cluster so that a run is quick: one AZ (public + private subnet, one NAT gateway and its EIP, two route
 # tables), the four role security groups of a cluster without bastion, the classic API load balancer, one
 # control-plane machine, md-0 with one worker, the ASG pool mp-0 (one instance, one launch template) and the
-# Secrets Manager entries of the machines' and the template's bootstrap data (5, as a fault-free run makes).
+# owned Secrets Manager secrets: the PKI, kubeadm init's token (the joins of this build without the Kubernetes API
+# use it) and the machines' and the template's bootstrap data (6, as a fault-free run makes).
 SMALL_EXPECTED = {
     "auto_scaling_group": 1,
     "classic_elb": 1,
@@ -138,7 +139,7 @@ SMALL_EXPECTED = {
     "launch_template": 1,
     "nat_gateway": 1,
     "route_table": 2,
-    "secret": 5,
+    "secret": 6,
     "security_group": 4,
     "subnet": 2,
     "vpc": 1,

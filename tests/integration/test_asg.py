@@ -445,6 +445,23 @@ def test_machine_pool_role_present_noop_absent(aws, run_playbook, tmp_path):
                     "output_dir": str(tmp_path / "out"),
                 },
             },
+            {
+                # The first machine runs kubeadm init; without a Kubernetes API to mint the pool's own token (nothing
+                # answers at api.example.test) the pool's instances join with init's token, with a warning.
+                "name": "Control plane",
+                "clusterapi.aws.capa_instance": {
+                    "cluster_name": CLUSTER,
+                    "region": "us-east-1",
+                    "name": "control-plane",
+                    "role": "control-plane",
+                    "replicas": 1,
+                    "kubernetes_version": "v1.31.2",
+                    "instance_type": "t3.large",
+                    "subnets": subnets,
+                    "security_group_ids": [groups["node"]["id"]],
+                    "bootstrap": {"type": "kubeadm", "endpoint_host": endpoint["host"]},
+                },
+            },
             {"name": "Pools", "ansible.builtin.include_role": {"name": "clusterapi.aws.machine_pool"}},
             {"name": "Show", "ansible.builtin.debug": {"var": "machine_pool_outputs"}},
         ],
@@ -459,6 +476,7 @@ def test_machine_pool_role_present_noop_absent(aws, run_playbook, tmp_path):
     assert "BEGIN" not in base64.b64decode(data["UserData"]).decode()
     assert "kubeadm join" in secret_document(aws, versions(aws, "role-pool")[1])
 
+    assert "join with kubeadm init's token" in first.stdout, first.describe()
     second = run_playbook(playbook)
     assert [t.name for t in second.changed_tasks if t.name != "PKI"] == [], second.describe()
 

@@ -35,8 +35,9 @@ RATES = {"throttle": 0.10, "error": 0.03, "drop": 0.03}
 # subnet each, a NAT gateway (and its EIP) per AZ, a route table per subnet, the five role security groups, the
 # classic API load balancer, 3 control-plane machines, a bastion, md-0 with 2 workers, the ASG pool mp-0 (2) with
 # its launch template, the fleet pool fp-0 (2) with its launch template (moto's fleet instances carry the owned
-# tag but not the machine-group tag: "other"), and the bootstrap secrets of the machines (one per machine and
-# one per launch template version: 11).
+# tag but not the machine-group tag: "other"), and the owned secrets: the PKI, kubeadm init's token (the joins of
+# this build without the Kubernetes API use it) and the bootstrap data (one per machine but the bastion's, one per
+# launch template version): 12.
 DEMO_EXPECTED = {
     "auto_scaling_group": 1,
     "classic_elb": 1,
@@ -52,7 +53,7 @@ DEMO_EXPECTED = {
     "launch_template": 2,
     "nat_gateway": 3,
     "route_table": 6,
-    "secret": 11,
+    "secret": 12,
     "security_group": 5,
     "subnet": 6,
     "vpc": 1,

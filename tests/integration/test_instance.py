@@ -415,7 +415,10 @@ def test_check_mode_from_an_empty_account_plans_everything_with_placeholders(aws
     assert result["changed"]
     assert aws.mutating_requests() == []
     calls = [p["call"] for p in result["plan"]]
-    assert calls == ["secretsmanager:CreateSecret", "ec2:RunInstances", "elb:RegisterInstancesWithLoadBalancer"] * 3
+    # kubeadm init's token is kept for the joins of a build without the API; each join gets its own token, minted
+    # in the cluster (the apply does that once the API answers), then its bootstrap data, launch and registration.
+    launch = ["secretsmanager:CreateSecret", "ec2:RunInstances", "elb:RegisterInstancesWithLoadBalancer"]
+    assert calls == ["secretsmanager:CreateSecret", *launch, "k8s:CreateSecret", *launch, "k8s:CreateSecret", *launch]
     assert all(m["id"].startswith("planned:instance:inst-it-control-plane-") for m in result["machines"])
     assert sorted(m["availability_zone"] for m in result["machines"]) == ["us-east-1a", "us-east-1a", "us-east-1b"]
     assert result["ami_id"] == LATEST_CAPA_AMI_X86

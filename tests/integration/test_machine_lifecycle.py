@@ -87,6 +87,8 @@ def removals_in_order(result: dict[str, Any]) -> list[list[str]]:
         call = entry["call"]
         if not call.startswith(K8S_WRITES) and call != "ec2:TerminateInstances" or call == "k8s:Apply":
             continue  # launches, bootstrap entries, load balancers, kubeadm-config
+        if call.endswith("Secret"):
+            continue  # the join tokens of the machines launched (and deleted once they joined)
         current.append(call)
         if call == "k8s:DeleteNode":
             out.append(current)

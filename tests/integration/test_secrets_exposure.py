@@ -187,7 +187,9 @@ def test_no_secret_in_any_output(aws, run_playbook, tmp_path):
     assert not any(p.name == "status.json" for p in out.rglob("*")), "delete.yml left a status.json"
     outputs[str(log.relative_to(tmp_path))] = log.read_bytes()
     # The search must be able to fail: the secrets are there to be found where they belong.
-    assert counts["pki_values"] >= 9 and counts["bootstrap_documents"] >= 4 and counts["pem_blocks"] >= 9, counts
+    assert counts["pki_values"] >= 8 and counts["bootstrap_documents"] >= 4 and counts["pem_blocks"] >= 9, counts
+    # Joins need a token (here kubeadm init's: this build has no Kubernetes API), and no token lives for ever.
+    assert counts["tokens"] >= 1 and not [d for d in documents if "ttl: 0s" in d], counts
     control_plane_document = next(d for d in documents if "PRIVATE KEY" in d)
     assert scan({"control": control_plane_document.encode()}, needles)
     assert scan({"control": base64.b64encode(control_plane_document.encode())}, needles)

@@ -529,8 +529,11 @@ class GroupWorkload:
         by_name = {m.name: m for m in machines if not m.leaving}
         for token in join_tokens.of_group(self.group):
             machine = by_name.get(token.holder or "")
-            # Joined only when this run saw its Node (not asked yet this run: still joining, the token kept).
-            joined = machine is not None and self.reachable and _real(machine) and self._node(machine) is not None
+            # Joined only when this run saw its Node (not asked yet this run: still joining, the token kept); check
+            # mode's planned machines join as the apply waits for them to (it shows the rollout as if they came up).
+            planned = machine is not None and not _real(machine) and self.ctx.check_mode and self.ctx.wait
+            seen = machine is not None and self.reachable and _real(machine) and self._node(machine) is not None
+            joined = planned or seen
             joining = machine is not None and not joined
             action = tokens.machine_token_action(token, joining=joining, ttl=self.token_ttl, now=now)
             if action == tokens.RENEW:

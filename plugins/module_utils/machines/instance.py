@@ -496,7 +496,8 @@ class InstanceTier:
                 cluster.observe(machines, first=True)
             departures = cluster.retire(going, machines)
             _remove(ctx, cluster, regs, departures, "state is absent")
-            cluster.tidy_join_tokens([])  # the tokens of machines that never joined go with them
+            if cluster.reachable:  # the tokens of machines that never joined go with them
+                cluster.tidy_join_tokens([])
         finally:
             cluster.close()
         _sweep_bootstrap(ctx, spec, [])
