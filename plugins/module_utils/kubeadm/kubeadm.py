@@ -6,9 +6,10 @@ One secret per cluster, ``clusterapi.aws/<cluster>/pki``, created once with the 
 changed only when the user brings PKI that differs from what it holds. A steady run makes two requests: the value
 (``GetSecretValue``) and the cluster's secrets with their tags (one ``ListSecrets`` of ``clusterapi.aws/<cluster>/``:
 the PKI secret's tags follow the spec, and kubeadm init's token - kept by the machine tier for the joins of a first
-build without the API - is deleted once it has expired). The kubeconfig is a local file written through ``ctx.ops.write_file`` (``file:WriteFile``
-in the plan), so ``changed`` and check mode cover it like an AWS write; with ``output_dir: ""`` no local file is
-read, written or deleted at all (AWX: the kubeconfig is then built on demand by the ``capa_kubeconfig`` lookup).
+build without the API - is deleted once it has expired). The kubeconfig is a local file written through
+``ctx.ops.write_file`` (``file:WriteFile`` in the plan), so ``changed`` and check mode cover it like an AWS write;
+with ``output_dir: ""`` no local file is read, written or deleted at all (AWX: the kubeconfig is then built on
+demand by the ``capa_kubeconfig`` lookup).
 """
 
 from __future__ import annotations
