@@ -99,6 +99,17 @@ BAD: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"control_plane": {"node_startup_timeout": -60}},
         ("capa_cluster.control_plane.node_startup_timeout",),
     ),
+    # join tokens (CABPK's --bootstrap-token-ttl): a machine needs minutes to join, and no token lives for ever
+    (
+        "bootstrap token shorter than a boot",
+        {"bootstrap_token_ttl": 60},
+        ("capa_cluster.bootstrap_token_ttl", "between 300 and 604800"),
+    ),
+    (
+        "pool token longer than a week",
+        {"machine_pools": [{**POOL, "bootstrap_token_ttl": 1209600}]},
+        ("capa_cluster.machine_pools[0].bootstrap_token_ttl", "between 300 and 604800"),
+    ),
     (
         "pool max_size < min_size",
         {"machine_pools": [{**POOL, "min_size": 3, "max_size": 1}]},

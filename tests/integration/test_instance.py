@@ -461,6 +461,7 @@ BAD_INPUTS = [
     ({"failure_domains": ["us-east-1c"]}, "failure_domains[0]"),
     ({"kubernetes_version": "v1.99.0"}, None),  # AMI lookup finds nothing
     ({"bootstrap": {"type": "kubeadm"}}, "bootstrap.endpoint_host"),
+    ({"bootstrap": {"type": "kubeadm", "endpoint_host": "api.example.test", "token_ttl": 0}}, "bootstrap.token_ttl"),
     ({"load_balancers": [{"type": "classic", "name": "x"}]}, "load_balancers"),
     ({"instance_type": None}, "instance_type"),
 ]

@@ -306,6 +306,12 @@ BAD_MORE = [
         "capa_cluster.machine_deployments[0].unhealthy_node_conditions[0].timeout",
     ),
     ({"control_plane": {"unhealthy_range": "3"}}, "capa_cluster.control_plane.unhealthy_range"),
+    # Join tokens: at least 5 minutes (a machine boots and joins), at most a week.
+    ({"bootstrap_token_ttl": 299}, "capa_cluster.bootstrap_token_ttl"),
+    (
+        {"machine_pools": [{"name": "mp-0", "bootstrap_token_ttl": 604801}]},
+        "capa_cluster.machine_pools[0].bootstrap_token_ttl",
+    ),
     (
         {"machine_deployments": [{"name": "md-0", "node_startup_timeout": -1}]},
         "capa_cluster.machine_deployments[0].node_startup_timeout",
