@@ -392,6 +392,7 @@ MACHINE_POOL_OPTIONS: tuple[Option, ...] = (
         "that finds less than half of it left. Choose it longer than twice the time between two runs.",
         type="int",
         default=tokens.DEFAULT_POOL_TTL,
+        no_log=False,  # a lifetime in seconds, not the token
     ),
     opt(
         "failure_domains",
@@ -705,6 +706,7 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
         "joined, deleted once it has; the first control-plane machine's kubeadm init token expires too.",
         type="int",
         default=tokens.DEFAULT_MACHINE_TTL,
+        no_log=False,  # a lifetime in seconds, not the token
     ),
     opt("addons", "Addons applied to the cluster (kind unmanaged).", type="dict", default={}, options=ADDON_OPTIONS),
     opt("network", "The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),

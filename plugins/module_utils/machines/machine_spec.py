@@ -210,6 +210,7 @@ BOOTSTRAP = Option(
             "token expires after the same time. Between 300 and 604800.",
             type="int",
             default=tokens.DEFAULT_MACHINE_TTL,
+            no_log=False,  # a lifetime in seconds, not the token
         ),
     ),
 )
