@@ -230,6 +230,12 @@ class SimCluster:
         """Stop (or start again) a node's kubelet while its instance keeps running: the Node goes Ready=Unknown."""
         return self.sim.call("POST", f"/clusters/{self.name}/nodes/{node}/kubelet", {"running": running})
 
+    def certificates(self, node: str, expires_in_days: float) -> dict[str, Any]:
+        """The node's kube-apiserver serving certificate now expires that soon (a cluster left alone for a year)."""
+        return self.sim.call(
+            "POST", f"/clusters/{self.name}/nodes/{node}/certificates", {"expires_in_days": expires_in_days}
+        )
+
     def wait_initialized(self, timeout: float = 90) -> dict[str, Any]:
         def ready() -> Any:
             summary = self.summary()

@@ -320,6 +320,10 @@ CONTROL_PLANE_OUTPUTS = {
         "load_balancer": {"type": "dict", "description": "capa_elb's C(load_balancer)."},
         "kubeconfig": {"type": "dict", "description": "capa_kubeadm's C(kubeconfig)."},
         "machines": {"type": "list", "elements": "dict", "description": "The control-plane machines."},
+        "certificates": {
+            "type": "dict",
+            "description": "When the CAs, the admin kubeconfig and each control-plane machine's certificates expire.",
+        },
     },
 }
 EKS_CONTROL_PLANE_OUTPUTS = {

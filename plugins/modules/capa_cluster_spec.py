@@ -735,6 +735,11 @@ options:
                   - Extra machines during a rollout.
                 type: int
                 default: 1
+          rollout_before_certificates_expiry_days:
+            description:
+              - Replace machines whose certificates expire within this many days (KCP's certificatesExpiryDays,
+                at least 7); unset means off.
+            type: int
           max_unhealthy:
             description:
               - 'Self-healing guard (MachineHealthCheck C(maxUnhealthy)): a count, or a percentage like

@@ -157,6 +157,15 @@ options:
     type: int
     default: 600
     version_added: 0.2.0
+  rollout_before_certificates_expiry_days:
+    description:
+      - Control plane only (KubeadmControlPlane's C(rolloutBefore.certificatesExpiryDays)) - machines whose
+        certificates expire within this many days are replaced, one at a time, through the etcd-safe rollout.
+        Each machine's expiry is read once, when it is available, from its kube-apiserver's serving certificate
+        (a port-forward through I(kubernetes_api)) and kept as its instance tag C(clusterapi.aws/certificates-expiry).
+        At least 7; unset - off.
+    type: int
+    version_added: 0.2.0
   initialize:
     description:
       - Only initialize the group - when it has no machine, launch one (whatever I(replicas) says) and wait until it
@@ -374,6 +383,12 @@ machines:
       type: dict
       sample: {"state": "unhealthy", "reason": "Node ip-10-0-64-12.ec2.internal Ready=Unknown for 312s (timeout 300s)",
         "remediated": true}
+    certificates_expire:
+      description:
+        - When the machine's kube-apiserver serving certificate expires (control plane, once read; null before and
+          for other machines).
+      type: str
+      sample: "2027-12-03T15:04:05Z"
 replicas:
   description: C(desired), C(ready) (available) and C(updated) (made from the current template) machine counts.
   returned: always

@@ -106,6 +106,11 @@ BAD: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         ("capa_cluster.bootstrap_token_ttl", "between 300 and 604800"),
     ),
     (
+        "certificate window shorter than KCP allows",
+        {"control_plane": {"rollout_before_certificates_expiry_days": 3}},
+        ("capa_cluster.control_plane.rollout_before_certificates_expiry_days", "at least 7"),
+    ),
+    (
         "pool token longer than a week",
         {"machine_pools": [{**POOL, "bootstrap_token_ttl": 1209600}]},
         ("capa_cluster.machine_pools[0].bootstrap_token_ttl", "between 300 and 604800"),

@@ -463,6 +463,11 @@ BAD_INPUTS = [
     ({"bootstrap": {"type": "kubeadm"}}, "bootstrap.endpoint_host"),
     ({"bootstrap": {"type": "kubeadm", "endpoint_host": "api.example.test", "token_ttl": 0}}, "bootstrap.token_ttl"),
     ({"load_balancers": [{"type": "classic", "name": "x"}]}, "load_balancers"),
+    ({"rollout_before_certificates_expiry_days": 30}, "rollout_before_certificates_expiry_days"),  # not a control plane
+    (
+        {"role": "control-plane", "replicas": 1, "rollout_before_certificates_expiry_days": 3},
+        "rollout_before_certificates_expiry_days",
+    ),
     ({"instance_type": None}, "instance_type"),
 ]
 

@@ -447,3 +447,46 @@ def test_workers_roll_and_scale_in_under_disruption_budgets_and_a_no_op_reads_on
     assert len(refused) >= 2 and {e["status"] for e in refused} == {429}, refused  # asked again, always refused
     assert max(e["time"] for e in refused) < terminate  # the machine was held until the drain gave up
     assert terminate - min(e["time"] for e in refused) >= 5.5
+
+
+def test_machines_whose_certificates_expire_within_the_window_are_rolled_and_the_rest_kept(
+    aws, kubesim, run_module, tmp_path
+):
+    """KCP's rolloutBefore.certificatesExpiryDays: each control-plane machine's kube-apiserver serving certificate is
+    read once (a port-forward to kube-apiserver-<node>:6443, the cluster CA checked) and kept as its instance tag;
+    with the window set, the machine whose certificate expires inside it is replaced through the etcd-safe rollout,
+    the two whose certificates have a year left are kept."""
+    sim, group = control_plane(aws, kubesim, run_module, tmp_path, "lcert")
+    built = run(run_module, group, replicas=3)
+    assert len(voters(sim)) == 3
+    expiries = {m["name"]: m["certificates_expire"] for m in built["machines"]}
+    assert all(expiries.values()), expiries  # read in the run that built them, once they were available
+    year = time.time() + 300 * 86400
+    assert all(time.mktime(time.strptime(v, "%Y-%m-%dT%H:%M:%SZ")) > year for v in expiries.values()), expiries
+    again = run(run_module, group, replicas=3)
+    assert again["plan"] == []  # read once: no CreateTags again (the port-forwards of this run are etcd's)
+
+    # One node's certificate now expires in 20 days; a fresh read is what KCP does once per machine, so the tag
+    # that kept the old expiry is removed for that machine, as a machine rebuilt in place would have it.
+    victim = sorted(built["machines"], key=lambda m: m["name"])[0]
+    node = victim["kubernetes"]["node"]
+    sim.certificates(node, expires_in_days=20)
+    aws.client("ec2").delete_tags(Resources=[victim["id"]], Tags=[{"Key": "clusterapi.aws/certificates-expiry"}])
+    noticed = run(run_module, group, replicas=3)  # the window is not set: read and kept, nothing rolled
+    assert calls(noticed) == ["ec2:CreateTags"]
+    soon = {m["name"]: m["certificates_expire"] for m in noticed["machines"]}[victim["name"]]
+    assert time.mktime(time.strptime(soon, "%Y-%m-%dT%H:%M:%SZ")) < time.time() + 21 * 86400
+
+    rolled = run(run_module, group, replicas=3, rollout_before_certificates_expiry_days=30)
+    names = {m["name"] for m in rolled["machines"]}
+    assert victim["name"] not in names and len(names) == 3
+    assert {m["name"] for m in built["machines"]} - names == {victim["name"]}  # the two others kept
+    terminate = [p for p in rolled["plan"] if p["call"] == "ec2:TerminateInstances"]
+    assert len(terminate) == 1 and "certificates expire" in terminate[0]["reason"], terminate
+    for sequence in removals_in_order(rolled):
+        assert_kcp_order(sequence)
+    assert len(voters(sim)) == 3 and sim.etcd()["quorum"]["failed_windows"] == []
+    new = [m for m in rolled["machines"] if m["name"] not in expiries]
+    assert len(new) == 1 and new[0]["certificates_expire"]
+    steady = run(run_module, group, replicas=3, rollout_before_certificates_expiry_days=30)
+    assert steady["plan"] == []

@@ -41,6 +41,8 @@ from .store import ApiError, Store, now_iso
 if TYPE_CHECKING:
     from .journal import Journal
 
+# Cluster.portforward_target's answer for kube-apiserver-<node>:6443: the node's own endpoint (Cluster.node_apiserver).
+NODE_APISERVER = ("node-apiserver", 0)
 BOOTSTRAP_TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 MASTERS = "system:masters"
 PORTFORWARD_PROTOCOLS = ("v4.channel.k8s.io", "channel.k8s.io")
@@ -688,6 +690,8 @@ class APIServer:
                 await ws.send_bytes(bytes([2 * index + 1]) + header)
             for index, port in enumerate(ports):
                 target, why = self.cluster.portforward_target(pod, port)
+                if target == NODE_APISERVER:
+                    target, why = await self.cluster.node_apiserver(why), "connect: connection refused"
                 if target is None:
                     await ws.send_bytes(bytes([2 * index + 1]) + _pf_error(pod, port, why).encode())
                     continue

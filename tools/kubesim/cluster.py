@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import etcd, pki
-from .apiserver import APIServer
+from .apiserver import NODE_APISERVER, APIServer
 from .controllers import ControllerManager
 from .store import ApiError
 
@@ -50,6 +51,10 @@ class NodeRuntime:
     pod_cidr: str = ""
     cluster_ref: Cluster | None = field(default=None, repr=False)
     processes: set[Any] = field(default_factory=set, repr=False)
+    # kube-apiserver's serving certificate on this node (kubeadm: one year from the join; the control API moves it)
+    apiserver_not_after: float | None = None  # epoch seconds
+    apiserver_endpoint: tuple[str, int] | None = field(default=None, repr=False)
+    apiserver_server: Any = field(default=None, repr=False)
     _pod_seq: int = 0
 
     def kill_processes(self) -> None:
@@ -195,8 +200,62 @@ class Cluster:
                     return ("127.0.0.1", member.client_port), ""
                 return None, "connect: connection refused"
             if name == f"kube-apiserver-{runtime.name}" and port == 6443:
-                return ("127.0.0.1", self.port), ""
+                return NODE_APISERVER, runtime.name  # this node's own serving endpoint (node_apiserver)
         return None, "connect: connection refused"
+
+    async def node_apiserver(self, node: str) -> tuple[str, int] | None:
+        """The node's kube-apiserver as a TLS endpoint with its own serving certificate (signed by the cluster CA,
+        valid until ``apiserver_not_after``): what a client that reads a node's certificate expiry (KCP) sees. It
+        answers ``GET /healthz``; the cluster's API itself is the one shared endpoint."""
+        runtime = self.node_runtime(node)
+        if runtime is None or self.cluster_ca is None:
+            return None
+        if runtime.apiserver_endpoint is not None:
+            return runtime.apiserver_endpoint
+        if runtime.apiserver_not_after is None:
+            runtime.apiserver_not_after = time.time() + 365 * 86400
+        days = (runtime.apiserver_not_after - time.time()) / 86400
+        cert, key = self.cluster_ca.sign(
+            "kube-apiserver",
+            server=True,
+            dns_names=[node, "kubernetes"],
+            ips=[runtime.private_ip, "127.0.0.1"],
+            days=days,  # type: ignore[arg-type]
+        )
+        directory = self.state_dir / "apiservers"
+        cert_file, key_file = pki.write_pair(directory, node, cert, key)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(cert_file), str(key_file))
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+                body = b"ok" if request.startswith(b"GET /healthz") else b"not found"
+                status = b"200 OK" if body == b"ok" else b"404 Not Found"
+                writer.write(
+                    b"HTTP/1.1 " + status + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+                )
+                await writer.drain()
+            except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError, ssl.SSLError):
+                pass
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+        runtime.apiserver_server = server
+        runtime.apiserver_endpoint = ("127.0.0.1", server.sockets[0].getsockname()[1])
+        return runtime.apiserver_endpoint
+
+    def renew_apiserver_certificate(self, node: str, expires_in_days: float) -> None:
+        """The control API: the node's serving certificate now expires in ``expires_in_days`` (a new one is made
+        at the next connection)."""
+        runtime = self.node_runtime(node)
+        if runtime is None:
+            raise KeyError(node)
+        runtime.apiserver_not_after = time.time() + expires_in_days * 86400
+        if runtime.apiserver_server is not None:
+            runtime.apiserver_server.close()
+        runtime.apiserver_server, runtime.apiserver_endpoint = None, None
 
     def evict(self, ns: str, name: str, body: dict[str, Any], user: Any) -> dict[str, Any]:
         return self.kcm.evict(ns, name, body)

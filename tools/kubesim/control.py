@@ -221,6 +221,21 @@ def build_app(sim: Simulator) -> web.Application:
         )
         return _json(runtime.summary())
 
+    @routes.post("/clusters/{name}/nodes/{node}/certificates")
+    async def certificates(request: web.Request) -> web.Response:
+        """``{"expires_in_days": 20}``: the node's kube-apiserver serving certificate (kubeadm's, one year from the
+        join) now expires that soon - a cluster left alone for most of a year, as KCP's certificate rollout sees it."""
+        cluster = cluster_of(request)
+        body = await request.json()
+        name = request.match_info["node"]
+        try:
+            cluster.renew_apiserver_certificate(name, float(body["expires_in_days"]))
+        except KeyError:
+            return _json({"error": f"no registered node {name}"}, 404)
+        sim.journal.record("node", "certificates-expire", cluster=cluster.name, node=name, days=body["expires_in_days"])
+        runtime = cluster.node_runtime(name)
+        return _json(runtime.summary() if runtime else {})
+
     @routes.get("/clusters/{name}/usage")
     async def usage(request: web.Request) -> web.Response:
         cluster = cluster_of(request)

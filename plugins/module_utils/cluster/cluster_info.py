@@ -47,6 +47,9 @@ from ..network.external_resources import cloud_provider_tagged
 from ..network.security_group import BASTION, KIND_ROLES
 from ..network.subnet_plan import choose_zones, default_subnets
 
+# What capa_instance read of a control-plane machine (machines/plan.py CERTIFICATES_EXPIRY_TAG; the cluster
+# package reads tags, it does not import the machine tier's).
+CERTIFICATES_EXPIRY_TAG = "clusterapi.aws/certificates-expiry"
 # The tag capa_instance puts on every machine: which group (control plane, machine deployment, bastion) it is in.
 MACHINE_GROUP_TAG = "clusterapi.aws/machine-group"
 CONTROL_PLANE_GROUP = "control-plane"
@@ -452,6 +455,8 @@ KINDS: tuple[Kind, ...] = (
             "vpc_id": r.get("VpcId"),
             "subnet_id": r.get("SubnetId"),
             "availability_zone": r.get("Placement", {}).get("AvailabilityZone"),
+            # A control-plane machine's kube-apiserver certificate expiry, as capa_instance read it once.
+            "certificates_expire": tags_to_dict(r.get("Tags")).get(CERTIFICATES_EXPIRY_TAG),
         },
         state=lambda r: r.get("State", {}).get("Name"),
     ),

@@ -46,7 +46,13 @@ from ..machines import machine_spec as machine
 from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.asg_plan import check_pool_sizes
 from ..machines.group_workload import NODE_OPTIONS
-from ..machines.plan import HEALTH_OPTIONS, HealthCheck, check_replicas, check_rollout
+from ..machines.plan import (
+    HEALTH_OPTIONS,
+    MIN_CERTIFICATES_EXPIRY_DAYS,
+    HealthCheck,
+    check_replicas,
+    check_rollout,
+)
 from ..network import vpc
 from ..network.elb_plan import check_lb_name
 from ..workload.access import KUBERNETES_API, KubernetesApiSettings
@@ -334,6 +340,12 @@ CONTROL_PLANE_OPTIONS: tuple[Option, ...] = (
         type="dict",
         default={},
         options=(opt("max_surge", "Extra machines during a rollout.", type="int", default=1),),
+    ),
+    opt(
+        "rollout_before_certificates_expiry_days",
+        "Replace machines whose certificates expire within this many days (KCP's certificatesExpiryDays, "
+        "at least 7); unset means off.",
+        type="int",
     ),
     *HEALTH_OPTIONS,
     *DRAIN_OPTIONS,
@@ -1070,6 +1082,9 @@ def _check_machines(spec: ClusterSpec, region: str) -> None:
     control_plane = spec.control_plane
     where = "capa_cluster.control_plane"
     HealthCheck.of(control_plane).validate(where)
+    days = control_plane.rollout_before_certificates_expiry_days
+    if days is not None and days < MIN_CERTIFICATES_EXPIRY_DAYS:
+        raise SpecError(f"{where}.rollout_before_certificates_expiry_days", f"{days}: at least 7 (as KCP's)")
     if control_plane.replicas < 1:
         raise SpecError(f"{where}.replicas", f"{control_plane.replicas}: a cluster needs its control plane (1, 3, 5)")
     check_replicas(control_plane.replicas, where, control_plane=True)

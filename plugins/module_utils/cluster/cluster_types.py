@@ -312,6 +312,7 @@ class ControlPlane:
     imds: Imds
     bootstrap_backend: str
     rollout: ControlPlaneRollout
+    rollout_before_certificates_expiry_days: int | None
     max_unhealthy: Any
     unhealthy_range: str | None
     unhealthy_node_conditions: tuple[UnhealthyNodeCondition, ...]
@@ -337,6 +338,7 @@ class ControlPlane:
             imds=Imds.from_params(params["imds"]),
             bootstrap_backend=params["bootstrap_backend"],
             rollout=ControlPlaneRollout.from_params(params["rollout"]),
+            rollout_before_certificates_expiry_days=params["rollout_before_certificates_expiry_days"],
             max_unhealthy=params["max_unhealthy"],
             unhealthy_range=params["unhealthy_range"],
             unhealthy_node_conditions=tuple(

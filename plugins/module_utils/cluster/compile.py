@@ -369,6 +369,7 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             ),
             load_balancers=registrations,
             rollout={"max_surge": machines.rollout.max_surge, "max_unavailable": 0},
+            rollout_before_certificates_expiry_days=machines.rollout_before_certificates_expiry_days,
             **_health(machines),
             kubernetes_api=plain(spec.kubernetes_api),
             node_drain_timeout=machines.node_drain_timeout,

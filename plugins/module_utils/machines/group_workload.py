@@ -35,7 +35,8 @@ from ..kubeadm import bootstrap_tokens as tokens
 from ..kubeadm.cloud_init import cluster_configuration_version, normalise_version, with_kubernetes_version
 from ..kubeadm.pki import ClusterPki
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
-from ..workload.etcd import Etcd, EtcdStatus
+from ..workload.credentials import certificate_expiry
+from ..workload.etcd import Etcd, EtcdStatus, apiserver_certificate
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from ..workload.observe import NodeView, Workload
 from . import node_lifecycle as _nodes
@@ -52,7 +53,7 @@ from .lifecycle import (
     readiness,
     stray_members,
 )
-from .plan import HealthCheck, Machine, Step
+from .plan import CERTIFICATES_EXPIRY_TAG, HealthCheck, Machine, Step
 
 # How often a wait for machines to join reads the cluster again.
 JOIN_POLL = 5.0
@@ -471,6 +472,38 @@ class GroupWorkload:
         if self.access is None or self.access.etcd is None:
             raise ReconcileError("the etcd client is gone: the etcd CA is not known")
         return self.access.etcd
+
+    # certificate expiries (KCP) --------------------------------------------------------------------------------
+    def record_certificate_expiries(self, machines: list[Machine]) -> None:
+        """Once per control-plane machine that is available: its kube-apiserver's serving certificate expiry,
+        read through a port-forward as KCP reads it, kept as the instance tag CERTIFICATES_EXPIRY_TAG (KCP keeps an
+        annotation) so every later run - and capa_cluster_info - has it with the instances, at no cost."""
+        if not (self.control_plane and self.asks_cluster and self.reachable):
+            return
+        pki = self._pki()
+        if pki is None:
+            return
+        for machine in machines:
+            if not _real(machine) or machine.leaving or not machine.available or machine.certificates_expire:
+                continue
+            node = self._node(machine)
+            if node is None:
+                continue
+            try:
+                expiry = certificate_expiry(apiserver_certificate(self._api(), node.name, pki.cluster_ca_cert))
+            except RemoteError as e:
+                self._warn_once(f"certificates:{machine.name}", f"{machine.name}: certificate expiry not read: {e}")
+                continue
+            value = expiry.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            self.ctx.ops.call(
+                self.ctx.client("ec2"),
+                "create_tags",
+                resource=machine.name,
+                reason="its API server certificate's expiry, read once",
+                Resources=[machine.id],
+                Tags=[{"Key": CERTIFICATES_EXPIRY_TAG, "Value": value}],
+            )
+            machine.tags = {**machine.tags, CERTIFICATES_EXPIRY_TAG: value}
 
     # join tokens (CABPK) ---------------------------------------------------------------------------------------
     def join_token(self, machine: str) -> str:

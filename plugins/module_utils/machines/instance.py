@@ -60,10 +60,12 @@ from .plan import (
     HEALTH_OPTIONS,
     LEAVING_STATES,
     LIVE_STATES,
+    MIN_CERTIFICATES_EXPIRY_DAYS,
     HealthCheck,
     Machine,
     Remediation,
     Step,
+    certificates_due,
     check_placement_inputs,
     check_replicas,
     check_rollout,
@@ -128,6 +130,15 @@ GROUP_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     *HEALTH_OPTIONS,
+    Option(
+        "rollout_before_certificates_expiry_days",
+        "Control plane only (KubeadmControlPlane's C(rolloutBefore.certificatesExpiryDays)): machines whose "
+        "certificates expire within this many days are replaced, one at a time, through the etcd-safe rollout. "
+        "Each machine's expiry is read once, when it is available, from its kube-apiserver's serving certificate "
+        "(a port-forward through I(kubernetes_api)) and kept as its instance tag "
+        "C(clusterapi.aws/certificates-expiry). At least 7; unset - off.",
+        type="int",
+    ),
     Option("initialize", "Only launch a first machine while the group has none.", type="bool", default=False),
 )
 
@@ -154,6 +165,7 @@ class GroupSpec:
     deletion_policy: str
     health: HealthCheck = HealthCheck()
     nodes: NodeSettings = NodeSettings()
+    certificates_expiry_days: int | None = None  # KCP's rolloutBefore.certificatesExpiryDays
     # Only a group's first machine, and only while it has none (a new control plane's kubeadm init machine).
     initialize: bool = False
 
@@ -186,6 +198,7 @@ class GroupSpec:
             deletion_policy=deletion_policy,
             health=HealthCheck.from_params(params),
             nodes=NodeSettings.from_params(params),
+            certificates_expiry_days=params["rollout_before_certificates_expiry_days"],
             initialize=params["initialize"],
         )
 
@@ -215,6 +228,7 @@ def validate(spec: GroupSpec, region: str | None) -> None:
     if not GROUP_NAME.match(spec.name) or len(spec.name) > GROUP_NAME_MAX:
         raise SpecError("name", f"'{spec.name}' must be lower-case letters, digits and '-', at most {GROUP_NAME_MAX}")
     _validate_rollout(spec)
+    _validate_certificates(spec)
     _validate_nodes(spec.nodes)
     check_placement_inputs(spec.subnets, spec.machine.security_group_ids)
     _validate_load_balancers(spec)
@@ -222,6 +236,18 @@ def validate(spec: GroupSpec, region: str | None) -> None:
         return
     spec.machine.validate()
     _validate_placement(spec, region)
+
+
+def _validate_certificates(spec: GroupSpec) -> None:
+    days = spec.certificates_expiry_days
+    if days is None:
+        return
+    if not spec.control_plane:
+        raise SpecError("rollout_before_certificates_expiry_days", "is for a control plane (role control-plane)")
+    if days < MIN_CERTIFICATES_EXPIRY_DAYS:
+        raise SpecError(
+            "rollout_before_certificates_expiry_days", f"{days}: at least {MIN_CERTIFICATES_EXPIRY_DAYS} (as KCP's)"
+        )
 
 
 def _validate_rollout(spec: GroupSpec) -> None:
@@ -559,6 +585,7 @@ class GroupRun:
             self.registrations.check_zones(self.spec.failure_domains)
         self.cluster.observe(self.machines, first=True)
         self._check_health(instance_reasons)
+        self._check_certificates()
         if sum(m.updated for m in live) < self.spec.replicas and kubeadm:
             self.boot.pki()  # before the first change: a missing PKI must not leave a rollout half done
         kept = {m.id for m in live}
@@ -607,6 +634,7 @@ class GroupRun:
         else:
             raise ReconcileError(f"group {self.spec.name} did not converge in {MAX_STEPS} steps")
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
+        self.cluster.record_certificate_expiries(self.machines)  # the machines this run launched, once they joined
         self.cluster.tidy_join_tokens(self.machines)
 
     # health ----------------------------------------------------------------------------------------------------
@@ -640,6 +668,16 @@ class GroupRun:
                 machine.unhealthy = self.health.unhealthy[machine.id]
                 machine.updated = False
 
+    def _check_certificates(self) -> None:
+        """KCP's certificate rollout: the expiries are read once per available machine; machines whose
+        certificates expire within rollout_before_certificates_expiry_days are outdated (replaced one at a time)."""
+        self.cluster.record_certificate_expiries(self.machines)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        for machine in self.machines:
+            due = certificates_due(machine.certificates_expire, self.spec.certificates_expiry_days, now)
+            if due and not machine.leaving:
+                machine.certificates_due, machine.updated = due, False
+
     # steps -----------------------------------------------------------------------------------------------------
     def _joining(self) -> list[Machine]:
         """Machines this run launched that are running but whose Node has not joined (or become ready) yet: the
@@ -666,7 +704,11 @@ class GroupRun:
             reason = "unhealthy: " + "; ".join(f"{d.machine.name} {d.machine.unhealthy}" for d in sick)
             _remove(self.ctx, self.cluster, self.registrations, sick, reason)
         healthy = [d for d in departures if not d.machine.unhealthy]
-        _remove(self.ctx, self.cluster, self.registrations, healthy, "outdated or beyond replicas")
+        expiring = [d for d in healthy if d.machine.certificates_due]
+        if expiring:
+            _remove(self.ctx, self.cluster, self.registrations, expiring, expiring[0].machine.certificates_due)
+        rest = [d for d in healthy if not d.machine.certificates_due]
+        _remove(self.ctx, self.cluster, self.registrations, rest, "outdated or beyond replicas")
         # The result lists what stays; machines found leaving at the start are still reported.
         gone = {id(m) for m in step.delete}
         self.machines = [m for m in self.machines if id(m) not in gone]
@@ -935,6 +977,7 @@ def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
         view["registered"] = regs.registered(machine)
     view["kubernetes"] = machine.readiness.as_dict() if machine.readiness else None
     view["health"] = _health_view(machine)
+    view["certificates_expire"] = machine.certificates_expire
     return view
 
 

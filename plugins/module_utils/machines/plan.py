@@ -10,6 +10,7 @@ instance tier observes AWS, turns instances into :class:`Machine` values, and ap
 
 from __future__ import annotations
 
+import datetime
 import random
 import string
 from collections import Counter
@@ -61,6 +62,26 @@ REASON_STOPPED = "InstanceStopped"
 REASON_TERMINATED = "InstanceTerminated"
 
 
+# KCP's certificates-expiry annotation, as an instance tag (RFC 3339): read once through the workload cluster.
+CERTIFICATES_EXPIRY_TAG = "clusterapi.aws/certificates-expiry"
+# KCP's minimum for rolloutBefore.certificatesExpiryDays.
+MIN_CERTIFICATES_EXPIRY_DAYS = 7
+
+
+def certificates_due(expiry: str | None, days: int | None, now: datetime.datetime) -> str:
+    """Why a control-plane machine is rolled for its certificates (KCP's ``rolloutBefore.certificatesExpiryDays``):
+    they expire within ``days``; '' when they do not, when the expiry is not known, or without the option."""
+    if not days or not expiry:
+        return ""
+    try:
+        when = datetime.datetime.fromisoformat(expiry.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if when - now > datetime.timedelta(days=days):
+        return ""
+    return f"certificates expire {expiry}, within rollout_before_certificates_expiry_days ({days})"
+
+
 @dataclass
 class Machine:
     """One instance of the group: what the planner decides on, and what AWS last said about the instance."""
@@ -77,6 +98,7 @@ class Machine:
     unhealthy: str = ""  # why the machine is to be remediated (set only when remediation is allowed)
     health_reason: str = ""  # why the health check found it unhealthy, remediated or not
     starting: bool = False  # running with no Node yet, inside node_startup_timeout (the cluster answered)
+    certificates_due: str = ""  # why its certificates make it outdated (rollout_before_certificates_expiry_days)
     tags: dict[str, str] = field(default_factory=dict)
     private_ip: str | None = None
     public_ip: str | None = None
@@ -86,6 +108,12 @@ class Machine:
     private_dns_name: str = ""  # the node name kubeadm gives the kubelet
     # What the workload cluster says of the machine (None: not asked - AWS's state alone decides).
     readiness: Availability | None = None
+
+    @property
+    def certificates_expire(self) -> str | None:
+        """When its kube-apiserver's serving certificate expires, as read once and kept in its tags (KCP's
+        ``machine.cluster.x-k8s.io/certificates-expiry``)."""
+        return self.tags.get(CERTIFICATES_EXPIRY_TAG)
 
     @property
     def bootstrap_ref(self) -> BootstrapRef | None:

@@ -109,6 +109,11 @@ def mint_client_certificate(
     return Identity(cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem)
 
 
+def certificate_expiry(der: bytes) -> datetime.datetime:
+    """When a certificate (DER, as a TLS handshake received it) expires."""
+    return _not_after(x509.load_der_x509_certificate(der))
+
+
 def _not_after(cert: Any) -> datetime.datetime:
     value = getattr(cert, "not_valid_after_utc", None)
     return value if value is not None else cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)

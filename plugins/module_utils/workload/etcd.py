@@ -33,6 +33,7 @@ from .credentials import Identity, tls_context
 from .kube import UNREACHABLE, KubeApi
 
 ETCD_PORT = 2379
+APISERVER_PORT = 6443
 NAMESPACE = "kube-system"
 CHANNEL_PROTOCOL = "v4.channel.k8s.io"
 PLANNED = {"move_leader": "etcd:MoveLeader", "member_remove": "etcd:MemberRemove"}
@@ -41,6 +42,18 @@ PLANNED = {"move_leader": "etcd:MoveLeader", "member_remove": "etcd:MemberRemove
 def pod_of(node: str) -> str:
     """kubeadm names the static etcd pod of a control-plane node ``etcd-<node name>``."""
     return f"etcd-{node}"
+
+
+def apiserver_certificate(api: KubeApi, node: str, ca_certificate: str) -> bytes:
+    """The serving certificate (DER) of the kube-apiserver on control-plane ``node``, as KCP reads its expiry:
+    a TLS handshake through a port-forward to ``kube-system/kube-apiserver-<node>:6443``, the certificate checked
+    against the cluster CA (by pod, so not for a name). One ``k8s:GetPortForward``."""
+    context = tls_context(ca_certificate, None, check_hostname=False)
+    session = TlsSession(Tunnel(api, f"kube-apiserver-{node}", APISERVER_PORT), context)
+    try:
+        return session.peer_certificate()
+    finally:
+        session.close()
 
 
 @dataclass(frozen=True)
@@ -144,8 +157,8 @@ class Tunnel:
             pass
 
 
-class EtcdSession:
-    """TLS, then HTTP/1.1 requests to the JSON gateway, inside one tunnel (an ``SSLObject`` over memory buffers)."""
+class TlsSession:
+    """TLS inside one tunnel (an ``SSLObject`` over memory buffers), handshaken at once."""
 
     def __init__(self, tunnel: Tunnel, context: ssl.SSLContext) -> None:
         self.tunnel = tunnel
@@ -153,6 +166,10 @@ class EtcdSession:
         self._outgoing = ssl.MemoryBIO()
         self.tls = context.wrap_bio(self._incoming, self._outgoing, server_side=False)
         self._handshake()
+
+    def peer_certificate(self) -> bytes:
+        """The server's certificate (DER), as the handshake received it."""
+        return self.tls.getpeercert(binary_form=True) or b""
 
     def _pump(self) -> None:
         pending = self._outgoing.read()
@@ -162,7 +179,7 @@ class EtcdSession:
     def _feed(self) -> None:
         data = self.tunnel.recv()
         if not data:
-            raise RemoteError(UNREACHABLE, f"etcd on {self.tunnel.pod} closed the connection")
+            raise RemoteError(UNREACHABLE, f"{self.tunnel.pod} closed the connection")
         self._incoming.write(data)
 
     def _handshake(self) -> None:
@@ -175,7 +192,14 @@ class EtcdSession:
                 self._pump()
                 self._feed()
             except ssl.SSLError as e:
-                raise RemoteError("TLS", f"TLS with etcd on {self.tunnel.pod} failed: {e.reason or e}") from None
+                raise RemoteError("TLS", f"TLS with {self.tunnel.pod} failed: {e.reason or e}") from None
+
+    def close(self) -> None:
+        self.tunnel.close()
+
+
+class EtcdSession(TlsSession):
+    """HTTP/1.1 requests to etcd's JSON gateway, inside TLS inside one tunnel."""
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         payload = json.dumps(body).encode()
@@ -226,9 +250,6 @@ class EtcdSession:
             if size == 0:
                 return body
             body, data = body + data[:size], data[size + 2 :]
-
-    def close(self) -> None:
-        self.tunnel.close()
 
 
 class Etcd:

@@ -309,6 +309,10 @@ BAD_MORE = [
     # Join tokens: at least 5 minutes (a machine boots and joins), at most a week.
     ({"bootstrap_token_ttl": 299}, "capa_cluster.bootstrap_token_ttl"),
     (
+        {"control_plane": {"rollout_before_certificates_expiry_days": 6}},
+        "capa_cluster.control_plane.rollout_before_certificates_expiry_days",
+    ),
+    (
         {"machine_pools": [{"name": "mp-0", "bootstrap_token_ttl": 604801}]},
         "capa_cluster.machine_pools[0].bootstrap_token_ttl",
     ),

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import datetime
 import random
 
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import plan
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines.plan import (
     Machine,
@@ -258,3 +260,25 @@ def test_placement_inputs_take_check_mode_placeholders():
         [{"id": "planned:subnet:demo-subnet-private-us-east-1a", "availability_zone": "us-east-1a"}],
         ["planned:security-group:demo-node"],
     )
+
+
+# KCP's rolloutBefore.certificatesExpiryDays ---------------------------------------------------------------------------
+CERT_NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "expiry, days, due",
+    [
+        ("2026-12-20T00:00:00Z", 30, True),  # 17 days left, window 30: rolled
+        ("2027-06-01T00:00:00Z", 30, False),  # half a year left: kept
+        ("2026-12-20T00:00:00Z", None, False),  # the option unset: never rolled
+        (None, 30, False),  # not read yet: not rolled (read once the machine is available)
+        ("garbage", 30, False),  # a tag someone edited by hand says nothing reliable
+        ("2026-12-01T00:00:00Z", 7, True),  # expired already
+    ],
+)
+def test_certificates_due(expiry, days, due):
+    reason = plan.certificates_due(expiry, days, CERT_NOW)
+    assert bool(reason) is due
+    if due:
+        assert expiry in reason and f"({days})" in reason
