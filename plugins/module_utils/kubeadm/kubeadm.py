@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..aws.secretsmanager import list_secrets
+from ..aws.secretsmanager import delete_secret, list_secrets
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.local_files import read_text_if_any
@@ -235,14 +235,7 @@ class KubeadmTier:
             if found is None:
                 continue
             if is_owned(tags_to_dict(found.get("Tags")), ctx.cluster):
-                ctx.ops.call(
-                    ctx.client("secretsmanager"),
-                    "delete_secret",
-                    resource=secret,
-                    reason="state absent",
-                    SecretId=secret,
-                    ForceDeleteWithoutRecovery=True,
-                )
+                delete_secret(ctx, secret, "state absent")
             else:
                 ctx.warn(f"secret {secret} is not owned by cluster {ctx.cluster}; left alone")
         if path is not None and ctx.ops.delete_file(path, "state absent") and not ctx.check_mode:
@@ -268,14 +261,7 @@ def tidy_init_token(ctx: Context, found: Mapping[str, Any] | None) -> None:
     if not is_owned(current, ctx.cluster):
         return
     if init_token_expired(current):
-        ctx.ops.call(
-            ctx.client("secretsmanager"),
-            "delete_secret",
-            resource=name,
-            reason="kubeadm init's token has expired",
-            SecretId=name,
-            ForceDeleteWithoutRecovery=True,
-        )
+        delete_secret(ctx, name, "kubeadm init's token has expired")
         return
     desired = ctx.tags(ROLE_CONTROL_PLANE, name, {EXPIRES_TAG: current.get(EXPIRES_TAG, "")})
     repair_tags(ctx, "secretsmanager", name, name, current, desired, frozen=(EXPIRES_TAG,))

@@ -484,9 +484,12 @@ class GroupWorkload:
         if pki is None:
             return
         for machine in machines:
-            if not _real(machine) or machine.leaving or not machine.available or machine.certificates_expire:
+            if machine.leaving or machine.certificates_expire:
                 continue
-            node = self._node(machine)
+            if not _real(machine):
+                self._plan_certificate_tag(machine)
+                continue
+            node = self._node(machine) if machine.available else None
             if node is None:
                 continue
             try:
@@ -504,6 +507,18 @@ class GroupWorkload:
                 Tags=[{"Key": CERTIFICATES_EXPIRY_TAG, "Value": value}],
             )
             machine.tags = {**machine.tags, CERTIFICATES_EXPIRY_TAG: value}
+
+    def _plan_certificate_tag(self, machine: Machine) -> None:
+        """Check mode's machine of this run: the apply reads and tags it once it joined (it waits for that)."""
+        if self.ctx.check_mode and self.ctx.wait:
+            self.ctx.ops.call(
+                self.ctx.client("ec2"),
+                "create_tags",
+                resource=machine.name,
+                reason="its API server certificate's expiry, read once",
+                Resources=[machine.id],
+                Tags=[{"Key": CERTIFICATES_EXPIRY_TAG, "Value": "planned"}],
+            )
 
     # join tokens (CABPK) ---------------------------------------------------------------------------------------
     def join_token(self, machine: str) -> str:

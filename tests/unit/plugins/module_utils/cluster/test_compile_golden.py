@@ -108,16 +108,13 @@ def test_compiled_steps_build_the_golden_machines(name: str, tmp_path: Path) -> 
     argument_spec, _tier = golden.module_tier(module)
     with mock_aws():
         golden.seed_moto()
-        account = golden.Account(tmp_path)
-        try:
+        with golden.Account(tmp_path) as account:
             compiled = compiled_params(account, sections(account), pick)
             assert as_module_reads(module, argument_spec, compiled) == as_module_reads(
                 module, argument_spec, build(account)
             )
             calls: list[dict[str, Any]] = []
             golden.run_module(module, compiled, recorder=calls)
-        finally:
-            account.close()
     expected = golden._golden()[name]
     got = [golden.normalise(c, account.ids) for c in calls]
     if account.ids == expected["inputs"]:

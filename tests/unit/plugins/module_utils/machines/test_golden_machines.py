@@ -205,6 +205,12 @@ class Account:
     def close(self) -> None:
         self.kube.close()
 
+    def __enter__(self) -> Account:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
     def eks_cluster(self) -> None:
         boto3.client("eks", region_name=REGION, **CREDENTIALS).create_cluster(
             name=CLUSTER,
@@ -393,14 +399,11 @@ def observe_case(name: str, tmp_path: Path) -> dict[str, Any]:
     module, build = CASES[name]
     with mock_aws():
         seed_moto()
-        account = Account(tmp_path)
-        try:
+        with Account(tmp_path) as account:
             if name.startswith("asg/eks"):
                 account.eks_cluster()
             calls: list[dict[str, Any]] = []
             after = run_module(module, build(account), recorder=calls)
-        finally:
-            account.close()
     observed: dict[str, Any] = {
         "inputs": account.ids,
         "requests": [normalise(c, account.ids) for c in calls],

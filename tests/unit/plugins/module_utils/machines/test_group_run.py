@@ -49,12 +49,8 @@ class Run:
 
 @pytest.fixture
 def account(tmp_path: Path) -> Iterator[Account]:
-    with mock_aws():
-        account = Account(tmp_path)
-        try:
-            yield account
-        finally:
-            account.close()
+    with mock_aws(), Account(tmp_path) as account:
+        yield account
 
 
 def group(account: Account, **extra: Any) -> dict[str, Any]:

@@ -37,12 +37,8 @@ MUTATING_AWS = ("ec2:RunInstances", "ec2:TerminateInstances", "ec2:CreateLaunchT
 
 @pytest.fixture
 def account(tmp_path: Path) -> Iterator[Account]:
-    with mock_aws():
-        account = Account(tmp_path)
-        try:
-            yield account
-        finally:
-            account.close()
+    with mock_aws(), Account(tmp_path) as account:
+        yield account
 
 
 def run(module: str, args: dict[str, Any]) -> tuple[list[str], dict[str, Any], list[str]]:
