@@ -487,7 +487,8 @@ class GroupWorkload:
             if machine.leaving or machine.certificates_expire:
                 continue
             if not _real(machine):
-                self._plan_certificate_tag(machine)
+                if self.ctx.check_mode and self.ctx.wait:  # the apply reads and tags it once it joined
+                    self._tag_certificates(machine, "planned")
                 continue
             node = self._node(machine) if machine.available else None
             if node is None:
@@ -498,27 +499,18 @@ class GroupWorkload:
                 self._warn_once(f"certificates:{machine.name}", f"{machine.name}: certificate expiry not read: {e}")
                 continue
             value = expiry.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            self.ctx.ops.call(
-                self.ctx.client("ec2"),
-                "create_tags",
-                resource=machine.name,
-                reason="its API server certificate's expiry, read once",
-                Resources=[machine.id],
-                Tags=[{"Key": CERTIFICATES_EXPIRY_TAG, "Value": value}],
-            )
+            self._tag_certificates(machine, value)
             machine.tags = {**machine.tags, CERTIFICATES_EXPIRY_TAG: value}
 
-    def _plan_certificate_tag(self, machine: Machine) -> None:
-        """Check mode's machine of this run: the apply reads and tags it once it joined (it waits for that)."""
-        if self.ctx.check_mode and self.ctx.wait:
-            self.ctx.ops.call(
-                self.ctx.client("ec2"),
-                "create_tags",
-                resource=machine.name,
-                reason="its API server certificate's expiry, read once",
-                Resources=[machine.id],
-                Tags=[{"Key": CERTIFICATES_EXPIRY_TAG, "Value": "planned"}],
-            )
+    def _tag_certificates(self, machine: Machine, value: str) -> None:
+        self.ctx.ops.call(
+            self.ctx.client("ec2"),
+            "create_tags",
+            resource=machine.name,
+            reason="its API server certificate's expiry, read once",
+            Resources=[machine.id],
+            Tags=[{"Key": CERTIFICATES_EXPIRY_TAG, "Value": value}],
+        )
 
     # join tokens (CABPK) ---------------------------------------------------------------------------------------
     def join_token(self, machine: str) -> str:
