@@ -498,7 +498,7 @@ class GroupWorkload:
             except RemoteError as e:
                 self._warn_once(f"certificates:{machine.name}", f"{machine.name}: certificate expiry not read: {e}")
                 continue
-            value = expiry.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            value = tokens.rfc3339(expiry)
             self._tag_certificates(machine, value)
             machine.tags = {**machine.tags, CERTIFICATES_EXPIRY_TAG: value}
 
