@@ -241,6 +241,7 @@ sim-deps: $(ETCD) $(NODE_VENV)/bin/aws
 # What the tests need besides: Debian's cloud-init and openssl check generated cloud-init and certificates.
 system-deps: sim-deps
 	@missing=(); command -v cloud-init >/dev/null || missing+=(cloud-init); command -v openssl >/dev/null || missing+=(openssl); \
+	command -v curl >/dev/null || missing+=(curl); \
 	if (( $${#missing[@]} )); then \
 		if [[ $$(id -u) -ne 0 ]]; then echo "install Debian's $${missing[*]} (apt-get install $${missing[*]})" >&2; exit 1; fi; \
 		echo "system-deps: installing $${missing[*]} with apt-get"; \

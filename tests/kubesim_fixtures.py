@@ -223,6 +223,10 @@ class SimCluster:
     def etcd_member(self, name: str, **action: Any) -> dict[str, Any]:
         return self.sim.call("POST", f"/clusters/{self.name}/etcd/{name}", action)
 
+    def etcd_kv(self, put: dict[str, str] | None = None, get: list[str] | None = None) -> dict[str, str | None]:
+        """Write and read keys through the cluster's real etcd."""
+        return self.sim.call("POST", f"/clusters/{self.name}/etcd-kv", {"put": put or {}, "get": get or []})["values"]
+
     def usage(self) -> dict[str, Any]:
         return self.sim.call("GET", f"/clusters/{self.name}/usage")
 

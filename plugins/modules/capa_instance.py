@@ -175,6 +175,40 @@ options:
         once the control plane is initialized, so the CNI is there while the other machines join.
     type: bool
     default: false
+  etcd_restore:
+    description:
+      - Control plane with I(initialize=true) only - rebuild a control plane that lost etcd quorum from a snapshot
+        of M(clusterapi.aws.capa_etcd_snapshot) (the C(playbooks/restore.yml) playbook runs this).
+      - Before any change the snapshot must exist and etcd must have lost quorum - while a majority of its members
+        answer the run is refused (a restore would roll the cluster's state back), unless I(etcd_restore.force).
+      - Then every machine of the group is deregistered, terminated and waited for, and a first machine restores
+        the snapshot into its local etcd's data directory (as the one member of a new etcd cluster) before
+        C(kubeadm init) runs; it gets the snapshot through a presigned URL valid for one hour, carried only in its
+        bootstrap data. A later full reconcile of the group joins the other machines etcd-safely.
+      - A run with the same snapshot once the restored machine exists changes nothing (its instance tag
+        C(clusterapi.aws/etcd-restored-from) names the snapshot).
+      - Restored is what etcd held - every Kubernetes object as of the snapshot; not restored are volumes (EBS, EFS)
+        and whatever was created after the snapshot.
+    type: dict
+    version_added: 0.2.0
+    suboptions:
+      bucket:
+        description: The snapshot bucket.
+        type: str
+        required: true
+      key:
+        description: The snapshot's object key (C(snapshots[].key) of M(clusterapi.aws.capa_etcd_snapshot)).
+        type: str
+        required: true
+      version_id:
+        description: The object version (default the current one).
+        type: str
+      force:
+        description:
+          - Restore even though etcd keeps quorum - every control-plane machine is replaced and the cluster's state
+            goes back to the snapshot (a rollback after an accidental deletion).
+        type: bool
+        default: false
   node_drain_timeout:
     description:
       - Seconds a drain may take before the machine goes anyway (Cluster API's C(nodeDrainTimeout)); C(0) - until

@@ -199,6 +199,34 @@ def build_app(sim: Simulator) -> web.Application:
 
         return _json(await blocking(act))
 
+    @routes.post("/clusters/{name}/etcd-kv")
+    async def etcd_kv(request: web.Request) -> web.Response:
+        """Keys written and read through the cluster's real etcd (a test's own data, as an application's objects
+        would be): ``{"put": {key: value}}`` and/or ``{"get": [key, ...]}`` -> ``{"values": {key: value|null}}``."""
+        cluster = cluster_of(request)
+        body = await request.json()
+
+        def act() -> dict[str, Any]:
+            from . import etcd as etcd_mod
+
+            gateway = cluster.gateway
+            if gateway is None:
+                raise etcd_mod.EtcdError("no etcd yet")
+            errors = []
+            for endpoint in cluster.live_endpoints():
+                try:
+                    for key, value in (body.get("put") or {}).items():
+                        gateway.put(endpoint, key, value, timeout=3.0)
+                    return {"values": {key: gateway.get(endpoint, key, timeout=3.0) for key in body.get("get") or []}}
+                except etcd_mod.EtcdError as exc:
+                    errors.append(str(exc))
+            raise etcd_mod.EtcdError("; ".join(errors) or "no live etcd member")
+
+        try:
+            return _json(await blocking(act))
+        except Exception as exc:  # noqa: BLE001 - the test sees etcd's answer
+            return _json({"error": str(exc)}, 503)
+
     @routes.post("/clusters/{name}/nodes/{node}/kubelet")
     async def kubelet(request: web.Request) -> web.Response:
         """``{"running": false}``: the node's kubelet stops (crashed, or the machine hangs while EC2 still reports it
@@ -279,7 +307,7 @@ def build_app(sim: Simulator) -> web.Application:
     async def node_tool(request: web.Request) -> web.Response:
         body = await request.json()
         instance, tool = request.match_info["instance"], request.match_info["tool"]
-        runner = sim.run_kubeadm if tool == "kubeadm" else sim.run_nodeadm
+        runner = {"kubeadm": sim.run_kubeadm, "ctr": sim.run_ctr}.get(tool, sim.run_nodeadm)
         rc, output = await blocking(runner, instance, list(body.get("args") or []))
         return _json({"rc": rc, "output": output})
 

@@ -162,6 +162,12 @@ class Gateway:
         body = {"key": base64.b64encode(key.encode()).decode(), "value": base64.b64encode(value.encode()).decode()}
         return self.call(endpoint, "/v3/kv/put", body, timeout)
 
+    def get(self, endpoint: str, key: str, timeout: float = 2.0) -> str | None:
+        """The value of ``key`` (a linearizable read: it needs quorum), ``None`` when there is none."""
+        answer = self.call(endpoint, "/v3/kv/range", {"key": base64.b64encode(key.encode()).decode()}, timeout)
+        kvs = answer.get("kvs") or []
+        return base64.b64decode(kvs[0].get("value", "")).decode() if kvs else None
+
     def member_add(self, endpoint: str, peer_url: str, learner: bool, timeout: float = 5.0) -> dict[str, Any]:
         return self.call(endpoint, "/v3/cluster/member/add", {"peerURLs": [peer_url], "isLearner": learner}, timeout)
 

@@ -65,6 +65,36 @@ def verify_jws(signature: str, payload: str, token_id: str, token_secret: str) -
     return hmac.compare_digest(signature, jws_detached(payload, token_id, token_secret))
 
 
+# The etcd image kubeadm uses per minor (cmd/kubeadm/app/constants: SupportedEtcdVersion), for
+# ``kubeadm config images list``; a minor not listed gets the newest.
+ETCD_IMAGES = {(1, 29): "3.5.16-0", (1, 30): "3.5.15-0", (1, 31): "3.5.15-0", (1, 32): "3.5.16-0", (1, 33): "3.5.21-0"}
+
+
+def images(version: str) -> list[str]:
+    """What ``kubeadm config images list --kubernetes-version`` prints for ``version``."""
+    minor = version_tuple(version)
+    etcd_tag = ETCD_IMAGES.get(minor, ETCD_IMAGES[max(ETCD_IMAGES)])
+    v = version if version.startswith("v") else f"v{version}"
+    names = [f"registry.k8s.io/{c}:{v}" for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")]
+    return [
+        *names,
+        f"registry.k8s.io/kube-proxy:{v}",
+        "registry.k8s.io/coredns/coredns:v1.11.3",
+        "registry.k8s.io/pause:3.10",
+        f"registry.k8s.io/etcd:{etcd_tag}",
+    ]
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    """``--name value`` or ``--name=value``."""
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def parse_duration(text: str | None) -> float | None:
     """Go durations as kubeadm writes ttl (``24h0m0s``, ``0s``); ``None`` = never expires."""
     if text is None:
@@ -99,6 +129,7 @@ class Kubeadm:
         assert runtime.root is not None
         self.root: Path = runtime.root
         self.lines: list[str] = []
+        self.ignored: set[str] = set()  # --ignore-preflight-errors
 
     def log(self, text: str) -> None:
         self.lines.append(text)
@@ -116,6 +147,13 @@ class Kubeadm:
 
     def run(self, args: list[str]) -> tuple[int, str]:
         command = args[0] if args else ""
+        if args[:3] == ["config", "images", "list"]:
+            return 0, "\n".join(images(_flag(args, "--kubernetes-version") or "v1.31.0")) + "\n"
+        self.ignored = set()
+        for flag in ("--ignore-preflight-errors",):
+            value = _flag(args, flag)
+            if value:
+                self.ignored |= {v.strip() for v in value.split(",")}
         config_path = None
         if "--config" in args:
             config_path = args[args.index("--config") + 1]
@@ -209,8 +247,19 @@ class Kubeadm:
     def init(self, init: dict[str, Any], cc: dict[str, Any]) -> None:
         cluster, r = self.cluster, self.runtime
         self.check_name(init)
+        local = (cc.get("etcd") or {}).get("local") or {}
+        data_dir = in_root(self.root, str(local.get("dataDir") or "/var/lib/etcd"))
+        restored = (data_dir / "member").is_dir()
+        if restored and not self.ignored & {"DirAvailable--var-lib-etcd", "all"}:
+            raise KubeadmError(
+                "[preflight] Some fatal errors occurred: [ERROR DirAvailable--var-lib-etcd]: /var/lib/etcd is not empty"
+            )
         with cluster.init_lock:
-            if cluster.initialized.is_set() or cluster.api.listening:
+            # A restore (etcd's data directory filled from a snapshot) is kubeadm init on a cluster whose control
+            # plane is gone: the same endpoint and CAs, a new first member with the old data.
+            if (cluster.initialized.is_set() or cluster.api.listening) and (
+                not restored or cluster.apiserver_available()
+            ):
                 raise KubeadmError(
                     "kubeadm init on a second machine: a real node would start a separate one-node cluster "
                     "(not simulated)"
@@ -229,8 +278,14 @@ class Kubeadm:
                 raise KubeadmError("the instance went away during kubeadm init")
             knobs = self.sim.knobs_for(r)
             cluster.setup_etcd_client(etcd_ca)
-            member = etcd.Member(name=r.name, data_dir=cluster.state_dir / "etcd" / r.instance_id)
-            r.member = member
+            if restored:
+                # The member the restore made (ctr etcdutl snapshot restore): its peer URL is in the restored data.
+                member = r.member
+                if member is None or member.data_dir != data_dir:
+                    raise KubeadmError(f"{data_dir} was not restored through etcdutl on this node (kubesim)")
+            else:
+                member = etcd.Member(name=r.name, data_dir=cluster.state_dir / "etcd" / r.instance_id)
+                r.member = member
             if knobs.get("etcd_never_starts"):
                 raise KubeadmError(
                     "[wait-control-plane] etcd never started (knob etcd_never_starts): timed out "
@@ -249,12 +304,14 @@ class Kubeadm:
                 client_url=member.client_url,
                 peer_url=member.peer_url,
                 pid=member.process.pid if member.process else None,
+                restored=restored,
             )
             host = endpoint.rsplit(":", 1)[0].strip("[]")
             sans = [host, r.name, r.private_ip, *[str(s) for s in (cc.get("apiServer") or {}).get("certSANs") or []]]
             r.kubelet_alive = True
-            future = asyncio.run_coroutine_threadsafe(cluster.start_api(ca, sans, version), self.sim.loop)
-            future.result(timeout=30)
+            if not cluster.api.listening:
+                future = asyncio.run_coroutine_threadsafe(cluster.start_api(ca, sans, version), self.sim.loop)
+                future.result(timeout=30)
             cluster.endpoint_aliases.add(endpoint)
             self.record("apiserver-up", url=cluster.url, endpoint=endpoint)
             self.upload(init, cc, ca, endpoint, version)

@@ -9,8 +9,9 @@ Everything runs in a per-node sandbox root ``<state>/nodes/<instance-id>/root``:
 system directories (``/etc``, ``/run``, ``/var``, ``/tmp``, ``/root``, ``/opt``, ``/srv``, ``/home``, ``/mnt``,
 ``/usr/local``) in boot hooks and ``runcmd`` are rewritten into that root. The node's ``PATH`` starts with
 stand-ins in ``<state>/nodes/<instance-id>/bin``: ``systemctl`` (records its calls; ``restart cloud-init`` marks the
-restart the boot hook asks for), ``sleep`` (sleeps the time-scaled duration), ``kubeadm`` and ``nodeadm`` (hand
-their arguments to the simulator, which acts as kubeadm/nodeadm would and returns their exit code); then the node
+restart the boot hook asks for), ``sleep`` (sleeps the time-scaled duration), ``kubeadm``, ``nodeadm`` and ``ctr``
+(hand their arguments to the simulator, which acts as kubeadm/nodeadm/containerd would and returns their exit
+code: ``ctr.py``); then the node
 venv with the real AWS CLI (``.build/node-venv``), then ``/usr/bin:/bin``.
 """
 
@@ -152,7 +153,7 @@ class NodeBoot:
             "systemctl": STANDIN_SYSTEMCTL.format(root=self.root),
             "sleep": STANDIN_SLEEP.format(scale=scale),
         }
-        for tool in ("kubeadm", "nodeadm"):
+        for tool in ("kubeadm", "nodeadm", "ctr"):
             standins[tool] = STANDIN_TOOL.format(
                 python=sys.executable, tool=tool, control=self.sim.control_url, instance=self.runtime.instance_id
             )

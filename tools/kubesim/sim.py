@@ -408,6 +408,14 @@ class Simulator:
         cluster, runtime = found
         return Kubeadm(self, cluster, runtime).run(args)
 
+    def run_ctr(self, instance_id: str, args: list[str]) -> tuple[int, str]:
+        found = self.find_runtime(instance_id)
+        if found is None:
+            return 1, "kubesim: unknown instance\n"
+        from .ctr import run_ctr
+
+        return run_ctr(self, found[0], found[1], args)
+
     def run_nodeadm(self, instance_id: str, args: list[str]) -> tuple[int, str]:
         if self.eks is None:
             return 1, "kubesim: EKS simulation is not enabled\n"

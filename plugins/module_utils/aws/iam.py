@@ -42,6 +42,11 @@ def get_instance_profile(ctx: Context, name: str) -> dict[str, Any] | None:
     return None if answer is None else answer["InstanceProfile"]
 
 
+def caller_account(ctx: Context) -> str:
+    """The account the run's requests are signed in (STS GetCallerIdentity)."""
+    return str(ctx.client("sts").get_caller_identity()["Account"])
+
+
 def caller_arn(ctx: Context) -> str:
     """The ARN of the identity the run's requests are signed as (STS GetCallerIdentity: never denied by IAM)."""
     return str(ctx.client("sts").get_caller_identity()["Arn"])

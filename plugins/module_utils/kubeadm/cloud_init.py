@@ -43,6 +43,15 @@ BOOTSTRAP_SUCCESS_PATH = "/run/cluster-api/bootstrap-success.complete"
 # the EC2 private DNS name the external cloud provider expects.
 JINJA_HEADER = "## template: jinja"
 NODE_NAME = "{{ ds.meta_data.local_hostname }}"
+NODE_ADDRESS = "{{ ds.meta_data.local_ipv4 }}"
+# A restore (etcd_restore.py in machines): the snapshot's URL is kept in a curl config file (not on a command line
+# any process listing shows), the data directory kubeadm's local etcd uses is filled before kubeadm init runs, and
+# init is told that a full /var/lib/etcd is expected.
+SNAPSHOT_URL_PATH = "/run/cluster-api/etcd-snapshot.curl"
+SNAPSHOT_PATH = "/var/lib/etcd-restore/snapshot.db"
+ETCD_DATA_DIR = "/var/lib/etcd"
+RESTORED_PATH = "/run/cluster-api/etcd-restored"
+RESTORE_PREFLIGHT = "--ignore-preflight-errors=DirAvailable--var-lib-etcd"
 KUBELET_EXTRA_ARGS = {"cloud-provider": "external"}
 CONTROLLER_MANAGER_EXTRA_ARGS = {"cloud-provider": "external"}
 
@@ -210,6 +219,29 @@ def _dump(data: Any, sort_keys: bool = False) -> str:
     return yaml.dump(data, Dumper=_BlockDumper, sort_keys=sort_keys, default_flow_style=False, width=1 << 16)
 
 
+def restore_commands(kubernetes_version: str) -> str:
+    """The shell line that restores etcd from the snapshot before ``kubeadm init`` (kubeadm's documented way of
+    bringing a control plane back: a data directory restored with ``etcdutl snapshot restore`` as this node's only
+    member, then init with ``DirAvailable--var-lib-etcd`` ignored). ``etcdutl`` runs from the etcd image kubeadm
+    uses for this version (on the node's containerd, pulled if it is not there), so the host needs no etcd tools;
+    the snapshot's own sha256 is checked by the restore. The downloaded file is removed afterwards."""
+    peer = f"https://{NODE_ADDRESS}:2380"
+    image = f"$(kubeadm config images list --kubernetes-version {normalise_version(kubernetes_version)} | grep /etcd:)"
+    return " && ".join(
+        [
+            "mkdir -p /var/lib/etcd-restore",
+            f"curl -fsS --retry 5 -K {SNAPSHOT_URL_PATH} -o {SNAPSHOT_PATH}",
+            f'ETCD_IMAGE="{image}"',
+            '{ ctr -n k8s.io images ls -q | grep -qx "$ETCD_IMAGE" || ctr -n k8s.io images pull "$ETCD_IMAGE"; }',
+            "ctr -n k8s.io run --rm --mount type=bind,src=/var/lib,dst=/var/lib,options=rbind:rw "
+            f'"$ETCD_IMAGE" etcd-restore etcdutl snapshot restore {SNAPSHOT_PATH} --name {NODE_NAME} '
+            f"--initial-cluster {NODE_NAME}={peer} --initial-advertise-peer-urls {peer} --data-dir {ETCD_DATA_DIR}",
+            f"rm -f {SNAPSHOT_PATH}",
+            f": > {RESTORED_PATH}",
+        ]
+    )
+
+
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise SpecError("role", f"'{role}' is not one of {', '.join(ROLES)}")
@@ -226,6 +258,7 @@ def render_cloud_init(
     machine_name: str,
     token: str,
     token_ttl: int,
+    etcd_snapshot_url: str | None = None,
 ) -> bytes:
     """The ``#cloud-config`` document that bootstraps one machine, deterministic for the same inputs.
 
@@ -233,8 +266,13 @@ def render_cloud_init(
     cloud-init's jinja rendering, as CAPA templates do), so every machine of a group shares one document and one
     :func:`cloud_init_hash`; it is accepted so callers pass the machine explicitly and future needs stay compatible.
     The document carries keys and the machine's bootstrap token: it must only travel through the secret backend.
+
+    ``etcd_snapshot_url`` (``init`` only): a presigned URL of the snapshot the node restores etcd from before
+    ``kubeadm init`` (:func:`restore_commands`); init runs only once the restore succeeded.
     """
     _check_role(role)
+    if etcd_snapshot_url is not None and role != ROLE_INIT:
+        raise SpecError("etcd_restore", "only the machine that runs kubeadm init restores etcd")
     del machine_name
     documents = kubeadm_documents(
         pki,
@@ -255,13 +293,24 @@ def render_cloud_init(
         {"path": KUBEADM_CONFIG_PATH, "owner": "root:root", "permissions": "0600", "content": kubeadm_yaml}
     )
     command = "init" if role == ROLE_INIT else "join"
-    config = {
-        "write_files": write_files,
-        "runcmd": [
-            "mkdir -p /run/cluster-api",
-            f"kubeadm {command} --config {KUBEADM_CONFIG_PATH} && echo success > {BOOTSTRAP_SUCCESS_PATH}",
-        ],
-    }
+    kubeadm = f"kubeadm {command} --config {KUBEADM_CONFIG_PATH} && echo success > {BOOTSTRAP_SUCCESS_PATH}"
+    runcmd = ["mkdir -p /run/cluster-api"]
+    if etcd_snapshot_url is not None:
+        write_files.append(
+            {
+                "path": SNAPSHOT_URL_PATH,
+                "owner": "root:root",
+                "permissions": "0600",
+                "content": f'url = "{etcd_snapshot_url}"\n',
+            }
+        )
+        runcmd.append(restore_commands(kubernetes_version))
+        kubeadm = (
+            f"test -f {RESTORED_PATH} && kubeadm init --config {KUBEADM_CONFIG_PATH} {RESTORE_PREFLIGHT} "
+            f"&& echo success > {BOOTSTRAP_SUCCESS_PATH}"
+        )
+    runcmd.append(kubeadm)
+    config = {"write_files": write_files, "runcmd": runcmd}
     return f"{JINJA_HEADER}\n#cloud-config\n{_dump(config)}".encode()
 
 

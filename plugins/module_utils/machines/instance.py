@@ -51,6 +51,7 @@ from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_W
 from . import bootstrap_data as _bootstrap_data
 from .ami import Image, resolve_image
 from .bootstrap_data import BOOTSTRAP_TAG
+from .etcd_restore import ETCD_RESTORE, RESTORED_TAG, EtcdRestore, quorum_kept
 from .group_workload import Departure, GroupWorkload, NodeSettings, node_argument_spec
 from .join_tokens import remember_init_token
 from .machine_spec import BASTION, KUBEADM, NONE, ROLE, SECRETS_MANAGER, MachineSpec, instance_argument_spec
@@ -140,6 +141,7 @@ GROUP_OPTIONS: tuple[Option, ...] = (
         type="int",
     ),
     Option("initialize", "Only launch a first machine while the group has none.", type="bool", default=False),
+    ETCD_RESTORE,
 )
 
 
@@ -168,6 +170,7 @@ class GroupSpec:
     certificates_expiry_days: int | None = None  # KCP's rolloutBefore.certificatesExpiryDays
     # Only a group's first machine, and only while it has none (a new control plane's kubeadm init machine).
     initialize: bool = False
+    etcd_restore: EtcdRestore | None = None  # the snapshot a control plane that lost quorum comes back from
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
@@ -200,6 +203,7 @@ class GroupSpec:
             nodes=NodeSettings.from_params(params),
             certificates_expiry_days=params["rollout_before_certificates_expiry_days"],
             initialize=params["initialize"],
+            etcd_restore=EtcdRestore.from_params(params["etcd_restore"]),
         )
 
     @property
@@ -232,6 +236,12 @@ def validate(spec: GroupSpec, region: str | None) -> None:
     _validate_nodes(spec.nodes)
     check_placement_inputs(spec.subnets, spec.machine.security_group_ids)
     _validate_load_balancers(spec)
+    if spec.etcd_restore is not None:
+        spec.etcd_restore.validate(
+            control_plane=spec.control_plane,
+            kubeadm=spec.machine.bootstrap.type == KUBEADM,
+            initialize=spec.initialize,
+        )
     if spec.state == "absent" or spec.replicas == 0:
         return
     spec.machine.validate()
@@ -500,6 +510,9 @@ class InstanceTier:
             registrations = Registrations.observe(ctx, spec)
             self._remove_all(ctx, spec, machines, registrations)
             return Outcome(before, self._result(spec, [], None, registrations))
+        restore = spec.etcd_restore
+        if restore is not None and not restore.done(machines):
+            self._clear_for_restore(ctx, spec, restore, machines)
         if spec.initialize and any(not m.leaving for m in machines):
             # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
             return Outcome(before, {**before, "health": Remediation().as_dict({}, spec.health), **INITIALIZED})
@@ -512,6 +525,38 @@ class InstanceTier:
         after["health"] = run.health.as_dict(run.names, spec.health)
         after["kubernetes_api"] = run.cluster.summary()
         return Outcome(before, after)
+
+    def _clear_for_restore(self, ctx: Context, spec: GroupSpec, restore: EtcdRestore, machines: list[Machine]) -> None:
+        """Before a restore (machines/etcd_restore.py): the snapshot exists and etcd lost quorum (or the restore is
+        forced), else nothing changes; then every machine of the group goes, and is waited for until it is gone."""
+        restore.check_snapshot(ctx)
+        live = [m for m in machines if not m.leaving]
+        cluster = group_workload(ctx, spec, NodeBootstrap(ctx, spec.machine))
+        try:
+            cluster.observe(machines)  # an API that does not answer is expected here, whatever the mode
+            kept = quorum_kept(cluster.workload)
+        finally:
+            cluster.close()
+        if kept and not restore.force:
+            raise ReconcileError(
+                f"etcd_restore refused: etcd of cluster {ctx.cluster} has quorum ({kept}); a restore would roll the "
+                f"cluster back to {restore.source}. Nothing was changed (etcd_restore.force replaces it anyway)"
+            )
+        if not live:
+            return
+        reason = f"etcd restore from {restore.source}: " + (kept or "etcd lost quorum")
+        regs = Registrations.observe(ctx, spec)
+        for machine in live:
+            regs.deregister(ctx, machine)
+        _terminate(ctx, live, reason)
+        if ctx.check_mode:
+            for machine in live:
+                machine.state = "shutting-down"
+            return
+        found = _wait_for(ctx, live, lambda s: s == "terminated", "to terminate")
+        for machine in live:
+            refresh(machine, found[machine.id])
+            _delete_bootstrap(ctx, machine)
 
     def _remove_all(self, ctx: Context, spec: GroupSpec, machines: list[Machine], regs: Registrations) -> None:
         going = [m for m in machines if not m.leaving]
@@ -744,7 +789,15 @@ class GroupRun:
         )
         ref = None
         role = self._kubeadm_role(first=not live)
-        document = self.boot.document(name, kubeadm_role=role, token=self._bootstrap_token(name, role))
+        restore = spec.etcd_restore if role == ROLE_INIT else None
+        if restore is not None:
+            tags[RESTORED_TAG] = restore.source
+        document = self.boot.document(
+            name,
+            kubeadm_role=role,
+            token=self._bootstrap_token(name, role),
+            etcd_snapshot_url=restore.url(ctx) if restore is not None else None,
+        )
         if machine_spec.spot is not None:  # drain the node on a spot interruption notice
             document = self.boot.add_watcher(document)
         if document is not None:

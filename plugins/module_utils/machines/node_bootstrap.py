@@ -91,9 +91,17 @@ class NodeBootstrap:
             self._pki_loaded = True
         return self._pki
 
-    def document(self, name: str, *, kubeadm_role: str = ROLE_JOIN_WORKER, token: str | None = None) -> bytes | None:
+    def document(
+        self,
+        name: str,
+        *,
+        kubeadm_role: str = ROLE_JOIN_WORKER,
+        token: str | None = None,
+        etcd_snapshot_url: str | None = None,
+    ) -> bytes | None:
         """The raw bootstrap document of machine (or pool) ``name``, or None without bootstrap data; a kubeadm
-        document carries ``token``, the bootstrap token the machine joins (or, for ``init``, creates) with."""
+        document carries ``token``, the bootstrap token the machine joins (or, for ``init``, creates) with, and
+        ``etcd_snapshot_url`` when an ``init`` machine restores etcd first."""
         bootstrap = self.machine.bootstrap
         if bootstrap.type == NONE:
             return None
@@ -116,6 +124,7 @@ class NodeBootstrap:
             machine_name=name,
             token=token,
             token_ttl=bootstrap.token_ttl,
+            etcd_snapshot_url=etcd_snapshot_url,
         )
 
     def add_watcher(self, document: bytes | None, *, lifecycle_hook: str | None = None) -> bytes | None:

@@ -15,11 +15,12 @@ uses etcd's v3 JSON gateway (``POST /v3/cluster/member/list`` ...), plain HTTP/1
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import urllib.parse
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 try:
     import websocket  # websocket-client: the port-forward stream (v4.channel.k8s.io) to etcd
@@ -202,6 +203,15 @@ class EtcdSession(TlsSession):
     """HTTP/1.1 requests to etcd's JSON gateway, inside TLS inside one tunnel."""
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self._send(path, body)
+        status, headers, content = self._response()
+        answer = json.loads(content or b"{}")
+        if status != 200 or "error" in answer:
+            message = answer.get("error") or answer.get("message") or f"HTTP {status}"
+            raise RemoteError(message, f"etcd ({self.tunnel.pod}) {path}: {message}", status)
+        return answer
+
+    def _send(self, path: str, body: dict[str, Any]) -> None:
         payload = json.dumps(body).encode()
         request = (
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{ETCD_PORT}\r\nContent-Type: application/json\r\n"
@@ -209,12 +219,6 @@ class EtcdSession(TlsSession):
         ).encode() + payload
         self.tls.write(request)
         self._pump()
-        status, headers, content = self._response()
-        answer = json.loads(content or b"{}")
-        if status != 200 or "error" in answer:
-            message = answer.get("error") or answer.get("message") or f"HTTP {status}"
-            raise RemoteError(message, f"etcd ({self.tunnel.pod}) {path}: {message}", status)
-        return answer
 
     def _read(self) -> bytes:
         while True:
@@ -223,7 +227,8 @@ class EtcdSession(TlsSession):
             except ssl.SSLWantReadError:
                 self._feed()
 
-    def _response(self) -> tuple[int, dict[str, str], bytes]:
+    def _head(self) -> tuple[int, dict[str, str], bytes]:
+        """The status, headers and what already came of the body."""
         data = b""
         while b"\r\n\r\n" not in data:
             data += self._read()
@@ -231,25 +236,59 @@ class EtcdSession(TlsSession):
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
         headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            return status, headers, self._chunked(rest)
-        length = int(headers.get("content-length", "0"))
-        while len(rest) < length:
-            rest += self._read()
-        return status, headers, rest[:length]
+        return status, headers, rest
 
-    def _chunked(self, data: bytes) -> bytes:
-        body = b""
+    def _response(self) -> tuple[int, dict[str, str], bytes]:
+        status, headers, rest = self._head()
+        return status, headers, b"".join(self._body(headers, rest))
+
+    def _body(self, headers: Mapping[str, str], rest: bytes) -> Iterator[bytes]:
+        """The body as it arrives (chunked or sized): a snapshot is never held in memory whole."""
+        if headers.get("transfer-encoding", "").lower() != "chunked":
+            length = int(headers.get("content-length", "0"))
+            while len(rest) < length:
+                rest += self._read()
+            yield rest[:length]
+            return
+        data = rest
         while True:
             while b"\r\n" not in data:
                 data += self._read()
             size_line, _sep, data = data.partition(b"\r\n")
             size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                return
             while len(data) < size + 2:
                 data += self._read()
-            if size == 0:
-                return body
-            body, data = body + data[:size], data[size + 2 :]
+            yield data[:size]
+            data = data[size + 2 :]
+
+    def stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A server-streaming call of the JSON gateway: its messages, one JSON object per line, as they come."""
+        self._send(path, body)
+        status, headers, rest = self._head()
+        if status != 200:
+            answer = json.loads(b"".join(self._body(headers, rest)) or b"{}")
+            message = answer.get("error") or answer.get("message") or f"HTTP {status}"
+            raise RemoteError(str(message), f"etcd ({self.tunnel.pod}) {path}: {message}", status)
+        pending = b""
+        for piece in self._body(headers, rest):
+            pending += piece
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield _stream_message(json.loads(line), self.tunnel.pod, path)
+        if pending.strip():
+            yield _stream_message(json.loads(pending), self.tunnel.pod, path)
+
+
+def _stream_message(message: dict[str, Any], pod: str, path: str) -> dict[str, Any]:
+    """One message of a gateway stream; an ``error`` message (the stream broke off inside etcd) raises."""
+    error = message.get("error")
+    if error:
+        text = error.get("message", error) if isinstance(error, dict) else error
+        raise RemoteError("StreamError", f"etcd ({pod}) {path}: {text}")
+    return message.get("result") or {}
 
 
 class Etcd:
@@ -320,6 +359,23 @@ class Etcd:
             except RemoteError as e:
                 unanswered[node] = str(e)
         return replace(status, unanswered=unanswered)
+
+    def snapshot(self, node: str, write: Callable[[bytes], None]) -> int:
+        """A snapshot of ``node``'s member (etcd's ``Maintenance.Snapshot``: the backend database followed by its
+        sha256), streamed to ``write`` as it comes; the number of bytes. A read (``etcd:Snapshot``) on a session
+        of its own: the stream holds the connection until its end."""
+        self.count("etcd:Snapshot")
+        session = EtcdSession(Tunnel(self.api, pod_of(node)), self.context)
+        size = 0
+        try:
+            for message in session.stream("/v3/maintenance/snapshot", {}):
+                blob = base64.b64decode(message.get("blob") or "")
+                if blob:
+                    write(blob)
+                    size += len(blob)
+        finally:
+            session.close()
+        return size
 
     # writes: only through Operations.call ------------------------------------------------------------------
     def planned_name(self, method: str) -> str:
