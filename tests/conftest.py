@@ -57,7 +57,7 @@ COLLECTION_LINK = COLLECTIONS_PATH / "ansible_collections" / "clusterapi" / "aws
 ANSIBLE_CFG = REPO / "ansible.cfg"
 MOTO_SERVER_SCRIPT = REPO / "tools" / "moto_server.py"
 VENV_BIN = Path(sys.executable).parent
-READ_ONLY_PREFIXES = ("Describe", "List", "Get", "Simulate")
+READ_ONLY_PREFIXES = ("Describe", "List", "Get", "Head", "Simulate")
 TEST_OUTPUT = BUILD / "test-output"
 _RUNS = itertools.count()
 

@@ -324,6 +324,10 @@ CONTROL_PLANE_OUTPUTS = {
             "type": "dict",
             "description": "When the CAs, the admin kubeconfig and each control-plane machine's certificates expire.",
         },
+        "etcd_backup": {
+            "type": "dict",
+            "description": "etcd_backup: the bucket and its newest snapshot.",
+        },
     },
 }
 EKS_CONTROL_PLANE_OUTPUTS = {
@@ -390,7 +394,28 @@ ROLES: dict[str, dict[str, Any]] = {
             "The control-plane load balancer (capa_elb), the cluster PKI and admin kubeconfig (capa_kubeadm) and "
             "the control-plane machines (capa_instance), rolled one at a time. Shares control_plane_outputs.",
         ],
-        "options": {"network_outputs": NETWORK_OUTPUTS, "capa_output_dir": OUTPUT_DIR, **state_switch("control_plane")},
+        "options": {
+            "network_outputs": NETWORK_OUTPUTS,
+            "capa_output_dir": OUTPUT_DIR,
+            **state_switch("control_plane"),
+            "control_plane_etcd_restore": {
+                "type": "dict",
+                "description": [
+                    "Set by playbooks/restore.yml: rebuild a control plane that lost etcd quorum from a snapshot of "
+                    "etcd_backup's bucket (capa_instance's etcd_restore) before the full reconcile.",
+                ],
+                "options": {
+                    "key": {"type": "str", "description": "The snapshot (default the newest)."},
+                    "version_id": {"type": "str", "description": "Its version (default the current one)."},
+                    "bucket": {"type": "str", "description": "The bucket (default etcd_backup's)."},
+                    "force": {
+                        "type": "bool",
+                        "default": False,
+                        "description": "Restore even though etcd keeps quorum (a rollback).",
+                    },
+                },
+            },
+        },
     },
     "machine_deployment": {
         "short_description": "Reconcile or delete a cluster's worker machine deployments",

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-READ_ONLY_PREFIXES = ("Describe", "List", "Get", "Simulate")
+READ_ONLY_PREFIXES = ("Describe", "List", "Get", "Head", "Simulate")
 
 
 def _alive(pid: int) -> bool:

@@ -234,6 +234,43 @@ options:
             choices:
               - ApplyOnce
               - Reconcile
+      etcd_backup:
+        description:
+          - 'etcd snapshots in S3 (kind unmanaged): restore one with playbooks/restore.yml.'
+        type: dict
+        default: {}
+        suboptions:
+          enabled:
+            description:
+              - Snapshot etcd into an S3 bucket the cluster owns (capa_etcd_snapshot) on every run of the
+                cluster role, when the newest snapshot is older than last_snapshot_min_age. Needs the Kubernetes
+                API (kubernetes_api).
+            type: bool
+            default: false
+          bucket:
+            description:
+              - The bucket (default <name>-etcd-snapshots-<account>-<region>).
+            type: str
+          kms_key_id:
+            description:
+              - The KMS key of the bucket and its snapshots (default the AWS managed key aws/s3).
+            type: str
+          retention_days:
+            description:
+              - Days a snapshot is kept (the bucket's lifecycle rule).
+            type: int
+            default: 30
+          last_snapshot_min_age:
+            description:
+              - 'Minutes: a run takes a snapshot only when the newest is at least this old (0: every run).'
+            type: int
+            default: 15
+          delete_with_cluster:
+            description:
+              - 'Delete the bucket and every snapshot in it when the cluster is deleted (default: they outlive
+                it).'
+            type: bool
+            default: false
       network:
         description:
           - The cluster network.

@@ -68,6 +68,8 @@ options:
       - capa_cluster_info
       - capa_addons
       - capa_preflight
+      - capa_etcd_snapshot
+      - capa_etcd_snapshot_info
   params:
     description:
       - The module's parameters. References to earlier outputs left in them fail the task, naming them.
@@ -121,6 +123,8 @@ STEP_MODULES = [
     "capa_cluster_info",
     "capa_addons",
     "capa_preflight",
+    "capa_etcd_snapshot",
+    "capa_etcd_snapshot_info",
 ]
 
 

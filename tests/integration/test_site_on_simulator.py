@@ -1,22 +1,31 @@
-"""A whole self-managed cluster through site.yml on the workload-cluster simulator, as `make demo` runs it.
+"""A whole self-managed cluster through site.yml on the workload-cluster simulator, as `make demo` runs it - and
+brought back by restore.yml from an etcd snapshot after it lost quorum.
 
 The controller reaches the API server at the load balancer's own DNS name through the simulator's HTTP CONNECT proxy,
 given once for the inventory (``capa_kubernetes_api``, the roles' controller-wide setting). The control plane is
 initialized first (one machine), the addons follow, then the other control-plane machines join with the CNI already
 there - so every Node is Ready when the run ends and the status says so; the second run changes nothing, sends no
-mutating AWS request and writes nothing to the Kubernetes API.
+mutating AWS request and writes nothing to the Kubernetes API (its etcd snapshot of the first run is fresh enough).
+
+etcd_backup: a run takes a snapshot into the cluster's own bucket (SSE-KMS, versioned, public access blocked, owned)
+when the newest is older than last_snapshot_min_age. restore.yml refuses while etcd keeps quorum; with two of three
+members gone it replaces the control plane - the first machine restores the newest snapshot before kubeadm init, the
+others join it - and the keys written before that snapshot are in etcd again, the one written after it is not.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
 
 from cluster_helpers import write_inventory
+from kubesim_fixtures import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
+RESTORE = REPO / "playbooks/restore.yml"
 CONTROLLER = "clusterapi.aws:controller"
 NAME = "simc"
 
@@ -24,7 +33,7 @@ NAME = "simc"
 def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_nothing(
     aws, kubesim, run_playbook, tmp_path
 ):
-    kubesim.register(NAME)
+    sim = kubesim.register(NAME)
     spec = {
         "name": NAME,
         "region": "us-east-1",
@@ -32,10 +41,10 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
         "control_plane": {"replicas": 3},
         "addons": {"enabled": True},
         "machine_deployments": [{"name": "md-0", "replicas": 1}],
+        "etcd_backup": {"enabled": True},
     }
-    inventory = write_inventory(
-        tmp_path, spec, extra_vars={"capa_kubernetes_api": {"proxy": kubesim.proxy, "mode": "required"}}
-    )
+    controller = {"capa_kubernetes_api": {"proxy": kubesim.proxy, "mode": "required"}}
+    inventory = write_inventory(tmp_path, spec, extra_vars=controller)
     first = run_playbook(SITE, inventory)
     assert first.rc == 0, first.describe()
     status = json.loads((tmp_path / "out" / NAME / "status.json").read_text())
@@ -61,7 +70,7 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     aws.reset_requests()
     since = time.time()
     second = run_playbook(SITE, inventory)
-    assert second.rc == 0 and second.changed == 0, second.describe()
+    assert second.rc == 0 and second.changed == 0, [(t.name, t.result.get("plan")) for t in second.changed_tasks]
     assert aws.mutating_requests() == []
     asked = [
         e
@@ -72,3 +81,63 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     assert asked and writes == [], writes
     assert len([e for e in asked if e.get("path") == "/api/v1/nodes"]) == 2  # one Node list per machine group
     assert kubesim.state()["clusters"][NAME]["quorum"]["failed_windows"] == []
+    first_snapshot = status_of(tmp_path)["etcd_backup"]["newest"]
+    assert first_snapshot["key"].startswith("etcd/") and first_snapshot["size"] > 0
+
+    # A snapshot on every run (last_snapshot_min_age 0) takes one with the keys written meanwhile.
+    sim.etcd_kv(put={"/tests/before": "kept"})
+    every_run = write_inventory(
+        tmp_path, {**spec, "etcd_backup": {"enabled": True, "last_snapshot_min_age": 0}}, extra_vars=controller
+    )
+    third = run_playbook(SITE, every_run)
+    assert third.rc == 0, third.describe()
+    backup = status_of(tmp_path)["etcd_backup"]
+    taken, bucket = backup["newest"], backup["bucket"]
+    assert taken["key"] != first_snapshot["key"]
+    (snapshot,) = [
+        t.result["snapshot"] for t in third.changed_tasks if t.name.endswith("Snapshot etcd into the cluster's bucket")
+    ]
+    assert snapshot["key"] == taken["key"] and snapshot["member"] in voters(sim)
+    assert f"etcd snapshots: {bucket}, newest {taken['key']}" in third.stdout
+    s3 = aws.client("s3")
+    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
+    assert all(s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"].values())
+    tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=bucket)["TagSet"]}
+    assert tags[f"sigs.k8s.io/cluster-api-provider-aws/cluster/{NAME}"] == "owned"
+    body = s3.get_object(Bucket=bucket, Key=taken["key"])["Body"].read()
+    assert hashlib.sha256(body).hexdigest() == snapshot["sha256"] and len(body) == taken["size"]
+    assert body[:16].hex() not in third.stdout  # names and sizes in the output, never the content
+    sim.etcd_kv(put={"/tests/after": "not in the snapshot"})
+
+    # While etcd keeps quorum, a restore is refused before any change.
+    aws.reset_requests()
+    refused = run_playbook(RESTORE, inventory, expect_rc=None)
+    assert refused.rc != 0 and "has quorum (3 of 3 etcd members answer)" in refused.stdout, refused.describe()
+    assert aws.mutating_requests() == []
+
+    # Two of three members die: quorum is lost, and restore.yml brings the control plane back from the snapshot.
+    old = {m["name"] for m in status_of(tmp_path)["machines"]["control-plane"]}
+    for member in voters(sim)[:2]:
+        sim.etcd_member(member, power="off")
+    wait_for(lambda: not sim.etcd()["quorum"]["has_quorum"], 30, "etcd to lose quorum")
+    restored = run_playbook(RESTORE, inventory)
+    assert restored.rc == 0, restored.describe()
+    assert "X-Amz-Signature" not in restored.stdout  # the snapshot's URL travels in bootstrap data only
+    after = status_of(tmp_path)
+    control_plane = [m for m in after["machines"]["control-plane"] if m["state"] == "running"]
+    assert len(control_plane) == 3 and not {m["name"] for m in control_plane} & old
+    assert [m["kubernetes"]["etcd_member"] for m in control_plane] == ["voter"] * 3
+    assert "control-plane: 3 machines, 3 Nodes Ready, 3 etcd voters" in restored.stdout
+    assert sim.etcd_kv(get=["/tests/before", "/tests/after"]) == {"/tests/before": "kept", "/tests/after": None}
+    restores = [e for e in kubesim.journal(cluster=NAME, source="node") if e["event"] == "etcd-snapshot-restore"]
+    assert [e["rc"] for e in restores] == [0]
+
+
+def status_of(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "out" / NAME / "status.json").read_text())
+
+
+def voters(sim) -> list[str]:
+    return sorted(m["name"] for m in sim.etcd().get("members", []) if m["started"] and not m["is_learner"])

@@ -42,6 +42,7 @@ from ..kernel.validation import (
     parse_kubernetes_version,
 )
 from ..kubeadm import bootstrap_tokens as tokens
+from ..kubeadm import etcd_snapshot
 from ..machines import machine_spec as machine
 from ..machines.asg_plan import PROCESSES as SUSPENDABLE_PROCESSES
 from ..machines.asg_plan import check_pool_sizes
@@ -202,6 +203,31 @@ ADDON_OPTIONS: tuple[Option, ...] = (
         "ApplyOnce (a ClusterResourceSet's default) or Reconcile (apply again when the manifests change).",
         choices=("ApplyOnce", "Reconcile"),
         default="ApplyOnce",
+    ),
+)
+
+ETCD_BACKUP_OPTIONS: tuple[Option, ...] = (
+    opt(
+        "enabled",
+        "Snapshot etcd into an S3 bucket the cluster owns (capa_etcd_snapshot) on every run of the cluster role, "
+        "when the newest snapshot is older than last_snapshot_min_age. Needs the Kubernetes API (kubernetes_api).",
+        type="bool",
+        default=False,
+    ),
+    opt("bucket", "The bucket (default <name>-etcd-snapshots-<account>-<region>)."),
+    opt("kms_key_id", "The KMS key of the bucket and its snapshots (default the AWS managed key aws/s3)."),
+    opt("retention_days", "Days a snapshot is kept (the bucket's lifecycle rule).", type="int", default=30),
+    opt(
+        "last_snapshot_min_age",
+        "Minutes: a run takes a snapshot only when the newest is at least this old (0: every run).",
+        type="int",
+        default=15,
+    ),
+    opt(
+        "delete_with_cluster",
+        "Delete the bucket and every snapshot in it when the cluster is deleted (default: they outlive it).",
+        type="bool",
+        default=False,
     ),
 )
 
@@ -721,6 +747,13 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
         no_log=False,  # a lifetime in seconds, not the token
     ),
     opt("addons", "Addons applied to the cluster (kind unmanaged).", type="dict", default={}, options=ADDON_OPTIONS),
+    opt(
+        "etcd_backup",
+        "etcd snapshots in S3 (kind unmanaged): restore one with playbooks/restore.yml.",
+        type="dict",
+        default={},
+        options=ETCD_BACKUP_OPTIONS,
+    ),
     opt("network", "The cluster network.", type="dict", default={}, options=NETWORK_OPTIONS),
     opt("bastion", "The bastion host.", type="dict", default={}, options=BASTION_OPTIONS),
     opt(
@@ -769,7 +802,7 @@ CLUSTER_OPTIONS: tuple[Option, ...] = (
 )
 
 # Sections only one kind uses: the other kind would silently ignore them, so writing them is a mistake.
-KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments", "addons")}
+KIND_SECTIONS = {"unmanaged": ("eks",), "eks": ("control_plane", "machine_deployments", "addons", "etcd_backup")}
 
 
 # derived: the argument spec, the unset spelling, the typed spec -------------------------------------------------------
@@ -878,6 +911,23 @@ def check_cluster(spec: ClusterSpec, default_region: str | None) -> None:
         tokens.check_token_ttl(spec.bootstrap_token_ttl, "capa_cluster.bootstrap_token_ttl")
         for index, pool in enumerate(spec.machine_pools):
             tokens.check_token_ttl(pool.bootstrap_token_ttl, f"capa_cluster.machine_pools[{index}].bootstrap_token_ttl")
+        etcd_snapshot.check_settings(etcd_snapshot_spec(spec), region, "capa_cluster.etcd_backup.")
+
+
+def etcd_snapshot_spec(spec: ClusterSpec) -> etcd_snapshot.SnapshotSpec:
+    """The cluster's ``etcd_backup`` as capa_etcd_snapshot's typed spec (the endpoint comes with the compile)."""
+    backup = spec.etcd_backup
+    return etcd_snapshot.SnapshotSpec(
+        cluster=spec.name,
+        state=spec.state,
+        bucket=backup.bucket,
+        kms_key_id=backup.kms_key_id,
+        retention_days=backup.retention_days,
+        last_snapshot_min_age=backup.last_snapshot_min_age,
+        endpoint_host=None,
+        endpoint_port=6443,
+        kubernetes_api=KubernetesApiSettings(),
+    )
 
 
 def _check_kind_sections(spec: ClusterSpec) -> None:

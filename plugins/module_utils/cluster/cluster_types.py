@@ -27,6 +27,7 @@ class ClusterSpec:
     kubernetes_api: KubernetesApi
     bootstrap_token_ttl: int
     addons: Addons
+    etcd_backup: EtcdBackup
     network: Network
     bastion: Bastion
     control_plane_endpoint: ControlPlaneEndpoint
@@ -52,6 +53,7 @@ class ClusterSpec:
             kubernetes_api=KubernetesApi.from_params(params["kubernetes_api"]),
             bootstrap_token_ttl=params["bootstrap_token_ttl"],
             addons=Addons.from_params(params["addons"]),
+            etcd_backup=EtcdBackup.from_params(params["etcd_backup"]),
             network=Network.from_params(params["network"]),
             bastion=Bastion.from_params(params["bastion"]),
             control_plane_endpoint=ControlPlaneEndpoint.from_params(params["control_plane_endpoint"]),
@@ -134,6 +136,27 @@ class Addons:
             cni=params["cni"],
             cloud_controller_manager=params["cloud_controller_manager"],
             strategy=params["strategy"],
+        )
+
+
+@dataclass(frozen=True)
+class EtcdBackup:
+    enabled: bool
+    bucket: str | None
+    kms_key_id: str | None
+    retention_days: int
+    last_snapshot_min_age: int
+    delete_with_cluster: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> EtcdBackup:
+        return cls(
+            enabled=params["enabled"],
+            bucket=params["bucket"],
+            kms_key_id=params["kms_key_id"],
+            retention_days=params["retention_days"],
+            last_snapshot_min_age=params["last_snapshot_min_age"],
+            delete_with_cluster=params["delete_with_cluster"],
         )
 
 

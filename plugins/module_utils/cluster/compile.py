@@ -330,6 +330,12 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             ),
             "elb": common(spec, state=ABSENT, type=balancer.type, name=balancer.name),
             "kubeadm": common(spec, state=ABSENT, output_dir=output_dir),
+            # The snapshots outlive the cluster unless the spec says otherwise (a restore may still need them).
+            "etcd_snapshot": (
+                etcd_snapshot_params(spec, None)
+                if spec.etcd_backup.enabled and spec.etcd_backup.delete_with_cluster
+                else None
+            ),
         }
     endpoint = control_plane_endpoint(spec)
     machines = spec.control_plane
@@ -376,7 +382,26 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             node_volume_detach_timeout=machines.node_volume_detach_timeout,
         ),
         "addons": addons_params(spec, endpoint) if spec.addons.enabled else None,
+        "etcd_snapshot": etcd_snapshot_params(spec, endpoint) if spec.etcd_backup.enabled else None,
+        # What playbooks/restore.yml picks a snapshot from.
+        "etcd_snapshots": common(spec, bucket=spec.etcd_backup.bucket) if spec.etcd_backup.enabled else None,
     }
+
+
+def etcd_snapshot_params(spec: ClusterSpec, endpoint: Any) -> dict[str, Any]:
+    """capa_etcd_snapshot once the control plane is reconciled (``endpoint`` None: its state absent)."""
+    backup = spec.etcd_backup
+    if endpoint is None:
+        return common(spec, state=ABSENT, bucket=backup.bucket)
+    return common(
+        spec,
+        bucket=backup.bucket,
+        kms_key_id=backup.kms_key_id,
+        retention_days=backup.retention_days,
+        last_snapshot_min_age=backup.last_snapshot_min_age,
+        endpoint=_endpoint_parts(endpoint),
+        kubernetes_api=plain(spec.kubernetes_api),
+    )
 
 
 def addons_params(spec: ClusterSpec, endpoint: Any) -> dict[str, Any]:

@@ -27,6 +27,37 @@ SECRET_ARN = "arn:*:secretsmanager:*:*:secret:aws.cluster.x-k8s.io/*"
 PKI_SECRET_ARN = "arn:*:secretsmanager:*:*:secret:clusterapi.aws/*"
 PARAMETER_ARN = "arn:*:ssm:*:*:parameter/cluster.x-k8s.io/*"
 EKS_AMI_PARAMETER_ARN = "arn:*:ssm:*:*:parameter/aws/service/eks/optimized-ami/*"
+# The etcd snapshot buckets (kubeadm/etcd_snapshot.py: <cluster>-etcd-snapshots-<account>-<region>) and their
+# objects. A bucket named otherwise (the module's ``bucket``) needs a statement of its own (capa_iam's
+# extra_statements).
+SNAPSHOT_BUCKET_ARNS = ["arn:*:s3:::*-etcd-snapshots-*", "arn:*:s3:::*-etcd-snapshots-*/*"]
+# S3's IAM actions are not its API operations' names: what each operation the snapshot tier makes needs (the
+# presigned GET of a restore is signed with the controller's credentials, so it needs GetObject too).
+S3_ACTIONS: dict[str, tuple[str, ...]] = {
+    "CreateBucket": ("s3:CreateBucket", "s3:PutBucketOwnershipControls"),
+    "DeleteBucket": ("s3:DeleteBucket",),
+    "GetBucketTagging": ("s3:GetBucketTagging",),
+    "PutBucketTagging": ("s3:PutBucketTagging",),
+    "GetBucketEncryption": ("s3:GetEncryptionConfiguration",),
+    "PutBucketEncryption": ("s3:PutEncryptionConfiguration",),
+    "GetBucketVersioning": ("s3:GetBucketVersioning",),
+    "PutBucketVersioning": ("s3:PutBucketVersioning",),
+    "GetPublicAccessBlock": ("s3:GetBucketPublicAccessBlock",),
+    "PutPublicAccessBlock": ("s3:PutBucketPublicAccessBlock",),
+    "GetBucketLifecycleConfiguration": ("s3:GetLifecycleConfiguration",),
+    "PutBucketLifecycleConfiguration": ("s3:PutLifecycleConfiguration",),
+    "ListObjectVersions": ("s3:ListBucketVersions",),
+    "PutObject": ("s3:PutObject", "s3:PutObjectTagging"),
+    "CreateMultipartUpload": ("s3:PutObject", "s3:PutObjectTagging"),
+    "UploadPart": ("s3:PutObject",),
+    "CompleteMultipartUpload": ("s3:PutObject",),
+    "AbortMultipartUpload": ("s3:AbortMultipartUpload",),
+    "HeadObject": ("s3:GetObject", "s3:GetObjectVersion"),
+    "GetObject": ("s3:GetObject", "s3:GetObjectVersion"),
+    "DeleteObjects": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+}
+# SSE-KMS: writing a snapshot makes a data key, reading it (a restore's presigned GET) decrypts one - only through S3.
+SNAPSHOT_KMS_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 # The operations each tier makes, as IAM actions (service prefix : API operation). Actions scoped to a resource
 # below (secrets, parameters, IAM) are listed here too; the builder moves them to their scoped statement.
@@ -89,6 +120,7 @@ CONTROLLER_ACTIONS: dict[str, tuple[str, ...]] = {
         "iam:SimulatePrincipalPolicy",
         "sts:GetCallerIdentity",
     ),
+    "etcd_snapshots": tuple(sorted({a for actions in S3_ACTIONS.values() for a in actions})),
     "pki_store": (
         "secretsmanager:CreateSecret",
         "secretsmanager:DeleteSecret",
@@ -462,7 +494,9 @@ def controllers_policy(suffix: str, backends: Iterable[str], extra: Iterable[Map
     """What the identity running the playbooks needs for self-managed clusters."""
     actions = _flatten(CONTROLLER_ACTIONS)
     optional = {a for a in actions if a in OPTIONAL_ACTIONS}
-    general = {a for a in actions - optional if not (_is_secret(a) or _is_parameter(a) or a.startswith("iam:"))}
+    general = {
+        a for a in actions - optional if not (_is_secret(a) or _is_parameter(a) or a.startswith(("iam:", "s3:")))
+    }
     statements = [
         _statement(general, "*", "Controllers"),
         _statement(["iam:PassRole"], f"arn:*:iam::*:role/*{suffix}", "PassClusterRoles"),
@@ -471,6 +505,15 @@ def controllers_policy(suffix: str, backends: Iterable[str], extra: Iterable[Map
             "arn:*:iam::*:role/aws-service-role/*",
             "ServiceLinkedRoles",
             Condition={"StringLike": {"iam:AWSServiceName": list(SERVICE_LINKED_ROLE_SERVICES)}},
+        ),
+    ]
+    statements += [
+        _statement({a for a in actions if a.startswith("s3:")}, SNAPSHOT_BUCKET_ARNS, "EtcdSnapshots"),
+        _statement(
+            SNAPSHOT_KMS_ACTIONS,
+            "*",
+            "EtcdSnapshotEncryption",
+            Condition={"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
         ),
     ]
     # pki_store keeps the cluster's CA in Secrets Manager whatever the bootstrap-data backend.

@@ -61,12 +61,12 @@ TRANSIENT_CODES = (
     "ServiceFailure",
 )
 
-# IAM's Simulate* calls evaluate policies and change nothing either.
-_READ_PREFIXES = ("Describe", "List", "Get", "Simulate")
+# IAM's Simulate* calls evaluate policies and change nothing either; S3's Head* calls are the bodiless Get*.
+_READ_PREFIXES = ("Describe", "List", "Get", "Head", "Simulate")
 
 
 def is_read_operation(operation: str) -> bool:
-    """Describe/List/Get/Simulate calls change nothing in AWS."""
+    """Describe/List/Get/Head/Simulate calls change nothing in AWS."""
     return operation.startswith(_READ_PREFIXES)
 
 

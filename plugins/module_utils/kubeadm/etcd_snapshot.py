@@ -81,44 +81,57 @@ class SnapshotSpec:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SnapshotSpec:
-        endpoint = params.get("endpoint") or {}
+        """capa_etcd_snapshot's parameters, as its argument spec validated them (every default filled in)."""
+        endpoint = params["endpoint"]
         return cls(
             cluster=params["cluster_name"],
-            state=params.get("state", "present"),
+            state=params["state"],
             bucket=params["bucket"],
-            kms_key_id=params.get("kms_key_id"),
-            retention_days=params.get("retention_days", RETENTION_DEFAULT),
-            last_snapshot_min_age=params.get("last_snapshot_min_age", MIN_AGE_DEFAULT),
-            endpoint_host=endpoint.get("host"),
-            endpoint_port=endpoint.get("port", 6443),
-            kubernetes_api=KubernetesApiSettings.from_params(params.get("kubernetes_api")),
+            kms_key_id=params["kms_key_id"],
+            retention_days=params["retention_days"],
+            last_snapshot_min_age=params["last_snapshot_min_age"],
+            endpoint_host=endpoint["host"] if endpoint else None,
+            endpoint_port=endpoint["port"] if endpoint else 6443,
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
+        )
+
+    @classmethod
+    def reading(cls, cluster: str, bucket: str | None) -> SnapshotSpec:
+        """The bucket to read only (capa_etcd_snapshot_info): what the bucket is, with the module's defaults."""
+        return cls(
+            cluster, "present", bucket, None, RETENTION_DEFAULT, MIN_AGE_DEFAULT, None, 6443, KubernetesApiSettings()
         )
 
 
 def validate(spec: SnapshotSpec, region: str | None) -> None:
     """Every rule before any request."""
-    cluster = spec.cluster
-    if spec.bucket is not None:
-        check_bucket_name(spec.bucket, "bucket")
-    elif len(default_bucket(cluster, "0" * 12, region or "")) > BUCKET_NAME_MAX:
-        raise SpecError(
-            "bucket",
-            f"the default name {default_bucket(cluster, '<account>', region or '')} is longer than "
-            f"{BUCKET_NAME_MAX} characters: name the bucket",
-        )
+    check_settings(spec, region)
     if spec.state != "present":
         return
-    if not 1 <= spec.retention_days <= 3650:
-        raise SpecError("retention_days", "must be between 1 and 3650")
-    if spec.last_snapshot_min_age < 0:
-        raise SpecError("last_snapshot_min_age", "must not be negative")
-    if spec.kms_key_id is not None and not spec.kms_key_id.strip():
-        raise SpecError("kms_key_id", "must not be empty (leave it unset for the AWS managed key aws/s3)")
     if not spec.endpoint_host:
         raise SpecError("endpoint.host", "is required with state present (the control-plane endpoint)")
     if spec.kubernetes_api.mode == "none":
         raise SpecError("kubernetes_api.mode", "a snapshot is taken through the Kubernetes API: none cannot take one")
     spec.kubernetes_api.validate()
+
+
+def check_settings(spec: SnapshotSpec, region: str | None, where: str = "") -> None:
+    """The bucket and retention rules the module and the cluster spec's ``etcd_backup`` share (``where``: the
+    field prefix of the cluster spec)."""
+    if spec.bucket is not None:
+        check_bucket_name(spec.bucket, f"{where}bucket")
+    elif len(default_bucket(spec.cluster, "0" * 12, region or "")) > BUCKET_NAME_MAX:
+        raise SpecError(
+            f"{where}bucket",
+            f"the default name {default_bucket(spec.cluster, '<account>', region or '')} is longer than "
+            f"{BUCKET_NAME_MAX} characters: name the bucket",
+        )
+    if not 1 <= spec.retention_days <= 3650:
+        raise SpecError(f"{where}retention_days", "must be between 1 and 3650")
+    if spec.last_snapshot_min_age < 0:
+        raise SpecError(f"{where}last_snapshot_min_age", "must not be negative")
+    if spec.kms_key_id is not None and not spec.kms_key_id.strip():
+        raise SpecError(f"{where}kms_key_id", "must not be empty (leave it unset for the AWS managed key aws/s3)")
 
 
 def check_bucket_name(name: str, where: str) -> None:

@@ -39,6 +39,8 @@ IMPLIED = {
     "iam:CreateServiceLinkedRole",  # first ASG/ELB/spot/EKS use in an account
     "secretsmanager:TagResource",  # CreateSecret with Tags
     "ssm:AddTagsToResource",  # PutParameter with Tags
+    "kms:GenerateDataKey",  # PutObject/UploadPart into an SSE-KMS bucket
+    "kms:Decrypt",  # GetObject of an SSE-KMS object (a restore's presigned GET)
 }
 SUFFIX = bootstrap.DEFAULT_SUFFIX
 BOTH = list(policies.SECRET_BACKENDS)
@@ -100,7 +102,10 @@ def called_actions() -> dict[str, set[str]]:
         for service in services:
             prefix = IAM_PREFIX.get(service, service)
             for name in names & set(maps[service]):
-                actions.add(f"{prefix}:{maps[service][name]}")
+                operation = maps[service][name]
+                # S3's IAM actions are named otherwise than its operations (policies.S3_ACTIONS says which).
+                mapped = policies.S3_ACTIONS.get(operation, ()) if service == "s3" else (f"{prefix}:{operation}",)
+                actions.update(mapped)
             for waiter in re.findall(r'waiter\("([a-z_]+)"\)', text):
                 try:
                     actions.add(f"{prefix}:{_waiter_operations(service, waiter)}")

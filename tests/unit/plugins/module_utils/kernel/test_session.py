@@ -178,6 +178,7 @@ class TestRetries:
             ("DescribeVpcs", True),
             ("ListTags", True),
             ("GetParameter", True),
+            ("HeadObject", True),
             ("CreateVpc", False),
             ("DeleteVpc", False),
             ("AuthorizeSecurityGroupIngress", False),

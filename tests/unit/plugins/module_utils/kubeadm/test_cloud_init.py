@@ -178,6 +178,48 @@ class TestCloudInit:
         assert re.findall(r"\{[{%#]", text) == ["{{"]
 
 
+class TestEtcdRestore:
+    URL = "https://bucket.s3.amazonaws.com/etcd/s.db?versionId=v1&X-Amz-Signature=abc"
+
+    def test_the_first_machine_restores_before_kubeadm_init_and_init_needs_the_restore(self, pki):
+        config = cloud_config(render(pki, "init", etcd_snapshot_url=self.URL))
+        mkdir, restore, init = config["runcmd"]
+        assert mkdir == "mkdir -p /run/cluster-api"
+        steps = restore.split(" && ")
+        assert (
+            steps[1]
+            == "curl -fsS --retry 5 -K /run/cluster-api/etcd-snapshot.curl -o /var/lib/etcd-restore/snapshot.db"
+        )
+        assert "kubeadm config images list --kubernetes-version v1.31.2 | grep /etcd:" in steps[2]
+        assert (
+            "etcdutl snapshot restore /var/lib/etcd-restore/snapshot.db --name {{ ds.meta_data.local_hostname }}"
+            in steps[4]
+        )
+        assert (
+            "--initial-advertise-peer-urls https://{{ ds.meta_data.local_ipv4 }}:2380 --data-dir /var/lib/etcd"
+            in steps[4]
+        )
+        assert steps[-1] == ": > /run/cluster-api/etcd-restored"
+        assert init.startswith(
+            "test -f /run/cluster-api/etcd-restored && kubeadm init --config /run/kubeadm/kubeadm.yaml"
+        )
+        assert "--ignore-preflight-errors=DirAvailable--var-lib-etcd" in init
+        # The URL (a bearer credential for the snapshot) is in a 0600 curl config file, never on a command line.
+        [entry] = [f for f in config["write_files"] if f["path"] == "/run/cluster-api/etcd-snapshot.curl"]
+        assert entry["permissions"] == "0600" and entry["content"] == f'url = "{self.URL}"\n'
+        assert self.URL not in "\n".join(config["runcmd"])
+
+    def test_only_the_init_machine_restores(self, pki):
+        with pytest.raises(SpecError, match="only the machine that runs kubeadm init"):
+            render(pki, "join-control-plane", etcd_snapshot_url=self.URL)
+        assert "etcd" not in " ".join(cloud_config(render(pki, "init"))["runcmd"])  # no restore without a snapshot
+
+    def test_no_jinja_syntax_but_the_node_name_and_address(self, pki):
+        text = render(pki, "init", etcd_snapshot_url=self.URL)
+        assert set(re.findall(r"\{\{[^}]*\}\}", text)) == {k.NODE_NAME, k.NODE_ADDRESS}
+        assert not re.findall(r"\{[%#]", text)
+
+
 class TestVersions:
     @pytest.mark.parametrize("version", ["v1.31.2", "1.31.2", "v1.30.0-rc.1"])
     def test_versions(self, version):

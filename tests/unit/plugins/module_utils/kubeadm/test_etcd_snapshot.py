@@ -114,7 +114,7 @@ def test_state_absent_removes_every_version_then_the_bucket(s3):
 
 def test_spec_errors_come_before_any_request():
     def rejected(**params: Any) -> str:
-        spec = es.SnapshotSpec.from_params({"cluster_name": CLUSTER, "bucket": None, **ARGS, **params})
+        spec = es.SnapshotSpec.from_params(module_params(**params))
         with pytest.raises(SpecError) as raised:
             es.validate(spec, REGION)
         return raised.value.field
@@ -124,9 +124,24 @@ def test_spec_errors_come_before_any_request():
     assert rejected(last_snapshot_min_age=-1) == "last_snapshot_min_age"
     assert rejected(endpoint=None) == "endpoint.host"
     assert rejected(kubernetes_api={"mode": "none"}) == "kubernetes_api.mode"
-    long = es.SnapshotSpec.from_params({"cluster_name": "c" * 30, "bucket": None, **ARGS})
+    long = es.SnapshotSpec.from_params(module_params(cluster_name="c" * 30))
     with pytest.raises(SpecError, match="longer than 63"):
         es.validate(long, REGION)
+
+
+def module_params(**over: Any) -> dict[str, Any]:
+    """capa_etcd_snapshot's parameters as its argument spec fills them in."""
+    defaults = {
+        "cluster_name": CLUSTER,
+        "state": "present",
+        "bucket": None,
+        "kms_key_id": None,
+        "retention_days": 30,
+        "last_snapshot_min_age": 15,
+        "endpoint": {"host": "api.gold.example.com", "port": 6443},
+        "kubernetes_api": {},
+    }
+    return {**defaults, **over}
 
 
 def snapshot_of(database: bytes, tail: bytes | None = None) -> es.SnapshotFile:
@@ -156,7 +171,7 @@ def test_a_snapshot_larger_than_a_part_is_uploaded_in_parts(s3, monkeypatch):
     snapshot = snapshot_of(database)
     snapshot.finish()
     ctx = Context(session=AwsSession(REGION, None, dict(CREDENTIALS)), cluster=CLUSTER, check_mode=False)
-    spec = es.SnapshotSpec.from_params({"cluster_name": CLUSTER, "bucket": BUCKET, **ARGS})
+    spec = es.SnapshotSpec.from_params(module_params(bucket=BUCKET))
     bucket = es.SnapshotBucket(ctx, spec)
     try:
         es._upload(ctx, bucket, "etcd/big.db", snapshot, {"etcd-revision": "9"}, "test")
