@@ -51,8 +51,8 @@ options:
     default: 15
   endpoint:
     description:
-      - The control-plane endpoint (the load balancer), as M(clusterapi.aws.capa_elb) returns it. Required with
-        C(state=present).
+      - The control-plane endpoint (the load balancer), as M(clusterapi.aws.capa_elb) returns it. One of this and
+        I(control_plane_load_balancer) is required with C(state=present).
     type: dict
     suboptions:
       host:
@@ -61,6 +61,26 @@ options:
         required: true
       port:
         description: Port of the endpoint.
+        type: int
+        default: 6443
+  control_plane_load_balancer:
+    description:
+      - Instead of I(endpoint) - the control-plane load balancer, whose DNS name the run reads (one describe
+        request). What a scheduled job that knows the cluster spec but not the endpoint gives
+        (C(playbooks/etcd_snapshot.yml)). One of I(endpoint) and this is required with C(state=present).
+    type: dict
+    suboptions:
+      type:
+        description: C(classic) or C(external) (a classic load balancer by name), or C(nlb).
+        type: str
+        required: true
+        choices: [classic, nlb, external]
+      name:
+        description: Its name.
+        type: str
+        required: true
+      port:
+        description: The API server port behind it.
         type: int
         default: 6443
 notes:

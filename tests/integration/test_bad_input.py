@@ -110,6 +110,27 @@ BAD: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"control_plane": {"rollout_before_certificates_expiry_days": 3}},
         ("capa_cluster.control_plane.rollout_before_certificates_expiry_days", "at least 7"),
     ),
+    # etcd snapshots: the bucket's name and retention are checked before a bucket is asked for
+    (
+        "snapshot bucket that is not a bucket name",
+        {"etcd_backup": {"enabled": True, "bucket": "Etcd_Snapshots"}},
+        ("capa_cluster.etcd_backup.bucket", "is not a bucket name"),
+    ),
+    (
+        "snapshot retention of 0 days",
+        {"etcd_backup": {"enabled": True, "retention_days": 0}},
+        ("capa_cluster.etcd_backup.retention_days", "between 1 and 3650"),
+    ),
+    (
+        "default snapshot bucket name too long",
+        {"name": "a-cluster-name-long-enough-to-overflow", "etcd_backup": {"enabled": True}},
+        ("capa_cluster.etcd_backup.bucket", "longer than 63"),
+    ),
+    (
+        "etcd snapshots of an EKS cluster",
+        {"kind": "eks", "etcd_backup": {"enabled": True}},
+        ("capa_cluster.etcd_backup", "not used by kind eks"),
+    ),
     (
         "pool token longer than a week",
         {"machine_pools": [{**POOL, "bootstrap_token_ttl": 1209600}]},

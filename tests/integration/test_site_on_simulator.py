@@ -26,6 +26,7 @@ from kubesim_fixtures import wait_for
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
 RESTORE = REPO / "playbooks/restore.yml"
+SNAPSHOT = REPO / "playbooks/etcd_snapshot.yml"
 CONTROLLER = "clusterapi.aws:controller"
 NAME = "simc"
 
@@ -84,21 +85,19 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     first_snapshot = status_of(tmp_path)["etcd_backup"]["newest"]
     assert first_snapshot["key"].startswith("etcd/") and first_snapshot["size"] > 0
 
-    # A snapshot on every run (last_snapshot_min_age 0) takes one with the keys written meanwhile.
-    sim.etcd_kv(put={"/tests/before": "kept"})
-    every_run = write_inventory(
-        tmp_path, {**spec, "etcd_backup": {"enabled": True, "last_snapshot_min_age": 0}}, extra_vars=controller
+    assert f"etcd snapshots: {status_of(tmp_path)['etcd_backup']['bucket']}, newest {first_snapshot['key']}" in (
+        second.stdout
     )
-    third = run_playbook(SITE, every_run)
+
+    # An ad hoc snapshot (etcd_snapshot.yml, what the AWX schedule runs) has the keys written meanwhile.
+    sim.etcd_kv(put={"/tests/before": "kept"})
+    third = run_playbook(SNAPSHOT, inventory, extra_vars={"capa_etcd_snapshot_min_age": 0})
     assert third.rc == 0, third.describe()
-    backup = status_of(tmp_path)["etcd_backup"]
-    taken, bucket = backup["newest"], backup["bucket"]
-    assert taken["key"] != first_snapshot["key"]
-    (snapshot,) = [
-        t.result["snapshot"] for t in third.changed_tasks if t.name.endswith("Snapshot etcd into the cluster's bucket")
-    ]
-    assert snapshot["key"] == taken["key"] and snapshot["member"] in voters(sim)
-    assert f"etcd snapshots: {bucket}, newest {taken['key']}" in third.stdout
+    (snapshot,) = [t.result["snapshot"] for t in third.changed_tasks]
+    assert snapshot["key"] != first_snapshot["key"] and snapshot["member"] in voters(sim)
+    assert f"{NAME}: took {snapshot['key']}" in third.stdout
+    bucket = status_of(tmp_path)["etcd_backup"]["bucket"]
+    taken = snapshot
     s3 = aws.client("s3")
     rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
     assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"

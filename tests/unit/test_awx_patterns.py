@@ -236,7 +236,13 @@ def test_job_templates_select_playbook_files_of_the_project(rendered):
             f"{template['name']}: no {template['playbook']} in the project"
         )
         assert template["project"] in projects and template["execution_environment"] in ees
-    assert {t["playbook"] for t in rendered["controller_templates"]} == {"site.yml", "plan.yml", "delete.yml"}
+    assert {t["playbook"] for t in rendered["controller_templates"]} == {
+        "site.yml",
+        "plan.yml",
+        "delete.yml",
+        "etcd_snapshot.yml",
+        "restore.yml",
+    }
 
 
 def test_plan_playbook_is_a_check_mode_run_with_diffs():
@@ -250,8 +256,9 @@ def test_plan_playbook_is_a_check_mode_run_with_diffs():
     ]
 
 
-def test_schedule_is_a_periodic_reconcile_awx_can_parse(rendered):
+def test_schedules_are_a_periodic_reconcile_and_snapshot_awx_can_parse(rendered):
     templates = {t["name"] for t in rendered["controller_templates"]}
+    periods = {}
     for schedule in rendered["controller_schedules"]:
         assert schedule["unified_job_template"] in templates
         rule = schedule["rrule"]
@@ -259,7 +266,9 @@ def test_schedule_is_a_periodic_reconcile_awx_can_parse(rendered):
         assert re.fullmatch(r"DTSTART(;TZID=[^:]+)?:\d{8}T\d{6}Z? RRULE:\S+", rule), rule
         dates = rrulestr(rule.replace(" ", "\n"), forceset=True)
         first, second = dates[0], dates[1]
-        assert (second - first).total_seconds() == 3600
+        periods[schedule["unified_job_template"]] = (second - first).total_seconds()
+    # An hourly reconcile, as CAPA's controllers resync; an etcd snapshot every 15 minutes, as kOps's etcd-manager.
+    assert periods == {"capa-site": 3600, "capa-etcd-snapshot": 900}
 
 
 def test_project_requirements_bound_the_collections_as_galaxy_yml_does():

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from ..network.elb_plan import generate_lb_name
 from .cluster_spec import load, merge_kubernetes_api, plain, roles_for
 from .cluster_types import (
     Bastion,
@@ -332,7 +333,7 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             "kubeadm": common(spec, state=ABSENT, output_dir=output_dir),
             # The snapshots outlive the cluster unless the spec says otherwise (a restore may still need them).
             "etcd_snapshot": (
-                etcd_snapshot_params(spec, None)
+                etcd_snapshot_params(spec, present=False)
                 if spec.etcd_backup.enabled and spec.etcd_backup.delete_with_cluster
                 else None
             ),
@@ -382,25 +383,33 @@ def control_plane_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
             node_volume_detach_timeout=machines.node_volume_detach_timeout,
         ),
         "addons": addons_params(spec, endpoint) if spec.addons.enabled else None,
-        "etcd_snapshot": etcd_snapshot_params(spec, endpoint) if spec.etcd_backup.enabled else None,
+        "etcd_snapshot": etcd_snapshot_params(spec, present=True) if spec.etcd_backup.enabled else None,
         # What playbooks/restore.yml picks a snapshot from.
         "etcd_snapshots": common(spec, bucket=spec.etcd_backup.bucket) if spec.etcd_backup.enabled else None,
     }
 
 
-def etcd_snapshot_params(spec: ClusterSpec, endpoint: Any) -> dict[str, Any]:
-    """capa_etcd_snapshot once the control plane is reconciled (``endpoint`` None: its state absent)."""
+def etcd_snapshot_params(spec: ClusterSpec, present: bool) -> dict[str, Any]:
+    """capa_etcd_snapshot: after the control plane in the role, and alone in playbooks/etcd_snapshot.yml - so the
+    endpoint is named without a reference to another step's output: the load balancer by type and name (the
+    module reads its DNS name), or the spec's own endpoint when there is none."""
     backup = spec.etcd_backup
-    if endpoint is None:
+    if not present:
         return common(spec, state=ABSENT, bucket=backup.bucket)
+    balancer = spec.control_plane_load_balancer
+    if balancer.type == "disabled":
+        where: dict[str, Any] = {"endpoint": plain(spec.control_plane_endpoint)}
+    else:
+        name = balancer.name or generate_lb_name(spec.name)
+        where = {"control_plane_load_balancer": {"type": balancer.type, "name": name}}
     return common(
         spec,
         bucket=backup.bucket,
         kms_key_id=backup.kms_key_id,
         retention_days=backup.retention_days,
         last_snapshot_min_age=backup.last_snapshot_min_age,
-        endpoint=_endpoint_parts(endpoint),
         kubernetes_api=plain(spec.kubernetes_api),
+        **where,
     )
 
 

@@ -30,6 +30,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from ..aws.elb import describe_load_balancer
+from ..aws.elbv2 import describe_load_balancers_by_name
 from ..aws.iam import caller_account
 from ..aws.s3 import bucket_properties, bucket_tags, object_versions
 from ..kernel.context import Context
@@ -39,6 +41,7 @@ from ..kernel.tags import is_owned, missing_tags, stale_tag_keys
 from ..kernel.tier import Outcome
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
 from ..workload.etcd import Etcd
+from ..workload.kube import UNREACHABLE
 from .pki import ClusterPki, load_cluster_pki
 
 ROLE_ETCD_SNAPSHOTS = "etcd-snapshots"  # the bucket's role tag value
@@ -78,11 +81,14 @@ class SnapshotSpec:
     endpoint_host: str | None
     endpoint_port: int
     kubernetes_api: KubernetesApiSettings
+    # Instead of endpoint: the control-plane load balancer (type, name), whose DNS name is read (one describe).
+    load_balancer: Mapping[str, Any] | None = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SnapshotSpec:
         """capa_etcd_snapshot's parameters, as its argument spec validated them (every default filled in)."""
-        endpoint = params["endpoint"]
+        endpoint, balancer = params["endpoint"], params["control_plane_load_balancer"]
+        given = endpoint or balancer
         return cls(
             cluster=params["cluster_name"],
             state=params["state"],
@@ -91,8 +97,9 @@ class SnapshotSpec:
             retention_days=params["retention_days"],
             last_snapshot_min_age=params["last_snapshot_min_age"],
             endpoint_host=endpoint["host"] if endpoint else None,
-            endpoint_port=endpoint["port"] if endpoint else 6443,
+            endpoint_port=given["port"] if given else 6443,
             kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
+            load_balancer=balancer,
         )
 
     @classmethod
@@ -108,8 +115,11 @@ def validate(spec: SnapshotSpec, region: str | None) -> None:
     check_settings(spec, region)
     if spec.state != "present":
         return
-    if not spec.endpoint_host:
-        raise SpecError("endpoint.host", "is required with state present (the control-plane endpoint)")
+    if bool(spec.endpoint_host) == bool(spec.load_balancer):
+        raise SpecError(
+            "endpoint",
+            "give the control-plane endpoint or control_plane_load_balancer (one of them) with state present",
+        )
     if spec.kubernetes_api.mode == "none":
         raise SpecError("kubernetes_api.mode", "a snapshot is taken through the Kubernetes API: none cannot take one")
     spec.kubernetes_api.validate()
@@ -436,6 +446,10 @@ def take_snapshot(ctx: Context, spec: SnapshotSpec, bucket: SnapshotBucket, reas
         metadata = {"etcd-revision": revision, "etcd-member": node, "sha256": snapshot.whole.hexdigest()}
         version = _upload(ctx, bucket, key, snapshot, metadata, reason)
     except RemoteError as e:
+        if e.code == UNREACHABLE and spec.kubernetes_api.mode != "required":
+            # kubernetes_api.mode auto, as every module: without the API the run goes on, and says so.
+            ctx.warn(f"no etcd snapshot was taken: the Kubernetes API does not answer ({e})")
+            return None
         raise ReconcileError(f"no etcd snapshot was taken: {e}") from None
     finally:
         snapshot.remove()
@@ -443,11 +457,26 @@ def take_snapshot(ctx: Context, spec: SnapshotSpec, bucket: SnapshotBucket, reas
     return Taken(key, version, snapshot.size, snapshot.whole.hexdigest(), revision, node)
 
 
+def control_plane_host(ctx: Context, spec: SnapshotSpec) -> str:
+    """The endpoint's host: given, or the DNS name of the control-plane load balancer (one describe)."""
+    if spec.endpoint_host:
+        return spec.endpoint_host
+    balancer = spec.load_balancer or {}
+    name = balancer["name"]
+    if balancer["type"] == "nlb":
+        found = describe_load_balancers_by_name(ctx, [name]).get(name)
+    else:  # classic, or an external classic load balancer brought by name
+        found = describe_load_balancer(ctx, name)
+    if not found or not found.get("DNSName"):
+        raise ReconcileError(f"control_plane_load_balancer {name} does not exist (or has no DNS name yet)")
+    return str(found["DNSName"])
+
+
 def _open(ctx: Context, spec: SnapshotSpec, pki: ClusterPki) -> KubernetesAccess:
     return KubernetesAccess.open(
         ctx,
         spec.kubernetes_api,
-        endpoint_host=spec.endpoint_host or "",
+        endpoint_host=control_plane_host(ctx, spec),
         endpoint_port=spec.endpoint_port,
         ca_certificate=pki.cluster_ca_cert,
         ca_key=pki.cluster_ca_key,
@@ -459,7 +488,7 @@ def _open(ctx: Context, spec: SnapshotSpec, pki: ClusterPki) -> KubernetesAccess
 def _member_to_snapshot(access: KubernetesAccess) -> tuple[Etcd, str]:
     """The leader's member when it answers (the freshest data, as etcd-manager takes it), else the one that did."""
     if access.api is None or access.etcd is None:
-        raise RemoteError("Unreachable", access.reason or "the Kubernetes API is not reachable")
+        raise RemoteError(UNREACHABLE, access.reason or "the Kubernetes API is not reachable")
     nodes = [
         n["metadata"]["name"]
         for n in access.api.nodes()
@@ -578,6 +607,14 @@ def argument_spec() -> dict[str, Any]:
         endpoint=dict(
             type="dict",
             options=dict(host=dict(type="str", required=True), port=dict(type="int", default=6443)),
+        ),
+        control_plane_load_balancer=dict(
+            type="dict",
+            options=dict(
+                type=dict(type="str", required=True, choices=["classic", "nlb", "external"]),
+                name=dict(type="str", required=True),
+                port=dict(type="int", default=6443),
+            ),
         ),
         **spec_of([KUBERNETES_API]),
     )

@@ -122,7 +122,10 @@ def test_spec_errors_come_before_any_request():
     assert rejected(bucket="Not_A_Bucket") == "bucket"
     assert rejected(retention_days=0) == "retention_days"
     assert rejected(last_snapshot_min_age=-1) == "last_snapshot_min_age"
-    assert rejected(endpoint=None) == "endpoint.host"
+    assert rejected(endpoint=None) == "endpoint"
+    assert (
+        rejected(control_plane_load_balancer={"type": "classic", "name": "gold-apiserver", "port": 6443}) == "endpoint"
+    )
     assert rejected(kubernetes_api={"mode": "none"}) == "kubernetes_api.mode"
     long = es.SnapshotSpec.from_params(module_params(cluster_name="c" * 30))
     with pytest.raises(SpecError, match="longer than 63"):
@@ -139,6 +142,7 @@ def module_params(**over: Any) -> dict[str, Any]:
         "retention_days": 30,
         "last_snapshot_min_age": 15,
         "endpoint": {"host": "api.gold.example.com", "port": 6443},
+        "control_plane_load_balancer": None,
         "kubernetes_api": {},
     }
     return {**defaults, **over}
