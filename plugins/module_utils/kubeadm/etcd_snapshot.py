@@ -234,52 +234,33 @@ class SnapshotBucket:
         self.tags, self.properties = {}, {}
 
     def _put(self, what: str) -> None:
-        ops, client, name, spec = self.ctx.ops, self.client, self.name, self.spec
+        """Write one property (``what``, a key of :func:`property_drift`'s answer) as the bucket must have it."""
+        value, method, label, request = self._desired(what)
         reason = "missing" if not self.properties.get(what) else "differs"
+        self.ctx.ops.call(
+            self.client, method, resource=self.name, reason=f"{label} {reason}", Bucket=self.name, **request
+        )
+        self.properties[what] = value
+
+    def _desired(self, what: str) -> tuple[Any, str, str, dict[str, Any]]:
+        """(the property as read back, the write, its label, its request) for ``what``."""
         if what == "encryption":
-            rules = encryption_rules(spec.kms_key_id)
-            ops.call(
-                client,
-                "put_bucket_encryption",
-                resource=name,
-                reason=f"SSE-KMS {reason}",
-                Bucket=name,
-                ServerSideEncryptionConfiguration={"Rules": rules},
-            )
-            self.properties["encryption"] = rules
-        elif what == "versioning":
-            ops.call(
-                client,
-                "put_bucket_versioning",
-                resource=name,
-                reason=f"versioning {reason}",
-                Bucket=name,
-                VersioningConfiguration={"Status": "Enabled"},
-            )
-            self.properties["versioning"] = "Enabled"
-        elif what == "public_access_block":
-            ops.call(
-                client,
-                "put_public_access_block",
-                resource=name,
-                reason=f"public access block {reason}",
-                Bucket=name,
-                PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK,
-            )
-            self.properties["public_access_block"] = dict(PUBLIC_ACCESS_BLOCK)
-        else:
-            # Other rules someone added to the bucket stay; ours is replaced.
-            rules = [r for r in self.properties.get("lifecycle") or [] if r.get("ID") != RULE_ID]
-            rules.append(lifecycle_rule(spec.retention_days))
-            ops.call(
-                client,
-                "put_bucket_lifecycle_configuration",
-                resource=name,
-                reason=f"retention rule {reason}",
-                Bucket=name,
-                LifecycleConfiguration={"Rules": rules},
-            )
-            self.properties["lifecycle"] = rules
+            rules = encryption_rules(self.spec.kms_key_id)
+            return rules, "put_bucket_encryption", "SSE-KMS", {"ServerSideEncryptionConfiguration": {"Rules": rules}}
+        if what == "versioning":
+            return "Enabled", "put_bucket_versioning", "versioning", {"VersioningConfiguration": {"Status": "Enabled"}}
+        if what == "public_access_block":
+            block = dict(PUBLIC_ACCESS_BLOCK)
+            return block, "put_public_access_block", "public access block", {"PublicAccessBlockConfiguration": block}
+        # Other rules someone added to the bucket stay; ours is replaced.
+        rules = [r for r in self.properties.get("lifecycle") or [] if r.get("ID") != RULE_ID]
+        rules.append(lifecycle_rule(self.spec.retention_days))
+        return (
+            rules,
+            "put_bucket_lifecycle_configuration",
+            "retention rule",
+            {"LifecycleConfiguration": {"Rules": rules}},
+        )
 
     def _tag(self) -> None:
         """PutBucketTagging replaces the whole set: one call with what stays, what is missing and nothing stale."""
