@@ -24,6 +24,18 @@ from policy_sentry.util.arns import does_arn_match
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTED = yaml.safe_load((REPO / "tools" / "iam_resource_star.yml").read_text())
+# Findings parliament draws from gaps in policy_sentry's data, not from the policies: (issue, detail) -> why.
+FALSE_POSITIVES = {
+    (
+        "RESOURCE_POLICY_PRIVILEGE_ESCALATION",
+        "Possible resource policy privilege escalation on arn:*:s3:::*-etcd-snapshots-* due to s3:DeleteObject not "
+        "being allowed, but does allow s3:PutLifecycleConfiguration",
+    ): (
+        "the EtcdSnapshots statement allows s3:DeleteObject on the buckets' objects (arn:*:s3:::*-etcd-snapshots-*/*); "
+        "policy_sentry marks neither of DeleteObject's resource types (object, accesspointobject) required, so "
+        "parliament finds DeleteObject allowed on no resource at all (arn:aws:s3:::b/* included)"
+    ),
+}
 
 
 def parliament_format(data: dict) -> list[dict]:
@@ -161,12 +173,15 @@ def main() -> int:
                     continue
                 problems.append(f"{name}: statement {sid}: Resource '*' for {undocumented}: undocumented")
                 continue
+            if (finding.issue, finding.detail) in FALSE_POSITIVES:
+                documented += 1
+                continue
             problems.append(f"{name}: statement {sid}: {finding.issue}: {finding.detail}")
     for problem in problems:
         print(f"  FINDING {problem}")
     print(
         f"iam-lint: {len(documents)} documents, {len(problems)} finding(s), "
-        f"{documented} documented Resource '*' statement finding(s) (tools/iam_resource_star.yml)"
+        f"{documented} documented finding(s) (tools/iam_resource_star.yml, FALSE_POSITIVES)"
     )
     return 1 if problems else 0
 
