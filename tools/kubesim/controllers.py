@@ -136,7 +136,7 @@ class ControllerManager:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(0.1):
             try:
                 self.tick()
             except Exception as exc:  # noqa: BLE001 - keep the cluster running; the error is kept for tests
