@@ -69,6 +69,20 @@ def object_versions(ctx: Context, bucket: str, prefix: str) -> tuple[list[dict[s
     return answer.get("Versions", []), answer.get("DeleteMarkers", [])
 
 
+def head_object(ctx: Context, bucket: str, key: str, version_id: str | None) -> dict[str, Any] | None:
+    """HeadObject's answer, ``None`` when the object (or that version) does not exist. A HEAD has no body: S3
+    answers a missing object with a bare 404 (a malformed version id with 400), which carries no error code."""
+    import botocore.exceptions
+
+    params = {"Bucket": bucket, "Key": key, **({"VersionId": version_id} if version_id else {})}
+    try:
+        return dict(ctx.client("s3").head_object(**params))
+    except botocore.exceptions.ClientError as e:
+        if e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (400, 404):
+            return None
+        raise
+
+
 def presigned_get(ctx: Context, bucket: str, key: str, version_id: str | None, expires_in: int) -> str:
     """A URL that reads one object version for ``expires_in`` seconds, signed locally (no request): a bearer
     credential, so it travels only inside bootstrap data."""

@@ -281,6 +281,10 @@ class SnapshotBucket:
         )
         self.tags = tags
 
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The current snapshots, newest first: one ``ListObjectVersions`` of ``etcd/`` (none without the bucket)."""
+        return snapshot_views(object_versions(self.ctx, self.name, PREFIX)[0]) if self.exists else []
+
     def delete(self) -> None:
         """Every version and delete marker (1,000 per ``DeleteObjects``), then the bucket."""
         versions, markers = object_versions(self.ctx, self.name, "")
@@ -397,6 +401,11 @@ class Taken:
     sha256: str
     revision: str
     member: str
+    stored: str  # when it was uploaded (UTC), as the listing says last_modified
+
+    def listing(self) -> dict[str, Any]:
+        """The snapshot as the bucket's listing shows it."""
+        return {"key": self.key, "version_id": self.version_id, "size": self.size, "last_modified": self.stored}
 
     def view(self) -> dict[str, Any]:
         return {
@@ -423,7 +432,8 @@ def take_snapshot(ctx: Context, spec: SnapshotSpec, bucket: SnapshotBucket, reas
         revision = str((status.get("header") or {}).get("revision", "0"))
         etcd.snapshot(node, snapshot.write)
         snapshot.finish()
-        key = snapshot_key(datetime.datetime.now(datetime.timezone.utc), revision)
+        taken_at = datetime.datetime.now(datetime.timezone.utc)
+        key = snapshot_key(taken_at, revision)
         metadata = {"etcd-revision": revision, "etcd-member": node, "sha256": snapshot.whole.hexdigest()}
         version = _upload(ctx, bucket, key, snapshot, metadata, reason)
     except RemoteError as e:
@@ -435,7 +445,7 @@ def take_snapshot(ctx: Context, spec: SnapshotSpec, bucket: SnapshotBucket, reas
     finally:
         snapshot.remove()
         access.close()
-    return Taken(key, version, snapshot.size, snapshot.whole.hexdigest(), revision, node)
+    return Taken(key, version, snapshot.size, snapshot.whole.hexdigest(), revision, node, _iso(taken_at))
 
 
 def control_plane_host(ctx: Context, spec: SnapshotSpec) -> str:
@@ -551,8 +561,7 @@ class EtcdSnapshotTier:
 
     def reconcile(self, ctx: Context, spec: SnapshotSpec) -> Outcome:
         bucket = SnapshotBucket(ctx, spec)
-        versions = object_versions(ctx, bucket.name, PREFIX)[0] if bucket.exists else []
-        snapshots = snapshot_views(versions)
+        snapshots = bucket.snapshots()
         before = {"bucket": bucket.view() if bucket.exists else None, "snapshots": snapshots}
         if spec.state == "absent":
             if bucket.exists and bucket.owned:
@@ -570,8 +579,8 @@ class EtcdSnapshotTier:
                 else (f"newest snapshot is {age:.0f} min old (last_snapshot_min_age {spec.last_snapshot_min_age})")
             )
             taken = take_snapshot(ctx, spec, bucket, reason)
-        if taken is not None:
-            snapshots = snapshot_views(object_versions(ctx, bucket.name, PREFIX)[0])
+        if taken is not None:  # what the upload answered: no second listing
+            snapshots = [taken.listing(), *(s for s in snapshots if s["key"] != taken.key)]
         return Outcome(
             before,
             {"bucket": bucket.view(), "snapshot": taken.view() if taken else None, "snapshots": snapshots},

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..aws.s3 import object_versions
 from ..kernel.context import Context
 from ..kernel.tier import Outcome
-from .etcd_snapshot import PREFIX, SnapshotBucket, SnapshotSpec, check_settings, snapshot_views
+from .etcd_snapshot import SnapshotBucket, SnapshotSpec, check_settings
 
 
 class EtcdSnapshotInfoTier:
@@ -25,10 +24,7 @@ class EtcdSnapshotInfoTier:
 
     def reconcile(self, ctx: Context, spec: SnapshotSpec) -> Outcome:
         bucket = SnapshotBucket(ctx, spec)
-        if not bucket.exists:
-            return Outcome(None, {"bucket": None, "snapshots": []})
-        snapshots = snapshot_views(object_versions(ctx, bucket.name, PREFIX)[0])
-        return Outcome(None, {"bucket": bucket.view(), "snapshots": snapshots})
+        return Outcome(None, {"bucket": bucket.view() if bucket.exists else None, "snapshots": bucket.snapshots()})
 
 
 def argument_spec() -> dict[str, Any]:

@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..aws.errors import missing_as_none
-from ..aws.s3 import presigned_get
+from ..aws.s3 import head_object, presigned_get
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.options import Option
@@ -110,27 +109,11 @@ class EtcdRestore:
 
     def check_snapshot(self, ctx: Context) -> None:
         """The snapshot must exist before anything is terminated for it (one ``HeadObject``)."""
-        params = {"Bucket": self.bucket, "Key": self.key}
-        if self.version_id:
-            params["VersionId"] = self.version_id
-        if missing_as_none(_head_object, ctx, params) is None:
+        if head_object(ctx, self.bucket, self.key, self.version_id) is None:
             raise ReconcileError(f"etcd_restore: snapshot {self.source} does not exist; nothing was changed")
 
     def url(self, ctx: Context) -> str:
         return presigned_get(ctx, self.bucket, self.key, self.version_id, URL_TTL)
-
-
-def _head_object(ctx: Context, params: dict[str, Any]) -> Any:
-    import botocore.exceptions
-
-    try:
-        return ctx.client("s3").head_object(**params)
-    except botocore.exceptions.ClientError as e:
-        # HeadObject has no body: a missing object or version is a bare 404 (or 400 for a malformed version id).
-        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if status in (400, 404):
-            e.response.setdefault("Error", {})["Code"] = "NotFound"
-        raise
 
 
 def quorum_kept(workload: Workload | None) -> str | None:

@@ -512,7 +512,7 @@ class InstanceTier:
             return Outcome(before, self._result(spec, [], None, registrations))
         restore = spec.etcd_restore
         if restore is not None and not restore.done(machines):
-            self._clear_for_restore(ctx, spec, restore, machines)
+            machines = self._clear_for_restore(ctx, spec, restore, machines)
         if spec.initialize and any(not m.leaving for m in machines):
             # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
             return Outcome(before, {**before, "health": Remediation().as_dict({}, spec.health), **INITIALIZED})
@@ -526,37 +526,30 @@ class InstanceTier:
         after["kubernetes_api"] = run.cluster.summary()
         return Outcome(before, after)
 
-    def _clear_for_restore(self, ctx: Context, spec: GroupSpec, restore: EtcdRestore, machines: list[Machine]) -> None:
+    def _clear_for_restore(
+        self, ctx: Context, spec: GroupSpec, restore: EtcdRestore, machines: list[Machine]
+    ) -> list[Machine]:
         """Before a restore (machines/etcd_restore.py): the snapshot exists and etcd lost quorum (or the restore is
-        forced), else nothing changes; then every machine of the group goes, and is waited for until it is gone."""
+        forced), else nothing changes; then every machine of the group goes through the normal removal without its
+        etcd and Node steps (a cluster without quorum takes neither), and is waited for. The machines that stay."""
         restore.check_snapshot(ctx)
         live = [m for m in machines if not m.leaving]
         cluster = group_workload(ctx, spec, NodeBootstrap(ctx, spec.machine))
         try:
             cluster.observe(machines)  # an API that does not answer is expected here, whatever the mode
             kept = quorum_kept(cluster.workload)
+            if kept and not restore.force:
+                raise ReconcileError(
+                    f"etcd_restore refused: etcd of cluster {ctx.cluster} has quorum ({kept}); a restore would roll "
+                    f"the cluster back to {restore.source}. Nothing was changed (etcd_restore.force replaces it anyway)"
+                )
+            reason = f"etcd restore from {restore.source}: " + (kept or "etcd lost quorum")
+            if live:
+                departures = [Departure(machine, node=None) for machine in live]
+                _remove(ctx, cluster, Registrations.observe(ctx, spec), departures, reason)
         finally:
             cluster.close()
-        if kept and not restore.force:
-            raise ReconcileError(
-                f"etcd_restore refused: etcd of cluster {ctx.cluster} has quorum ({kept}); a restore would roll the "
-                f"cluster back to {restore.source}. Nothing was changed (etcd_restore.force replaces it anyway)"
-            )
-        if not live:
-            return
-        reason = f"etcd restore from {restore.source}: " + (kept or "etcd lost quorum")
-        regs = Registrations.observe(ctx, spec)
-        for machine in live:
-            regs.deregister(ctx, machine)
-        _terminate(ctx, live, reason)
-        if ctx.check_mode:
-            for machine in live:
-                machine.state = "shutting-down"
-            return
-        found = _wait_for(ctx, live, lambda s: s == "terminated", "to terminate")
-        for machine in live:
-            refresh(machine, found[machine.id])
-            _delete_bootstrap(ctx, machine)
+        return [m for m in machines if m.leaving]  # the ones found leaving; the removed ones are gone
 
     def _remove_all(self, ctx: Context, spec: GroupSpec, machines: list[Machine], regs: Registrations) -> None:
         going = [m for m in machines if not m.leaving]
