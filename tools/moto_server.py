@@ -136,6 +136,13 @@ it more lenient than AWS)
     lives only in a backend that was created), and the JSON is parsed once per server (each backend still builds its
     own policy objects). Same answers, same policies.
 
+15. EKS ``CreateCluster`` takes time on AWS (about ten minutes of ``CREATING``); moto makes a cluster ``ACTIVE`` at
+    once. Off by default; ``POST /_capa/eks/delay {"create_seconds": N}`` makes every cluster created afterwards
+    answer ``CREATING`` (in CreateCluster's and DescribeCluster's answers, and to moto's own "is the cluster
+    ACTIVE" checks) for its first N seconds, then ``ACTIVE``; ``GET /_capa/eks/delay`` returns the setting,
+    ``{"create_seconds": 0}`` or ``/moto-api/reset`` turns it off. Tests of long waits use it (the progress a run
+    shows while it waits).
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -381,6 +388,14 @@ class RequestCounter:
             if path.rstrip("/") == "/_capa/quotas" and method == "DELETE":
                 forget_applied_quotas()
                 return self._json(start_response, "200 OK", {"reset": True})
+            if path.rstrip("/") == "/_capa/eks/delay" and method == "POST":
+                try:
+                    body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+                    return self._json(start_response, "200 OK", set_eks_create_delay(body))
+                except (KeyError, TypeError, ValueError) as exc:
+                    return self._json(start_response, "400 Bad Request", {"error": f"eks delay: {exc}"})
+            if path.rstrip("/") == "/_capa/eks/delay" and method == "GET":
+                return self._json(start_response, "200 OK", dict(EKS_CREATE_DELAY))
             if path.rstrip("/") == "/_capa/eks/clusters" and method == "GET":
                 with _EKS_LOCK:
                     return self._json(start_response, "200 OK", list(EKS_CLUSTERS.values()))
@@ -389,6 +404,7 @@ class RequestCounter:
             with _EKS_LOCK:
                 EKS_CLUSTERS.clear()
             forget_applied_quotas()
+            set_eks_create_delay({"create_seconds": 0})
         changes = path.startswith("/moto-api") and method == "POST"
         if not path.startswith("/moto-api") and path != "/favicon.ico" and not environ.get("HTTP_X_CAPA_OBSERVER"):
             arrived = time.time()
@@ -697,6 +713,7 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "assume-role-external-id": _fix_assume_role_external_id,
         "eks-ami-parameters": _serve_eks_ami_parameters,
         "eks-certificate-authority": _fix_eks_certificate_authority,
+        "eks-create-delay": _fix_eks_create_delay,
         "presigned-routing": _fix_presigned_routing,
         "tagging-eks": _fix_tagging_eks,
         "service-quotas": _serve_service_quotas,
@@ -839,6 +856,41 @@ def _fix_eks_certificate_authority() -> list[str]:
 
     eks_responses.EKSResponse.create_cluster = create_cluster  # type: ignore[method-assign]
     return ["eks-certificate-authority"]
+
+
+# moto fix 15: how long a new EKS cluster stays CREATING (0: ACTIVE at once, moto's own answer).
+EKS_CREATE_DELAY: dict[str, float] = {"create_seconds": 0.0}
+
+
+def set_eks_create_delay(body: dict[str, Any]) -> dict[str, float]:
+    seconds = float(body["create_seconds"])
+    if seconds < 0:
+        raise ValueError("create_seconds must not be negative")
+    EKS_CREATE_DELAY["create_seconds"] = seconds
+    return dict(EKS_CREATE_DELAY)
+
+
+def _fix_eks_create_delay() -> list[str]:
+    """Fix 15: a cluster created while a delay is set says CREATING for that long (moto's status, read through)."""
+    from moto.eks import models as eks_models
+
+    cluster_cls = eks_models.Cluster
+    if isinstance(cluster_cls.__dict__.get("status"), property):
+        return ["eks-create-delay"]
+
+    def get_status(self: Any) -> str:
+        status = self.__dict__["_capa_status"]
+        if status == eks_models.ACTIVE_STATUS and time.monotonic() < self.__dict__["_capa_active_at"]:
+            return "CREATING"
+        return status
+
+    def set_status(self: Any, value: str) -> None:
+        if "_capa_status" not in self.__dict__:  # the first status a cluster gets: moto's __init__ creating it
+            self.__dict__["_capa_active_at"] = time.monotonic() + EKS_CREATE_DELAY["create_seconds"]
+        self.__dict__["_capa_status"] = value
+
+    cluster_cls.status = property(get_status, set_status)  # type: ignore[attr-defined]
+    return ["eks-create-delay"]
 
 
 def _fix_portless_sg_rules() -> list[str]:

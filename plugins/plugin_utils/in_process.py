@@ -21,6 +21,15 @@ modules (its ``import_modules`` option).
 Anything else runs the module as a module process, unchanged: another connection, ``become``, ``async``, an
 interpreter that is not the controller's (``ansible_python_interpreter`` pointing at another venv), or the host
 variable ``capa_in_process: false``.
+
+A module that runs here also shows its long waits while they last: every progress line of the run (an EKS control
+plane being created, nodes joining, a drain; at least every 30 seconds of a wait, module_utils/kernel/waiting.py)
+goes to the controller's display as ``[capa] <host>: waiting for ...``. In the worker that display is a proxy:
+ansible-core hands each line to the main process, which prints it at once - in a terminal, and in
+ansible-runner's stdout and job events (event ``verbose``), which is what an AWX job shows. The lines go to
+stderr, as warnings do, so a machine-readable stdout callback (``json``) stays one document. A module process has
+no such channel: its progress reaches the host's log (syslog / journald) as it happens and the task's result
+(``progress``) when it ends.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible.vars.clean import remove_internal_keys
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import context as kernel_context
 
 # Imported here, in the controller, so that every worker Ansible forks for a task has them already (Ansible's
 # strategy loads an action plugin's class in the controller before it forks the task's worker). A module that
@@ -82,6 +93,8 @@ display = Display()
 PROFILE = "legacy"
 # The host variable that turns in-process execution off (for a module process, e.g. to debug one).
 SWITCH = "capa_in_process"
+# How a progress line of a module run here reads on the controller's display.
+PROGRESS_LINE = "[capa] {host}: {message}"
 
 
 class Refused(Exception):
@@ -158,7 +171,8 @@ class CollectionModuleAction(ActionBase):
         module = importlib.import_module(python_name(fqcn))
         stdout, stderr = io.StringIO(), io.StringIO()
         rc = 0
-        with module_arguments(encoded), environment_applied(environment):
+        host = str(task_vars.get("inventory_hostname") or self._play_context.remote_addr)
+        with module_arguments(encoded), environment_applied(environment), progress_displayed(host):
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 try:
                     module.main()
@@ -222,3 +236,23 @@ def environment_applied(environment: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def show_progress(host: str, message: str) -> None:
+    """One progress line of a module run, on the controller's display (from a worker: proxied to the main process,
+    which prints it at once)."""
+    display.display(PROGRESS_LINE.format(host=host, message=message), color=C.COLOR_VERBOSE, stderr=True)
+
+
+@contextlib.contextmanager
+def progress_displayed(host: str) -> Iterator[None]:
+    """The module's progress on the controller's display while it runs (kernel/context.py PROGRESS_LISTENERS)."""
+
+    def listener(message: str) -> None:
+        show_progress(host, message)
+
+    kernel_context.PROGRESS_LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        kernel_context.PROGRESS_LISTENERS.remove(listener)

@@ -73,7 +73,12 @@ def wait_cluster(
     def failed(cluster: dict[str, Any] | None) -> str | None:
         return "the cluster is FAILED" if cluster and cluster.get("status") == "FAILED" else None
 
-    return wait_until(lambda: aws_eks.describe_cluster(ctx, name), done, ctx, what, delay=POLL_DELAY, failed=failed)
+    def state(cluster: dict[str, Any] | None) -> str | None:
+        return cluster.get("status") if cluster else None
+
+    return wait_until(
+        lambda: aws_eks.describe_cluster(ctx, name), done, ctx, what, delay=POLL_DELAY, failed=failed, state=state
+    )
 
 
 def wait_active(ctx: Context, name: str, what: str | None = None) -> dict[str, Any] | None:
@@ -102,6 +107,7 @@ def wait_update(ctx: Context, name: str, answer: Mapping[str, Any], what: str, a
         what,
         delay=POLL_DELAY,
         failed=failed,
+        state=lambda u: u.get("status"),
     )
 
 

@@ -15,6 +15,13 @@ from .waiting import POLL, Backoff, Wait
 
 PROGRESS_KEPT = 20  # progress lines a result keeps (the log has them all)
 
+# Who else hears a run's progress while it happens: each is called with every progress line. The action plugin of
+# a module that runs in the controller's worker process (plugins/plugin_utils/in_process.py) adds the controller's
+# display here for the module's run, so a terminal and an AWX job show a long wait as it goes (the kernel knows
+# nothing of Ansible's controller). A module process has none: its progress reaches the log and, afterwards, the
+# result.
+PROGRESS_LISTENERS: list[Callable[[str], None]] = []
+
 
 @dataclass
 class Context:
@@ -67,8 +74,11 @@ class Context:
         self.warnings.append(message)
 
     def progress(self, message: str) -> None:
-        """A long wait says where it stands: now to the log, and in the result (the last few) afterwards."""
+        """A long wait says where it stands: now to the log and to :data:`PROGRESS_LISTENERS`, and in the result
+        (the last few) afterwards."""
         stamped = f"{int(self.clock() - self.started)}s: {message}"
         self.reporter(stamped)
+        for listener in list(PROGRESS_LISTENERS):
+            listener(message)
         self.progress_log.append(stamped)
         del self.progress_log[:-PROGRESS_KEPT]

@@ -9,8 +9,10 @@ longer than the user allowed, however many resources it waits for. A :class:`Wai
   comes quickly is seen quickly (a node that joins in seconds, a pod that leaves at once), and a slow one costs no
   more requests than polling at the cap would (one request per pause; the few short pauses at the start add a
   handful per wait);
-* **progress**: every :data:`PROGRESS_EVERY` seconds the wait says what it waits for, how long it has waited and
-  how much of the budget is left (to the module's log as it happens, and the last lines in the result);
+* **progress**: every :data:`PROGRESS_EVERY` seconds of the wait (the first at that age, the next ones on the same
+  grid, a pause never sleeping past the next one) the wait says what it waits for, the state it last saw, how long
+  it has waited and how long it may still wait - through :meth:`.context.Context.progress`: the module's log and the
+  controller's display as it happens, the last lines in the result;
 * **bounds**: the run's budget, and a limit of its own when the wait has one (``node_drain_timeout``);
 * **time** comes from the run's :class:`~.context.Context` (``clock``, ``sleep``): unit tests drive a wait with a
   fake clock and never sleep.
@@ -30,8 +32,18 @@ from .errors import ReconcileError
 if TYPE_CHECKING:
     from .context import Context
 
-# A wait reports where it stands this often (the module's log, and the last lines in its result).
+# A wait reports where it stands this often (at the latest: a pause ends when a report is due).
 PROGRESS_EVERY = 30.0
+
+
+def duration(seconds: float) -> str:
+    """``90`` -> ``1m30s``, ``3725`` -> ``1h2m5s``, ``42`` -> ``42s`` (whole seconds, as Go and kubectl write them)."""
+    whole = max(int(seconds), 0)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 @dataclass(frozen=True)
@@ -66,11 +78,12 @@ class Wait:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     started: float = field(init=False)
-    _last_report: float = field(init=False)
+    _report_due: float = field(init=False)
     _pauses: Iterator[float] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.started = self._last_report = self.clock()
+        self.started = self.clock()
+        self._report_due = self.started + PROGRESS_EVERY
         self._pauses = self.backoff.pauses()
 
     @property
@@ -85,19 +98,31 @@ class Wait:
         """More than ``margin`` seconds of the run's budget are left."""
         return self.remaining() > margin
 
-    def pause(self) -> None:
-        """Sleep the next pause (never past the run's budget or the wait's limit), reporting progress when due."""
+    def time_left(self) -> float:
+        """How long this wait may still last: the run's budget left, or the wait's own limit if that ends first."""
+        left = self.remaining()
+        return min(left, self.limit - self.elapsed) if self.limit else left
+
+    def pause(self, state: str | None = None) -> None:
+        """Sleep the next pause (never past the run's budget, the wait's limit or the next progress report),
+        reporting progress when due; ``state`` is what the wait last saw (``CREATING``), for the report."""
         now = self.clock()
-        if now - self._last_report >= PROGRESS_EVERY:
-            self._last_report = now
-            self.report(
-                f"waiting for {self.what}: {int(now - self.started)}s so far, "
-                f"{int(self.remaining())}s of wait_timeout left"
-            )
-        pause = min(next(self._pauses), max(self.remaining(), 0.1))
+        if now >= self._report_due:
+            self._report(now, state)
+            # The next report on the same grid (started + n * PROGRESS_EVERY): the time each poll takes does not
+            # add up into longer gaps between reports.
+            self._report_due = now + PROGRESS_EVERY - (now - self.started) % PROGRESS_EVERY
+        pause = min(next(self._pauses), max(self.remaining(), 0.1), self._report_due - now)
         if self.limit:
             pause = min(pause, max(self.limit - self.elapsed, 0.1))
         self.sleep(pause)
+
+    def _report(self, now: float, state: str | None) -> None:
+        seen = f" ({state})" if state else ""
+        self.report(
+            f"waiting for {self.what}{seen}: {duration(now - self.started)} waited, "
+            f"up to {duration(self.time_left())} left"
+        )
 
 
 def wait_until(
@@ -107,10 +132,12 @@ def wait_until(
     what: str,
     delay: float = POLL.cap,
     failed: Callable[[Any], str | None] | None = None,
+    state: Callable[[Any], str | None] | None = None,
 ) -> Any:
     """Poll ``describe`` until ``done`` holds, within the run's remaining budget; ``delay`` is the longest pause
     between two polls (the first ones are shorter: :class:`Backoff`). ``failed`` names a state that will never
-    become done (the wait fails at once, with that reason)."""
+    become done (the wait fails at once, with that reason); ``state`` says in a word or two what a poll saw, for
+    the progress reports (``CREATING``)."""
     waiting = ctx.wait_for(what, backoff=Backoff(cap=delay))
     while True:
         observed = describe()
@@ -122,4 +149,4 @@ def wait_until(
                 raise ReconcileError(f"{what}: {reason}")
         if not waiting.budget_left():
             raise ReconcileError(f"timed out after {ctx.wait_timeout}s waiting for {what}")
-        waiting.pause()
+        waiting.pause(state(observed) if state else None)

@@ -13,11 +13,13 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
 
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import PROGRESS_LISTENERS, Context
 from ansible_collections.clusterapi.aws.plugins.plugin_utils import in_process
 from ansible_collections.clusterapi.aws.plugins.plugin_utils.in_process import (
     CollectionModuleAction,
     environment_applied,
     module_arguments,
+    progress_displayed,
     python_name,
     same_python,
 )
@@ -107,3 +109,27 @@ def test_the_shared_loader_has_ec2_read_once_for_every_session():
     assert session.new_session(region_name="us-east-1")._session.get_component("data_loader") is loader
     cached = [key for key in loader._cache if key[0] == "load_service_model" and "ec2" in key[1:]]
     assert cached, "ec2's model was not read into the shared loader"
+
+
+def test_a_runs_progress_reaches_the_controllers_display_while_the_module_runs(monkeypatch):
+    """The listener in_process adds for a module's run: each progress line of any Context of that run goes to the
+    display (to stderr, with the host), and nothing after the run."""
+    shown = MagicMock()
+    monkeypatch.setattr(in_process.display, "display", shown)
+    ctx = Context(session=None, cluster="demo-eks", check_mode=False)  # type: ignore[arg-type]
+    with progress_displayed("demo-eks"):
+        ctx.progress("waiting for EKS cluster demo-eks to be ACTIVE (CREATING): 30s waited, up to 29m30s left")
+    ctx.progress("after the run")
+    shown.assert_called_once_with(
+        "[capa] demo-eks: waiting for EKS cluster demo-eks to be ACTIVE (CREATING): 30s waited, up to 29m30s left",
+        color=in_process.C.COLOR_VERBOSE,
+        stderr=True,
+    )
+    assert PROGRESS_LISTENERS == []
+
+
+def test_the_listener_goes_when_the_module_fails():
+    with pytest.raises(RuntimeError), progress_displayed("h1"):
+        assert len(PROGRESS_LISTENERS) == 1
+        raise RuntimeError("the module died")
+    assert PROGRESS_LISTENERS == []

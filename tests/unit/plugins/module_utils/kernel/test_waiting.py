@@ -4,15 +4,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from fake_time import FakeTime
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import PROGRESS_LISTENERS, Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.waiting import Backoff, wait_until
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.waiting import Backoff, duration, wait_until
 
 
 def context(fake: FakeTime, wait_timeout: int = 600) -> Context:
@@ -41,11 +43,95 @@ def test_wait_until_polls_until_done_and_says_where_it_stands_every_30_seconds()
     polls = iter(answers)
     got = wait_until(lambda: next(polls), lambda state: state == "available", ctx, "vpc-1 to be available")
     assert got == "available"
-    assert fake.slept == [0.5, 1.0, 2.0, 4.0] + [5.0] * 8  # 12 pauses for 13 polls
-    assert fake.now - 1000.0 == pytest.approx(47.5)
+    # 12 pauses for 13 polls; the one that would have slept past 30 s ends there, when the report is due.
+    assert fake.slept == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0, 2.5, 5.0, 5.0, 5.0]
+    assert fake.elapsed == pytest.approx(45.0)
+    assert ctx.progress_log == ["30s: waiting for vpc-1 to be available: 30s waited, up to 9m30s left"]
+
+
+@pytest.mark.parametrize("cap", [15.0, 20.0])
+def test_a_long_wait_reports_every_30_seconds_of_it_whatever_its_pauses_and_polls_take(cap):
+    """An EKS control plane polled every 15 s (and a wait polled every 20 s, whose pauses do not divide 30) reports
+    at 30 s and every 30 s after, with what it saw: a poll's own time (0.4 s here) does not push the reports back."""
+    fake = FakeTime()
+    ctx = context(fake, wait_timeout=1800)
+    fake.now += 12  # the run did something else first: the budget is the run's, the age the wait's
+    said: list[float] = []
+
+    def describe() -> str:
+        fake.now += 0.4  # the answer takes time to come
+        return "ACTIVE" if fake.elapsed >= 12 + 135 else "CREATING"
+
+    with listening(lambda _message: said.append(fake.elapsed - 12)):
+        wait_until(describe, lambda s: s == "ACTIVE", ctx, "EKS cluster demo to be ACTIVE", delay=cap, state=str)
+    assert len(said) == 4 and all(30 * n <= at <= 30 * n + 0.41 for n, at in enumerate(said, 1)), said
     assert [line.split(": ", 1)[1] for line in ctx.progress_log] == [
-        "waiting for vpc-1 to be available: 32s so far, 567s of wait_timeout left"
+        "waiting for EKS cluster demo to be ACTIVE (CREATING): 30s waited, up to 29m17s left",
+        "waiting for EKS cluster demo to be ACTIVE (CREATING): 1m0s waited, up to 28m47s left",
+        "waiting for EKS cluster demo to be ACTIVE (CREATING): 1m30s waited, up to 28m17s left",
+        "waiting for EKS cluster demo to be ACTIVE (CREATING): 2m0s waited, up to 27m47s left",
     ]
+
+
+def test_the_time_left_is_the_waits_own_limit_when_that_ends_first():
+    fake = FakeTime()
+    ctx = context(fake)
+    waiting = ctx.wait_for("node n1 to drain", limit=100.0, backoff=Backoff(first=10.0, cap=10.0))
+    while not waiting.over_limit():
+        waiting.pause("2 pods left")
+    assert ctx.progress_log == [
+        "30s: waiting for node n1 to drain (2 pods left): 30s waited, up to 1m10s left",
+        "60s: waiting for node n1 to drain (2 pods left): 1m0s waited, up to 40s left",
+        "90s: waiting for node n1 to drain (2 pods left): 1m30s waited, up to 10s left",
+    ]
+
+
+def test_no_report_for_a_wait_shorter_than_30_seconds():
+    fake = FakeTime()
+    ctx = context(fake)
+    answers = iter([False] * 8 + [True])
+    wait_until(lambda: next(answers), bool, ctx, "an answer")
+    assert fake.elapsed == pytest.approx(27.5) and ctx.progress_log == []
+
+
+@pytest.mark.parametrize(
+    "seconds, written",
+    [(0, "0s"), (42.9, "42s"), (60, "1m0s"), (90, "1m30s"), (1710, "28m30s"), (3725, "1h2m5s"), (-3, "0s")],
+)
+def test_durations_read_as_go_and_kubectl_write_them(seconds, written):
+    assert duration(seconds) == written
+
+
+def test_every_progress_line_goes_to_the_log_the_listeners_and_the_result():
+    fake = FakeTime()
+    logged: list[str] = []
+    ctx = Context(
+        session=None, cluster="demo", check_mode=False, clock=fake.clock, sleep=fake.sleep, reporter=logged.append
+    )  # type: ignore[arg-type]
+    heard: list[str] = []
+    fake.now += 7
+    with listening(heard.append):
+        ctx.progress("waiting for something: 30s waited, up to 9m23s left")
+    ctx.progress("after the run: nobody listens")
+    assert heard == ["waiting for something: 30s waited, up to 9m23s left"]
+    assert (
+        logged
+        == ctx.progress_log
+        == [
+            "7s: waiting for something: 30s waited, up to 9m23s left",
+            "7s: after the run: nobody listens",
+        ]
+    )
+    assert PROGRESS_LISTENERS == []
+
+
+@contextlib.contextmanager
+def listening(listener: Callable[[str], None]) -> Iterator[None]:
+    PROGRESS_LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        PROGRESS_LISTENERS.remove(listener)
 
 
 def test_a_failed_state_ends_the_wait_at_once_with_its_reason():
