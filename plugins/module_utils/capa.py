@@ -43,7 +43,9 @@ __all__ = [
     "ReconcileError",
     "SpecError",
     "Tier",
+    "check_identity",
     "common_argument_spec",
+    "identity_argument_spec",
     "is_placeholder",
     "placeholder",
     "run_tier",
@@ -57,7 +59,9 @@ IDENTITY_ROLE_SPEC: dict[str, Any] = dict(
 )
 
 
-def _identity_spec() -> dict[str, Any]:
+def identity_argument_spec() -> dict[str, Any]:
+    """The suboptions of ``identity`` (doc fragment ``clusterapi.aws.common``), which the capa_kubeconfig lookup
+    takes too."""
     spec = copy.deepcopy(IDENTITY_ROLE_SPEC)
     spec["source_identity"] = dict(type="dict", options=copy.deepcopy(IDENTITY_ROLE_SPEC))
     return spec
@@ -71,7 +75,7 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
     spec = dict(
         cluster_name=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        identity=dict(type="dict", options=_identity_spec()),
+        identity=dict(type="dict", options=identity_argument_spec()),
         additional_tags=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=600),
@@ -81,7 +85,8 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
     return spec
 
 
-def _check_identity(identity: dict[str, Any] | None, field: str = "identity") -> None:
+def check_identity(identity: dict[str, Any] | None, field: str = "identity") -> None:
+    """The rules of ``identity`` the argument spec cannot say (a role ARN, the duration's range), down the chain."""
     while identity:
         if not identity["role_arn"].startswith("arn:"):
             raise SpecError(f"{field}.role_arn", f"'{identity['role_arn']}' is not a role ARN")
@@ -93,7 +98,7 @@ def _check_identity(identity: dict[str, Any] | None, field: str = "identity") ->
 def _validate_common(params: dict[str, Any]) -> None:
     check_cluster_name(params["cluster_name"])
     check_tags(params["additional_tags"])
-    _check_identity(params.get("identity"))
+    check_identity(params.get("identity"))
     if params["wait_timeout"] < 0:
         raise SpecError("wait_timeout", "must not be negative")
 

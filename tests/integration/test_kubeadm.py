@@ -380,9 +380,9 @@ def test_the_kubeconfig_lookup_refuses_bad_options_before_any_request(aws, run_p
     """Each option's rule, in one run (no region from the environment): the lookup fails naming the option, and
     AWS is not asked anything - a bad cluster name included."""
     cases = {
-        "no host": ("demo", {"host": ""}, "capa_kubeconfig: host is required"),
-        "port out of range": ("demo", {"port": 70000}, "capa_kubeconfig: port 70000 is not a port number"),
-        "validity too short": ("demo", {"validity_minutes": 1}, "validity_minutes 1 is not between 5 and 10080"),
+        "no host": ("demo", {"host": "", "kind": "self-managed"}, "capa_kubeconfig: host: is required"),
+        "port out of range": ("demo", {"port": 70000}, "capa_kubeconfig: port: 70000 is not a port number"),
+        "validity too short": ("demo", {"validity_minutes": 1}, "validity_minutes: 1 is not between 5 and 10080"),
         "no region": ("demo", {}, "capa_kubeconfig: no region"),
         "bad cluster name": ("Bad_Name", {"region": "us-east-1"}, "capa_kubeconfig: cluster name:"),
     }

@@ -68,7 +68,8 @@ def dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, default_flow_style=False, sort_keys=False)
 
 
-def _kubeconfig(name: str, endpoint: str, ca_data: str, user: dict[str, Any]) -> dict[str, Any]:
+def kubeconfig_document(name: str, endpoint: str, ca_data: str, user: dict[str, Any]) -> dict[str, Any]:
+    """A kubeconfig as data: one cluster, user and context, all called ``name``."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -80,7 +81,7 @@ def _kubeconfig(name: str, endpoint: str, ca_data: str, user: dict[str, Any]) ->
 
 
 def token_kubeconfig(name: str, endpoint: str, ca_data: str, bearer_token: str) -> str:
-    return dump_yaml(_kubeconfig(name, endpoint, ca_data, {"token": bearer_token}))
+    return dump_yaml(kubeconfig_document(name, endpoint, ca_data, {"token": bearer_token}))
 
 
 def user_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
@@ -93,7 +94,7 @@ def user_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
             "interactiveMode": "Never",
         }
     }
-    return dump_yaml(_kubeconfig(name, endpoint, ca_data, user))
+    return dump_yaml(kubeconfig_document(name, endpoint, ca_data, user))
 
 
 def write_kubeconfigs(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any] | None) -> dict[str, Any]:

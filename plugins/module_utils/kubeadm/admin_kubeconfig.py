@@ -72,8 +72,16 @@ def _b64(text: str) -> str:
 
 
 def render_kubeconfig(pki: ClusterPki, cluster: str, server: str, client_cert: str, client_key: str) -> str:
+    config = kubeconfig_document(pki, cluster, server, client_cert, client_key)
+    return yaml.safe_dump(config, sort_keys=False, default_flow_style=False, width=1 << 16)
+
+
+def kubeconfig_document(
+    pki: ClusterPki, cluster: str, server: str, client_cert: str, client_key: str
+) -> dict[str, Any]:
+    """The admin kubeconfig as data (the file's content is its YAML)."""
     names = kubeconfig_names(cluster)
-    config = {
+    return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
@@ -92,7 +100,6 @@ def render_kubeconfig(pki: ClusterPki, cluster: str, server: str, client_cert: s
         "current-context": names["context"],
         "preferences": {},
     }
-    return yaml.safe_dump(config, sort_keys=False, default_flow_style=False, width=1 << 16)
 
 
 def kubeconfig_problem(
@@ -166,8 +173,8 @@ def admin_kubeconfig(
     port: int,
     validity: datetime.timedelta,
     now: datetime.datetime | None = None,
-) -> str:
-    """An admin kubeconfig with a client certificate minted for it alone, valid for ``validity``: built in memory
-    for whoever asked (the ``capa_kubeconfig`` lookup), never written anywhere by this function."""
+) -> dict[str, Any]:
+    """An admin kubeconfig (as data) with a client certificate minted for it alone, valid for ``validity``: built in
+    memory for whoever asked (the ``capa_kubeconfig`` lookup), never written anywhere by this function."""
     cert, key = new_admin_credentials(pki, now, validity)
-    return render_kubeconfig(pki, cluster, server_url(host, port), cert, key)
+    return kubeconfig_document(pki, cluster, server_url(host, port), cert, key)

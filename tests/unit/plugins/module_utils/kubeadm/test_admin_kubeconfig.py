@@ -82,9 +82,9 @@ class TestKubeconfig:
 
     def test_an_on_demand_kubeconfig_has_a_short_lived_certificate(self, pki):
         now = datetime.datetime.now(datetime.timezone.utc)
-        text = k.admin_kubeconfig(pki, "demo", "demo-apiserver.elb.example.com", 6443, datetime.timedelta(hours=1))
+        config = k.admin_kubeconfig(pki, "demo", "demo-apiserver.elb.example.com", 6443, datetime.timedelta(hours=1))
+        text = yaml.safe_dump(config)
         assert k.kubeconfig_problem(text, pki, "demo", self.SERVER, now=now - k.CLIENT_RENEW_BEFORE) is None
-        config = yaml.safe_load(text)
         client = cert(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]).decode())
         lifetime = not_after(client) - now
         assert datetime.timedelta(minutes=55) < lifetime <= datetime.timedelta(hours=1)
