@@ -58,6 +58,17 @@ options:
     description:
       - Tags added to every resource the module creates (CAPA's C(additionalTags)). At most 50; keys up to 128
         characters, values up to 256, no C(aws:) prefix. A C(Name) here overrides CAPA's Name.
+      - Tags follow this option on every resource the cluster owns, like C(purge_tags=true) of amazon.aws but limited
+        to what the collection wrote. Each owned resource records the keys it was given in the tag
+        C(sigs.k8s.io/cluster-api-provider-aws/last-applied-tags) (CAPA keeps the same record in its
+        C(last-applied-tags) annotation); a key that is in the record and no longer in I(additional_tags) is removed
+        on the next run (C(DeleteTags), C(RemoveTags), C(UntagResource) ...), with the C(plan) reason
+        C(tags no longer in additional_tags) in check mode first. A changed value is rewritten.
+      - Never removed - tags someone else wrote (not in the record), C(aws:) tags, the ownership and role tags and
+        the tags that say how a machine was made; nothing of a resource the cluster does not own is touched.
+        Bootstrap-data secrets keep the tags they were created with (each lives only until its node fetched it).
+      - The record holds 256 characters, so the keys given here may take 256 characters joined by commas; more fails
+        before any request.
     type: dict
     default: {}
   wait:
