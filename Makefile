@@ -26,7 +26,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo unit integration sanity lint molecule \
+.PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo demo-installs demo-down unit integration sanity lint molecule \
 	test check tools-venvs clean system-deps sim-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
 	typecheck
 
@@ -38,6 +38,8 @@ help:
 	@echo "make kubesim-start start the workload-cluster simulator next to it ($(BUILD)/kubesim.url); kubesim-stop"
 	@echo "make demo         run playbooks/site.yml on examples/inventory.yml twice against moto and the workload-cluster"
 	@echo "                  simulator; the 2nd must change nothing in AWS or Kubernetes (DEMO_KUBESIM=0: moto alone)"
+	@echo "make demo KEEP=1  the same, then leave moto and the simulator running and print how to reach the clusters"
+	@echo "make demo-down    stop what make demo KEEP=1 left running"
 	@echo "make lint         ruff check + ruff format --check, mypy (make typecheck), ansible-lint --profile production"
 	@echo "make typecheck    mypy on plugins/ (mypy.ini), in its own venv $(BUILD)/tools/mypy"
 	@echo "make unit         pytest tests/unit"
@@ -186,10 +188,29 @@ kubesim-stop:
 	@if [[ -x $(PY) ]]; then $(PY) tools/kubesim_ctl.py stop --state $(BUILD)/kubesim; fi
 
 # --- demo --------------------------------------------------------------------------------------
-# DEMO_KUBESIM=0: on moto alone (no API server answers), as make floors runs it.
+# DEMO_KUBESIM=0: on moto alone (no API server answers), as make floors runs it.  KEEP=1: the moto server and the
+# simulator stay up after the run and the demo prints how to reach the clusters (kubectl through the simulator's
+# proxy, the playbooks against the same endpoint); make demo-down stops them.
 DEMO_KUBESIM ?= 1
-demo: venv collection $(if $(filter 0,$(DEMO_KUBESIM)),,sim-deps)
-	VENV=$(VENV) DEMO_KUBESIM=$(DEMO_KUBESIM) bash tools/demo.sh
+KEEP ?= 0
+demo: demo-installs venv collection $(if $(filter 0,$(DEMO_KUBESIM)),,sim-deps)
+	VENV=$(VENV) DEMO_KUBESIM=$(DEMO_KUBESIM) DEMO_KEEP=$(KEEP) bash tools/demo.sh
+
+# What make demo puts on this machine, said before it does (all of it inside this checkout; nothing is installed on
+# the host - etcd is unpacked from Debian's packages, never apt-get installed).
+demo-installs:
+	@echo "demo: needs $(PYTHON3) (3.11 or later, with venv) and, for the simulator, Debian's apt-get; it installs only into this checkout:"
+	@echo "demo:   $(VENV)/  a Python venv with requirements-dev.txt (ansible, moto, aiohttp ...)$(if $(wildcard $(STAMP)), - present,)"
+	@if [[ "$(DEMO_KUBESIM)" != 0 ]]; then \
+		echo "demo:   $(ETCD_DIR)/  Debian's etcd-server and etcd-client 3.4, apt-get download + dpkg -x (not installed)$(if $(wildcard $(ETCD)), - present,)"; \
+		echo "demo:   $(NODE_VENV)/  the AWS CLI the simulated nodes' boot hooks run (pip, own venv)$(if $(wildcard $(NODE_VENV)/bin/aws), - present,)"; \
+	fi
+
+demo-down:
+	@if [[ -x $(PY) ]]; then $(PY) tools/kubesim_ctl.py stop --state $(BUILD)/demo-kubesim; fi
+	@$(MAKE) --no-print-directory moto-stop
+	@rm -f $(BUILD)/demo/kept.txt
+	@echo "demo-down: the demo's moto server and simulator are stopped"
 
 # --- benchmark (not part of `make test`) -------------------------------------------------------
 BENCH_ARGS ?=
@@ -304,6 +325,6 @@ check: venv collection system-deps $(TOOLS)/mypy/.stamp
 	pytest -q -n $(INTEGRATION_WORKERS) -p no:cacheprovider -m check tests/integration $(PYTEST_ARGS) || status=1; \
 	echo "make check: $$((SECONDS - start))s, $$([[ $$status == 0 ]] && echo passed || echo FAILED)"; exit $$status
 
-clean: kubesim-stop moto-stop
+clean: demo-down kubesim-stop moto-stop
 	rm -rf $(BUILD) .capa .pytest_cache .ruff_cache tests/output
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -13,7 +13,9 @@
 # DEMO_PLAYBOOK (playbooks/site.yml), DEMO_MOTO_STATE (.build/moto: the `make moto-start` server
 # is reused when running, otherwise one is started here and stopped on exit), DEMO_KUBESIM (1),
 # DEMO_KUBESIM_STATE (.build/demo-kubesim), DEMO_DELETE (0; 1: then run playbooks/delete.yml and fail if anything
-# still carries a cluster's ownership tag - make floors and make newest do).
+# still carries a cluster's ownership tag - make floors and make newest do), DEMO_KEEP (0; 1: leave the moto server
+# and the simulator running after the run, so the clusters stay reachable: `make demo KEEP=1`, stopped by
+# `make demo-down`; the commands that reach them are printed at the end and written to .build/demo/kept.txt).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +28,7 @@ STATE=${DEMO_MOTO_STATE:-.build/moto}
 KUBESIM=${DEMO_KUBESIM:-1}
 KUBESIM_STATE=${DEMO_KUBESIM_STATE:-.build/demo-kubesim}
 DELETE=${DEMO_DELETE:-0}
+KEEP=${DEMO_KEEP:-0}
 LOGDIR=.build/demo
 mkdir -p "$LOGDIR"
 
@@ -33,17 +36,28 @@ for f in "$INVENTORY" "$PLAYBOOK"; do
     [[ -f "$f" ]] || { echo "demo: $f does not exist" >&2; exit 1; }
 done
 
+if [[ -f $LOGDIR/kept.txt ]]; then
+    # A demo kept running earlier (KEEP=1): its clusters live in that moto server; this demo starts from an empty one.
+    echo "=== demo: stopping the moto server and simulator an earlier \`make demo KEEP=1\` left running"
+    "$PY" tools/kubesim_ctl.py stop --state "$KUBESIM_STATE" 2>/dev/null || true
+    "$PY" tools/moto_ctl.py stop --state "$STATE" 2>/dev/null || true
+    rm -f "$LOGDIR/kept.txt"
+fi
+
 started_here=0
 if ! "$PY" tools/moto_ctl.py url --state "$STATE" >/dev/null 2>&1 \
     || ! "$PY" tools/moto_ctl.py requests --state "$STATE" --count >/dev/null 2>&1; then
     started_here=1
 fi
 cleanup() {
+    if [[ $KEEP == 1 ]]; then return; fi
     if [[ $KUBESIM == 1 ]]; then "$PY" tools/kubesim_ctl.py stop --state "$KUBESIM_STATE" 2>/dev/null || true; fi
     if [[ $started_here == 1 ]]; then "$PY" tools/moto_ctl.py stop --state "$STATE" || true; fi
 }
 trap cleanup EXIT
 URL=$("$PY" tools/moto_ctl.py start --state "$STATE")
+# KEEP=1 leaves the servers up even when a run fails; the marker lets `make demo-down` and the next demo find them.
+if [[ $KEEP == 1 ]]; then echo "kept: $URL (make demo-down stops it)" >"$LOGDIR/kept.txt"; fi
 
 extra_vars=()
 if [[ $KUBESIM == 1 ]]; then
@@ -62,6 +76,33 @@ export ANSIBLE_CONFIG="$ROOT/ansible.cfg"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
 export PATH="$ROOT/$VENV/bin:$PATH"
+
+# KEEP=1: the servers stay up; say how to reach what the demo built (and keep it in a file).
+print_kept() {
+    local proxy="" cluster kubeconfig
+    echo "=== demo: kept running (stop both with: make demo-down)"
+    echo "AWS endpoint (moto): $URL"
+    if [[ $KUBESIM == 1 ]]; then
+        proxy=$("$PY" tools/kubesim_ctl.py proxy --state "$KUBESIM_STATE")
+        echo "workload-cluster simulator: $("$PY" tools/kubesim_ctl.py url --state "$KUBESIM_STATE"), its CONNECT proxy: $proxy"
+        echo "Each kubeconfig names its cluster's real endpoint (the load balancer's or EKS's DNS name), which only the"
+        echo "simulator's proxy resolves; kubectl goes through it with HTTPS_PROXY (set it per command, not in your shell):"
+        for kubeconfig in .capa/*/kubeconfig; do
+            [[ -f $kubeconfig ]] || continue
+            cluster=$(basename "$(dirname "$kubeconfig")")
+            if [[ -f .capa/$cluster/user-kubeconfig ]]; then
+                # EKS: the token in kubeconfig lives 60 s; user-kubeconfig asks `aws eks get-token` for a fresh one.
+                echo "  HTTPS_PROXY=$proxy PATH=$ROOT/.build/node-venv/bin:\$PATH AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 kubectl --kubeconfig .capa/$cluster/user-kubeconfig get nodes"
+            else
+                echo "  HTTPS_PROXY=$proxy kubectl --kubeconfig $kubeconfig get nodes"
+            fi
+        done
+    fi
+    echo "Run the playbooks against the same endpoint (a change to examples/inventory.yml, playbooks/delete.yml ...):"
+    echo "  export AWS_ENDPOINT_URL=$URL AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1"
+    echo "  export ANSIBLE_CONFIG=$ROOT/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$ROOT/.build/collections PATH=$ROOT/$VENV/bin:\$PATH"
+    echo "  ansible-playbook -i $INVENTORY ${extra_vars[*]} playbooks/site.yml"
+}
 
 recap_changed() { # sum of changed=N over the PLAY RECAP lines of a log
     awk '/^PLAY RECAP/ {r=1; next} r && /changed=/ { for (i = 1; i <= NF; i++) if ($i ~ /^changed=/) { split($i, a, "="); s += a[2] } } END { print s + 0 }' "$1"
@@ -144,5 +185,11 @@ PY
 )
     if [[ -n $left ]]; then echo "demo FAILED: after delete.yml these still carry an ownership tag: $left" >&2; exit 1; fi
     echo "demo OK: delete.yml removed everything the clusters owned"
+fi
+if [[ $KEEP == 1 ]]; then
+    print_kept | tee "$LOGDIR/kept.txt"
+else
+    echo "The moto server and the simulator stop now: the kubeconfigs in .capa/ name endpoints that no longer answer"
+    echo "(a record of what a run writes). \`make demo KEEP=1\` keeps both running and prints how to reach the clusters."
 fi
 exit $status

@@ -174,10 +174,13 @@ class Simulator:
         self.reset()
 
     def resolve_endpoint(self, endpoint: str) -> Cluster | None:
+        # Host names are case-insensitive: AWS hands out an EKS endpoint in upper case and kubectl CONNECTs to it so.
+        endpoint = endpoint.lower()
         with self.lock:
             clusters = list(self.clusters.values())
         for cluster in clusters:
-            if endpoint in cluster.endpoint_aliases and cluster.api.listening:
+            aliases = {alias.lower() for alias in cluster.endpoint_aliases}
+            if endpoint in aliases and cluster.api.listening:
                 return cluster
         return None
 
