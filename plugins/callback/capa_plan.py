@@ -33,7 +33,9 @@ description:
     calls (C(k8s:PatchNode), C(etcd:MemberRemove), C(file:WriteFile)) are listed like AWS calls. A grouped row takes
     the action of its machine call, or of its one repeated call; the summary line counts every call.
   - By default only check-mode runs are collected (C(--check), or tasks that run with C(check_mode=true)), so the
-    table is the plan of what a real run would do. With O(always) it also lists what a real run did.
+    table is the plan of what a real run would do. With O(always) it also lists what a real run did. The summary line
+    notes that nothing was changed when every task collected for the cluster ran in check mode, by
+    C(--check) or by C(check_mode) on the play or task (as the AWX project's C(plan.yml) sets it).
   - The same data is set as the custom stat C(capa_plan) of the run (C(stats.set_custom_stats)) and, with
     O(output_file), written as JSON.
   - In AWX the table is part of the job output when the project's C(ansible.cfg) enables the callback (the AWX
@@ -87,10 +89,10 @@ options:
         key: width
   output_file:
     description:
-      - Also write the collected plans to this file as JSON, an object with C(check_mode) and C(clusters). C(clusters)
-        maps each host to its C(summary) (the counts of C(create), C(update) and C(delete)), its C(calls) in order
-        (C(action), C(call), C(resource), C(reason), C(task), C(item) - the label of the loop item, empty outside a
-        loop) and its C(failed_tasks).
+      - Also write the collected plans to this file as JSON, an object with C(check_mode) (every collected task ran in
+        check mode) and C(clusters). C(clusters) maps each host to its C(summary) (the counts of C(create), C(update)
+        and C(delete)), its C(calls) in order (C(action), C(call), C(resource), C(reason), C(task), C(item) - the label
+        of the loop item, empty outside a loop) and its C(failed_tasks).
       - Written only when something was collected.
     type: path
     env:
@@ -216,6 +218,8 @@ class ClusterPlan:
 
     rows: list[PlanRow] = field(default_factory=list)
     failed_tasks: list[str] = field(default_factory=list)
+    # Every collected task ran in check mode (--check, or check_mode on the play or task, as AWX's plan job does).
+    check_mode: bool = True
 
     def summary(self) -> dict[str, int]:
         counts = dict.fromkeys(ACTIONS, 0)
@@ -406,11 +410,11 @@ def render_table(rows: Sequence[TableRow], width: int = 120) -> list[str]:
     return lines
 
 
-def summary_lines(host: str, plan: ClusterPlan, check_mode: bool, width: int = 120) -> list[str]:
+def summary_lines(host: str, plan: ClusterPlan, width: int = 120) -> list[str]:
     """The counts of the calls (not of the rows), and the failed tasks, wrapped to ``width`` columns."""
     counts = plan.summary()
     text = f"{host}: {counts[CREATE]} to create, {counts[UPDATE]} to update, {counts[DELETE]} to delete"
-    if check_mode:
+    if plan.check_mode:
         text += " (check mode: nothing was changed)"
     if plan.failed_tasks:
         text += f"; incomplete, failed: {', '.join(plan.failed_tasks)}"
@@ -448,17 +452,21 @@ class CallbackModule(CallbackBase):
         self.check_mode = bool(context.CLIARGS.get("check", False))
 
     # -- collecting ----------------------------------------------------------------------------------------------
+    def _in_check_mode(self, task: Any) -> bool:
+        return self.check_mode or getattr(task, "check_mode", None) is True
+
     def _collects(self, task: Any) -> bool:
         action = getattr(task, "resolved_action", None) or getattr(task, "action", "") or ""
         if not action.startswith(COLLECTION_PREFIX):
             return False
-        return self.check_mode or getattr(task, "check_mode", None) is True or bool(self.get_option("always"))
+        return self._in_check_mode(task) or bool(self.get_option("always"))
 
     def _collect(self, result: Any, failed: bool = False) -> None:
         task = result._task
         if not self._collects(task):
             return
         plan = self.plans.setdefault(result._host.get_name(), ClusterPlan())
+        plan.check_mode = plan.check_mode and self._in_check_mode(task)
         name = task.get_name()
         plan.rows.extend(rows_of(result._result, name))
         if failed:
@@ -473,7 +481,7 @@ class CallbackModule(CallbackBase):
     # -- reporting -----------------------------------------------------------------------------------------------
     def structured(self) -> dict[str, Any]:
         return {
-            "check_mode": self.check_mode,
+            "check_mode": all(plan.check_mode for plan in self.plans.values()),
             "clusters": {host: plan.as_dict() for host, plan in self.plans.items()},
         }
 
@@ -493,7 +501,7 @@ class CallbackModule(CallbackBase):
             self._display.display(header)
             for row, line in zip(rows, lines, strict=True):
                 self._display.display(line, color=getattr(C, ACTION_COLORS[row.action], None))
-            for line in summary_lines(host, plan, self.check_mode, width):
+            for line in summary_lines(host, plan, width):
                 self._display.display(line)
         data = self.structured()
         stats.set_custom_stats("capa_plan", data)

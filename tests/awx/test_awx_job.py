@@ -9,6 +9,7 @@ names its executable and CAPA_TARBALL the tarball of `make dist`).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -72,8 +73,11 @@ def _install_collection(pdd: Path) -> Path:
     return target
 
 
-def _private_data_dir(root: Path, endpoint: str) -> Path:
-    """AWX's layout: project/ (the SCM checkout), inventory/, env/envvars, env/extravars."""
+def _private_data_dir(
+    root: Path, endpoint: str, extravars: dict[str, Any] | None = None, cluster: dict[str, Any] | None = None
+) -> Path:
+    """AWX's layout: project/ (the SCM checkout), inventory/, env/envvars, env/extravars (the job template's extra
+    vars, and what a workflow hands on: its earlier jobs' artifacts, a credential's injected extra vars)."""
     pdd = root
     pdd.mkdir(parents=True)
     shutil.copytree(AWX_PROJECT, pdd / "project")
@@ -82,7 +86,7 @@ def _private_data_dir(root: Path, endpoint: str) -> Path:
     inventory = {
         "capa_clusters": {
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-            "hosts": {CLUSTER["name"]: {"capa_cluster": CLUSTER}},
+            "hosts": {CLUSTER["name"]: {"capa_cluster": cluster or CLUSTER}},
         }
     }
     (pdd / "inventory" / "hosts.yml").write_text(yaml.safe_dump(inventory))
@@ -94,11 +98,11 @@ def _private_data_dir(root: Path, endpoint: str) -> Path:
         "ANSIBLE_COLLECTIONS_PATH": f"{collections}:{pdd / 'home' / '.ansible' / 'collections'}",
     }
     (pdd / "env" / "envvars").write_text(yaml.safe_dump(envvars))
-    (pdd / "env" / "extravars").write_text(yaml.safe_dump(EXTRAVARS))
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump({**EXTRAVARS, **(extravars or {})}))
     return pdd
 
 
-def _run_job(pdd: Path) -> dict[str, Any]:
+def _run_job(pdd: Path, playbook: str = "site.yml") -> dict[str, Any]:
     assert RUNNER.is_file(), f"{RUNNER} missing: make awx-job creates it"
     # The job's process environment: no AWS_* and no ANSIBLE_* of this test session, only what AWX would set.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANSIBLE_", "EC2_"))}
@@ -111,7 +115,7 @@ def _run_job(pdd: Path) -> dict[str, Any]:
         }
     )
     proc = subprocess.run(
-        [str(RUNNER), "run", str(pdd), "-p", "site.yml", "--ident", "job"],
+        [str(RUNNER), "run", str(pdd), "-p", playbook, "--ident", "job"],
         env=env,
         capture_output=True,
         text=True,
@@ -294,3 +298,49 @@ def _kubeconfig_by_lookup(aws, tmp_path: Path, host: str, port: int) -> dict[str
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return yaml.safe_load(dest.read_text())
+
+
+def test_plan_approval_apply_as_an_awx_workflow(aws, tmp_path):
+    """The nodes of capa-plan-approve-apply as AWX runs them: capa-plan's check run prints the capa_plan table (the
+    project's ansible.cfg enables it) and publishes capa_approved_plan as its artifact; AWX hands the artifact to
+    capa-apply as extra vars. capa-apply refuses - before any change - without a plan, in another account (here
+    the identity credential's role, injected as extra vars) and with a changed spec; with the plan it reconciles."""
+    aws.reset_requests()
+    plan = _run_job(_private_data_dir(tmp_path / "plan", aws.url), "plan.yml")
+    assert plan["rc"] == 0 and plan["status"] == "successful", plan["stdout"][-4000:] + plan["runner_output"][-2000:]
+    assert aws.mutating_requests() == [], "the plan changed AWS"
+    text = ANSI.sub("", plan["stdout"])
+    table = text[text.index(f"CAPA PLAN [{CLUSTER['name']}]") :].splitlines()
+    assert table[1].split() == ["#", "action", "calls", "call", "resource", "reason"], table[:3]
+    assert re.match(rf"{CLUSTER['name']}: \d+ to create, \d+ to update, 0 to delete \(", table[-1]), table[-1]
+    assert max(len(line) for line in table) <= 120, table
+    approved = _stats(plan["events"])["artifact_data"]["capa_approved_plan"]
+    digest = hashlib.sha256(json.dumps(CLUSTER, sort_keys=True).encode()).hexdigest()
+    assert approved == {CLUSTER["name"]: {"account": "123456789012", "spec": digest}}  # moto's account for any key
+
+    refusals = {
+        "no plan": ({}, CLUSTER, "No approved plan of awx-job"),
+        "another account": (
+            {"capa_approved_plan": approved, "capa_identity_role_arn": "arn:aws:iam::111111111111:role/capa"},
+            CLUSTER,
+            "was planned in AWS account 123456789012 and would be applied in 111111111111",
+        ),
+        "another spec": (
+            {"capa_approved_plan": approved},
+            {**CLUSTER, "control_plane": {"replicas": 3}},
+            "The spec of awx-job changed since the plan",
+        ),
+    }
+    for case, (extravars, cluster, message) in refusals.items():
+        refused = _run_job(
+            _private_data_dir(tmp_path / case.replace(" ", "-"), aws.url, extravars, cluster), "apply.yml"
+        )
+        assert refused["status"] == "failed", case
+        assert message in " ".join(ANSI.sub("", refused["stdout"]).split()), (case, refused["stdout"][-3000:])
+        assert aws.mutating_requests() == [], f"{case}: the refused apply changed AWS"
+
+    applied = _run_job(_private_data_dir(tmp_path / "apply", aws.url, {"capa_approved_plan": approved}), "apply.yml")
+    assert applied["rc"] == 0 and applied["status"] == "successful", applied["stdout"][-4000:]
+    owned = [{"Name": f"tag:sigs.k8s.io/cluster-api-provider-aws/cluster/{CLUSTER['name']}", "Values": ["owned"]}]
+    assert len(aws.client("ec2").describe_vpcs(Filters=owned)["Vpcs"]) == 1
+    assert "CAPA PLAN" not in applied["stdout"], "a real run printed a plan"

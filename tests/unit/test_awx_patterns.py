@@ -1,8 +1,11 @@
-"""extensions/awx: the AWX objects are valid input for the awx.awx modules, the surveys are what AWX accepts, and the
-job templates select playbook files that exist in the project layout."""
+"""extensions/awx: the AWX objects are valid input for the awx.awx modules, the surveys and the credential type are
+what AWX accepts, the job templates select playbook files that exist in the project layout, the workflow goes plan ->
+approval -> apply with the plan's artifact checked by the apply, the inventory source reads a capa_machines
+configuration of the project, and the project's ansible.cfg prints the plan."""
 
 from __future__ import annotations
 
+import configparser
 import importlib
 import re
 from pathlib import Path
@@ -25,9 +28,13 @@ GALAXY = yaml.safe_load((REPO / "galaxy.yml").read_text())
 
 # Which awx.awx module each list of capa.yml feeds (infra.controller_configuration's variable names).
 OBJECTS = {
+    "controller_credential_types": "credential_type",
     "controller_execution_environments": "execution_environment",
     "controller_projects": "project",
+    "controller_inventories": "inventory",
+    "controller_inventory_sources": "inventory_source",
     "controller_templates": "job_template",
+    "controller_workflows": "workflow_job_template",
     "controller_schedules": "schedule",
 }
 # AWX's survey question types (awx/api/views: JobTemplateSurveySpec) and the keys a question may carry.
@@ -119,7 +126,9 @@ def test_every_object_is_valid_input_for_its_awx_module(key, rendered):
     for item in items:
         result = validator.validate(dict(item))
         assert not result.error_messages, f"{key} {item.get('name')}: {result.error_messages}"
-        assert "{{" not in repr(result.validated_parameters), f"{key} {item['name']}: an untemplated value"
+        # A credential type's injectors are AWX's templates of its inputs; any other "{{" is one Ansible missed.
+        ours = {k: v for k, v in result.validated_parameters.items() if k != "injectors"}
+        assert "{{" not in repr(ours), f"{key} {item['name']}: an untemplated value"
 
 
 def test_apply_playbook_passes_every_key_the_data_sets():
@@ -239,14 +248,19 @@ def test_job_templates_select_playbook_files_of_the_project(rendered):
     assert {t["playbook"] for t in rendered["controller_templates"]} == {
         "site.yml",
         "plan.yml",
+        "apply.yml",
         "delete.yml",
         "etcd_snapshot.yml",
         "restore.yml",
     }
 
 
+def plays_of(playbook: str) -> list[dict[str, Any]]:
+    return yaml.safe_load((PROJECT / playbook).read_text())
+
+
 def test_plan_playbook_is_a_check_mode_run_with_diffs():
-    (play,) = yaml.safe_load((PROJECT / "plan.yml").read_text())
+    (play,) = [p for p in plays_of("plan.yml") if "check_mode" in p]
     assert play["check_mode"] is True and play["diff"] is True
     site = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())[0]
     for key in ("hosts", "strategy", "environment", "gather_facts"):
@@ -277,3 +291,151 @@ def test_project_requirements_bound_the_collections_as_galaxy_yml_does():
     assert wanted["amazon.aws"] == GALAXY["dependencies"]["amazon.aws"]
     major = int(GALAXY["version"].split(".")[0])
     assert wanted["clusterapi.aws"] == f">={GALAXY['version']},<{major + 1}.0.0"
+
+
+# --- the identity credential type -----------------------------------------------------------------------------------
+# AWX's rules for a credential type (awx/main/fields.py: CredentialTypeInputField, CredentialTypeInjectorField).
+FIELD_KEYS = {
+    "id",
+    "label",
+    "type",
+    "secret",
+    "multiline",
+    "help_text",
+    "format",
+    "choices",
+    "ask_at_runtime",
+    "default",
+}
+VARIABLE = re.compile(r"^[a-zA-Z_]+[a-zA-Z0-9_]*$")
+TEMPLATE_NAMES = re.compile(r"{{\s*([a-zA-Z_][a-zA-Z0-9_]*)")
+
+
+def _check_credential_type(kind: dict[str, Any]) -> list[str]:
+    errors = []
+    inputs, injectors = kind.get("inputs", {}), kind.get("injectors", {})
+    fields = inputs.get("fields", [])
+    ids = [f.get("id") for f in fields]
+    for f in fields:
+        if set(f) - FIELD_KEYS:
+            errors.append(f"field {f.get('id')}: unknown keys {sorted(set(f) - FIELD_KEYS)}")
+        if not isinstance(f.get("id"), str) or not VARIABLE.match(f["id"]) or not isinstance(f.get("label"), str):
+            errors.append(f"field {f.get('id')!r}: an id that is a variable name and a label are required")
+        if f.get("type", "string") not in ("string", "boolean"):
+            errors.append(f"field {f['id']}: type {f['type']!r}")
+    if len(set(ids)) != len(ids):
+        errors.append("repeated field ids")
+    if not set(inputs.get("required", [])) <= set(ids):
+        errors.append(f"required names no field: {set(inputs['required']) - set(ids)}")
+    if set(injectors) - {"file", "env", "extra_vars"}:
+        errors.append(f"unknown injectors {sorted(set(injectors) - {'file', 'env', 'extra_vars'})}")
+    for section in ("env", "extra_vars"):
+        for name, template in injectors.get(section, {}).items():
+            if not VARIABLE.match(name) or not isinstance(template, str):
+                errors.append(f"{section}.{name}: a variable name and a string template are required")
+                continue
+            unknown = set(TEMPLATE_NAMES.findall(template)) - set(ids)
+            if unknown:
+                errors.append(f"{section}.{name}: the template names {sorted(unknown)}, not inputs")
+    return errors
+
+
+def test_the_credential_type_checker_rejects_what_awx_rejects():
+    good = {
+        "inputs": {"fields": [{"id": "a", "label": "A", "type": "string"}], "required": ["a"]},
+        "injectors": {"extra_vars": {"x": "{{ a }}"}},
+    }
+    assert _check_credential_type(good) == []
+    assert _check_credential_type({**good, "injectors": {"extra_vars": {"x": {"nested": "{{ a }}"}}}})
+    assert _check_credential_type({**good, "injectors": {"extra_vars": {"x": "{{ b }}"}}})
+    assert _check_credential_type({**good, "injectors": {"ssh": {}}})
+    assert _check_credential_type({**good, "inputs": {"fields": good["inputs"]["fields"], "required": ["b"]}})
+
+
+def test_the_identity_credential_type_feeds_the_projects_identity_play(rendered):
+    (kind,) = rendered["controller_credential_types"]
+    assert _check_credential_type(kind) == []
+    fields = {f["id"]: f for f in kind["inputs"]["fields"]}
+    assert set(fields) == {"role_arn", "external_id", "session_name"} and fields["external_id"]["secret"] is True
+    assert kind["inputs"]["required"] == ["role_arn"]
+    injected = kind["injectors"]["extra_vars"]
+    # The file's raw blocks keep AWX's templates from Ansible's: what AWX receives still templates its inputs.
+    assert injected["capa_identity_role_arn"] == "{{ role_arn }}"
+    (play,) = plays_of("identity.yml")
+    (task,) = play["tasks"]
+    used = set(re.findall(r"capa_identity_[a-z_]+", yaml.safe_dump(task)))
+    assert used == set(injected)
+    # Every job of the project takes the credential's role, the plan and the apply alike.
+    for playbook in ("site.yml", "plan.yml", "apply.yml", "delete.yml", "etcd_snapshot.yml", "restore.yml"):
+        imports = [p.get("ansible.builtin.import_playbook") for p in plays_of(playbook)]
+        assert "identity.yml" in imports, playbook
+        assert imports.index("identity.yml") < len(imports) - 1, f"{playbook}: identity.yml after the work"
+
+
+# --- plan -> approval -> apply --------------------------------------------------------------------------------------
+def test_the_workflow_is_plan_then_approval_then_apply(rendered):
+    (workflow,) = rendered["controller_workflows"]
+    nodes = {n["identifier"]: n for n in workflow["workflow_nodes"]}
+    successors = {
+        name: [s["identifier"] for s in node.get("related", {}).get("success_nodes", [])]
+        for name, node in nodes.items()
+    }
+    assert successors == {"plan": ["approve"], "approve": ["apply"], "apply": []}
+    assert all(not node.get("related", {}).get(k) for node in nodes.values() for k in ("failure_nodes", "always_nodes"))
+    templates = {t["name"]: t for t in rendered["controller_templates"]}
+    plan, approve, apply = (nodes[n]["unified_job_template"] for n in ("plan", "approve", "apply"))
+    assert (plan["type"], templates[plan["name"]]["playbook"]) == ("job_template", "plan.yml")
+    assert (apply["type"], templates[apply["name"]]["playbook"]) == ("job_template", "apply.yml")
+    assert approve["type"] == "workflow_approval" and int(approve["timeout"]) > 0
+    # One limit for the plan and the apply: the workflow's, given at launch.
+    assert workflow["ask_limit_on_launch"] is True and workflow["allow_simultaneous"] is False
+
+
+def test_the_plan_publishes_what_the_apply_checks():
+    publish = plays_of("plan.yml")[-1]["tasks"]
+    assert publish[0]["ansible.builtin.include_tasks"] == "tasks/plan_record.yml"
+    stats = publish[1]["ansible.builtin.set_stats"]
+    assert stats["per_host"] is False and stats["aggregate"] is True  # one artifact, merged over the clusters
+    assert set(stats["data"]) == {"capa_approved_plan"}
+
+    refuse, reconcile = plays_of("apply.yml")[1:]
+    assert reconcile == {"name": "Reconcile clusters", "ansible.builtin.import_playbook": "clusterapi.aws.site"}
+    assert refuse["any_errors_fatal"] is True  # one refused cluster stops the whole apply
+    steps = [next(k for k in task if k.startswith("ansible.builtin.")) for task in refuse["tasks"]]
+    assert steps == ["ansible.builtin.assert", "ansible.builtin.include_tasks", *["ansible.builtin.assert"] * 2]
+    checks = [" ".join(t["ansible.builtin.assert"]["that"]) for t in refuse["tasks"] if "ansible.builtin.assert" in t]
+    assert "capa_approved_plan | default(None) is mapping" in checks[0]
+    assert "capa_plan_record.account" in checks[1] and "capa_approved_plan[inventory_hostname].account" in checks[1]
+    assert "capa_plan_record.spec" in checks[2]
+
+    record = yaml.safe_load((PROJECT / "tasks" / "plan_record.yml").read_text())
+    caller, fact = record
+    assert "amazon.aws.aws_caller_info" in caller and caller["check_mode"] is False  # a read, also in the check run
+    assert set(fact["ansible.builtin.set_fact"]["capa_plan_record"]) == {"account", "spec"}
+
+
+# --- the machines inventory source, and the plan's table in job output ----------------------------------------------
+def test_the_inventory_source_reads_a_capa_machines_configuration_of_the_project(rendered):
+    (source,) = rendered["controller_inventory_sources"]
+    assert source["inventory"] in {i["name"] for i in rendered["controller_inventories"]}
+    assert source["source_project"] in {p["name"] for p in rendered["controller_projects"]}
+    assert source["source"] == "scm" and source["credential"] == DATA["capa_awx_credential"]
+    path = PROJECT / source["source_path"]
+    assert path.is_file() and path.name.endswith("capa_machines.yml")  # the plugin's verify_file
+    config = yaml.safe_load(path.read_text())
+    assert config["plugin"] == "clusterapi.aws.capa_machines"
+    plugin = importlib.import_module("ansible_collections.clusterapi.aws.plugins.inventory.capa_machines")
+    options = yaml.safe_load(plugin.DOCUMENTATION)["options"]
+    assert set(config) <= set(options), set(config) - set(options)
+    assert config["connection"] in options["connection"]["choices"]
+
+
+def test_the_project_prints_the_plan_with_the_capa_plan_callback():
+    config = configparser.ConfigParser()
+    config.read(PROJECT / "ansible.cfg")
+    assert "clusterapi.aws.capa_plan" in [c.strip() for c in config["defaults"]["callbacks_enabled"].split(",")]
+    plugin = importlib.import_module("ansible_collections.clusterapi.aws.plugins.callback.capa_plan")
+    options = yaml.safe_load(plugin.DOCUMENTATION)["options"]
+    ini = {entry["key"] for option in options.values() for entry in option.get("ini", [])}
+    assert set(config["callback_capa_plan"]) <= ini
+    assert int(config["callback_capa_plan"]["width"]) <= 120

@@ -186,12 +186,30 @@ def test_a_real_run_is_collected_only_with_always(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_task_in_check_mode_is_collected_in_a_real_run(monkeypatch: pytest.MonkeyPatch):
-    plugin = callback(monkeypatch, check=False)[0]
+    plugin, display = callback(monkeypatch, check=False)
     plugin.v2_runner_on_ok(result("demo", "clusterapi.aws.capa_vpc", {"plan": [entry("ec2:CreateVpc")]}))
     plugin.v2_runner_on_ok(
         result("demo", "clusterapi.aws.capa_subnet", {"plan": [entry("ec2:CreateSubnet")]}, check_mode=True)
     )
     assert [r.call for r in plugin.plans["demo"].rows] == ["ec2:CreateSubnet"]
+    stats = AggregateStats()
+    plugin.v2_playbook_on_stats(stats)
+    # Every collected task ran in check mode (a play's check_mode, as AWX's plan job): nothing was changed.
+    assert display.lines[-1] == "demo: 1 to create, 0 to update, 0 to delete (check mode: nothing was changed)"
+    assert stats.custom["_run"]["capa_plan"]["check_mode"] is True
+
+
+def test_with_always_a_real_task_makes_the_cluster_not_a_check_run(monkeypatch: pytest.MonkeyPatch):
+    plugin, display = callback(monkeypatch, check=False, always=True)
+    plugin.v2_runner_on_ok(
+        result("demo", "clusterapi.aws.capa_subnet", {"plan": [entry("ec2:CreateSubnet")]}, check_mode=True)
+    )
+    plugin.v2_runner_on_ok(result("lite", "clusterapi.aws.capa_vpc", {"plan": [entry("ec2:CreateVpc")]}))
+    stats = AggregateStats()
+    plugin.v2_playbook_on_stats(stats)
+    assert display.lines[-5] == "demo: 1 to create, 0 to update, 0 to delete (check mode: nothing was changed)"
+    assert display.lines[-1] == "lite: 1 to create, 0 to update, 0 to delete"
+    assert stats.custom["_run"]["capa_plan"]["check_mode"] is False
 
 
 def test_a_failed_task_keeps_its_partial_plan_and_marks_the_cluster_incomplete(monkeypatch: pytest.MonkeyPatch):
@@ -330,7 +348,7 @@ def test_every_line_fits_the_width_and_a_shortened_cell_keeps_its_ends():
 def test_the_summary_counts_calls_and_wraps_the_failed_tasks():
     failed = [f"a task with a long name {n}" for n in range(9)]
     plan = ClusterPlan(rows=plan_rows(ADDONS, "addons"), failed_tasks=failed)
-    lines = summary_lines("demo", plan, check_mode=True, width=120)
+    lines = summary_lines("demo", plan, width=120)
     assert lines[0].startswith("demo: 0 to create, 25 to update, 0 to delete (check mode: nothing was changed)")
     assert len(lines) > 1 and all(len(line) <= 120 for line in lines)
     assert all(line.startswith("  ") for line in lines[1:])
