@@ -344,3 +344,41 @@ def test_plan_approval_apply_as_an_awx_workflow(aws, tmp_path):
     owned = [{"Name": f"tag:sigs.k8s.io/cluster-api-provider-aws/cluster/{CLUSTER['name']}", "Values": ["owned"]}]
     assert len(aws.client("ec2").describe_vpcs(Filters=owned)["Vpcs"]) == 1
     assert "CAPA PLAN" not in applied["stdout"], "a real run printed a plan"
+
+
+def test_the_identity_credential_is_the_role_the_modules_assume(aws, tmp_path):
+    """What a "clusterapi.aws identity" credential injects (capa_identity_*: its role ARN and external id) reaches the
+    modules through the project's identity.yml: the plan assumes the role - AWS (moto with the trust policy's
+    sts:ExternalId condition enforced) refuses a wrong external id - and is recorded in the role's account."""
+    account = "111111111111"
+    iam = aws.client("iam")
+    iam.meta.events.register(
+        "before-sign.iam.*", lambda request, **kwargs: request.headers.add_header("x-moto-account-id", account)
+    )
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "sts:AssumeRole",
+                "Condition": {"StringEquals": {"sts:ExternalId": "capa-awx"}},
+            }
+        ],
+    }
+    role = iam.create_role(RoleName="capa-awx", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    credential = {"capa_identity_role_arn": role, "capa_identity_session_name": "awx-plan"}
+
+    planned = _run_job(
+        _private_data_dir(tmp_path / "right", aws.url, {**credential, "capa_identity_external_id": "capa-awx"}),
+        "plan.yml",
+    )
+    assert planned["status"] == "successful", planned["stdout"][-4000:]
+    approved = _stats(planned["events"])["artifact_data"]["capa_approved_plan"][CLUSTER["name"]]
+    assert approved["account"] == account
+
+    refused = _run_job(
+        _private_data_dir(tmp_path / "wrong", aws.url, {**credential, "capa_identity_external_id": "guess"}), "plan.yml"
+    )
+    assert refused["status"] == "failed"
+    assert f"could not assume role {role} (with an external id)" in ANSI.sub("", refused["stdout"])
