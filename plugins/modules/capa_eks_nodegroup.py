@@ -229,11 +229,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 progress:
-  description: The last lines a long wait reported (every line also went to the module's log as it happened).
+  description:
+    - The last lines a long wait reported, at least one every 30 seconds of a wait. Every line also went to the
+      module's log as it happened and, when the module ran in the controller's worker process (a local target on
+      the controller's Python), to the controller's display (a terminal, an AWX job's output), in lines that begin
+      with C([capa] <host>).
   returned: when the run waited long enough to report
   type: list
   elements: str
-  sample: ["95s: waiting for node group demo-eks-ng-0 to become ACTIVE: 90s so far, 1705s of wait_timeout left"]
+  sample: ["95s: waiting for node group demo-eks-ng-0 to become ACTIVE: 1m30s waited, up to 28m25s left"]
 nodegroup:
   description: The pool's current node group after the run (in check mode, as it would be); C(null) when absent.
   returned: always

@@ -479,11 +479,16 @@ kubernetes_api:
   type: dict
   sample: {"asked": true, "reachable": true, "reason": null, "signal": "NodeReady"}
 progress:
-  description: The last lines a long wait reported (every line also went to the module's log as it happened).
+  description:
+    - The last lines a long wait reported, at least one every 30 seconds of a wait. Every line also went to the
+      module's log as it happened and, when the module ran in the controller's worker process (a local target on
+      the controller's Python), to the controller's display (a terminal, an AWX job's output), in lines that begin
+      with C([capa] <host>).
   returned: when the run waited long enough to report
   type: list
   elements: str
-  sample: ["35s: waiting for demo-control-plane-x7k2p to join the cluster: 30s so far, 1765s of wait_timeout left"]
+  sample:
+    - "35s: waiting for demo-cp-x7k2p to join the cluster (demo-cp-x7k2p: pending): 30s waited, up to 29m25s left"
 plan:
   description:
     - The mutating calls the run made, or in check mode would make, in order - to AWS (C(ec2:RunInstances)), to

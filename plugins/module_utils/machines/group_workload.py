@@ -249,21 +249,25 @@ class GroupWorkload:
     # waiting for machines to join ------------------------------------------------------------------------------
     def wait_joined(self, machines: list[Machine], waiting: list[Machine]) -> None:
         """Read the cluster until every machine of ``waiting`` is available, within the run's wait budget; the
-        progress (who is still joining, and why) goes to the module's log with every read."""
+        wait's progress reports (every 30 s) say who is still joining, and why."""
         names = ", ".join(m.name for m in waiting)
 
         def poll() -> list[Machine]:
             self.observe(machines)
-            still = [m for m in waiting if m.joining]
-            if still:
-                self.ctx.progress(
-                    f"group {self.group}: waiting for {', '.join(f'{m.name} ({_why(m)})' for m in still)}; "
-                    f"{int(self.ctx.remaining())}s of wait_timeout left"
-                )
-            return still
+            return [m for m in waiting if m.joining]
+
+        def still_joining(still: list[Machine]) -> str:
+            return "; ".join(f"{m.name}: {_why(m)}" for m in still)
 
         try:
-            wait_until(poll, lambda still: not still, self.ctx, f"{names} to join the cluster", JOIN_POLL)
+            wait_until(
+                poll,
+                lambda still: not still,
+                self.ctx,
+                f"{names} to join the cluster",
+                JOIN_POLL,
+                state=still_joining,
+            )
         except ReconcileError as e:
             detail = "; ".join(f"{m.name}: {_why(m)}" for m in waiting if m.joining)
             raise ReconcileError(f"{e} ({detail})" if detail else str(e)) from None
