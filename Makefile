@@ -134,6 +134,8 @@ iam-lint: venv collection $(TOOLS)/iam-lint/.stamp
 # .build/docs/html.  Sphinx runs with -W -n: a broken reference inside the collection's docs fails it (references
 # to the Ansible docsite resolve to its URLs offline, tools/docs/conf.py); lint-collection-docs checks the plugin
 # docs' markup and references (M(), O(), RV() ...), links.yml and extra docs.
+# antsibull-docs copies only the extra docs' .rst files: the pictures they embed (docs/docsite/rst/images, as the
+# tarball ships them) are copied next to them.
 DOCS := $(BUILD)/docs
 docs: venv dist $(TOOLS)/antsibull-docs/.stamp
 	rm -rf $(DOCS) && mkdir -p -m 755 $(DOCS)/rst && mkdir -p $(DOCS)/collections/ansible_collections/amazon
@@ -145,6 +147,8 @@ docs: venv dist $(TOOLS)/antsibull-docs/.stamp
 		time antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs dependent --skip-rstcheck . && \
 	cd $(CURDIR) && \
 		antsibull-docs collection --use-current --fail-on-error --dest-dir $(DOCS)/rst clusterapi.aws && \
+		cp -R $(DOCS)/collections/ansible_collections/clusterapi/aws/docs/docsite/rst/images \
+			$(DOCS)/rst/collections/clusterapi/aws/docsite/images && \
 		cp tools/docs/index.rst $(DOCS)/rst/index.rst && \
 		sphinx-build -q -W --keep-going -n -j 2 -b html -c tools/docs $(DOCS)/rst $(DOCS)/html
 	@echo "docs: $(DOCS)/html/index.html"
