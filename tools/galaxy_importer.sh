@@ -2,7 +2,8 @@
 # make galaxy-importer: run galaxy-importer (Galaxy's and Automation Hub's import checks) on the tarball
 # `ansible-galaxy collection build` made, locally: no container engine, ansible-test off, ansible-doc and
 # ansible-lint (production profile, as the importer runs it) on.  Fails on any ERROR line and on any warning that
-# tools/galaxy-importer-warnings.txt does not list (each one listed there is explained in the README).
+# tools/galaxy-importer-warnings.txt does not list (each one listed there is explained in
+# docs/docsite/rst/development.rst, "The artifact: Galaxy and Automation Hub").
 #
 # Usage: tools/galaxy_importer.sh TARBALL TOOL_VENV MAIN_VENV
 set -euo pipefail

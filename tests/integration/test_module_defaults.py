@@ -1,6 +1,8 @@
 # Copyright: Contributors to clusterapi.aws
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""A play's module_defaults for group/clusterapi.aws.capa reach every task the roles run (README "Credentials").
+"""A play's module_defaults for group/clusterapi.aws.capa reach every task the roles run.
+
+The credentials a play gives them: docs/docsite/rst/getting_started.rst, "Credentials".
 
 The roles used to set that group's defaults per cluster themselves, and Ansible replaces a group's defaults rather than
 merging them, so a play-level entry was silently dropped inside the roles (a profile that does not exist was ignored).
