@@ -35,6 +35,11 @@ description:
     left rotates it: a new token in a new version (no instance refresh). Superseded tokens are deleted once they
     lapse or no kept version refers to them, and the pool's tokens with the pool. Without the API a pool that needs
     a new version is refused before any change."
+  - A group created or resized in the run is done when its desired capacity of running instances have Ready Nodes
+    (kubeadm bootstrap; Cluster API's MachinePool C(ReadyReplicas)), not when AWS launched them - the pool's
+    instances (one C(DescribeInstances)) and the cluster's Nodes (one list) are polled within I(wait_timeout), with
+    progress every 30 seconds. Without an answering API the Nodes are not awaited and the run warns; without
+    kubeadm bootstrap (EKS's nodeadm) they are not awaited.
   - With I(externally_managed_replicas) (a cluster autoscaler owns the size) the desired capacity is only set when
     the group is created; later runs leave AWS's value alone and report it.
   - A run that changes nothing makes one C(DescribeLaunchTemplates), one C(DescribeLaunchTemplateVersions), one

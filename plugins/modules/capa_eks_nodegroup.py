@@ -10,6 +10,9 @@ version_added: 0.1.0
 description:
   - Keeps one pool of EKS managed nodes - a managed node group of the EKS cluster I(eks_cluster_name) - in line with
     the options, the way CAPA's AWSManagedMachinePool controller does.
+  - A node group created or resized in the run is done when its desired size of Nodes is Ready, not only when EKS
+    says C(ACTIVE) - one Node list per poll through I(kubernetes_api), with a token of the run's credentials. Without
+    an answering API (C(kubernetes_api.mode=auto)) the Nodes are not awaited and the run warns; C(none) skips it.
   - The first node group of a pool is named I(name); a replacement is named C(<name>-<4 characters of its template
     hash>). The node groups of a pool are found by their tags - C(clusterapi.aws/node-group=<name>) and the
     cluster's ownership tag - read from C(DescribeNodegroup) (one call per node group whose name can belong to the
@@ -196,6 +199,7 @@ extends_documentation_fragment:
   - amazon.aws.boto3
   - clusterapi.aws.common
   - clusterapi.aws.common.state
+  - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes
 """
 

@@ -29,6 +29,9 @@ description:
   - A change of the target capacity, the launch template version, the instance types or the subnets is applied
     with C(ModifyFleet). The default capacity type, the spot allocation strategy and
     I(replace_unhealthy_instances) cannot be changed on a fleet - such a change fails and names the fields.
+  - A fleet created or modified in the run is done when its target capacity of running instances have Ready Nodes
+    (kubeadm bootstrap), after the capacity itself - one C(DescribeInstances) and one Node list per poll, within
+    I(wait_timeout). Without an answering API the Nodes are not awaited and the run warns.
   - C(state=absent) deletes the fleet with its instances, waits (within I(wait_timeout)) until they are
     terminated, then deletes the launch template and every version's bootstrap entries.
 author:

@@ -26,6 +26,7 @@ from ..kernel.idempotency import new_client_token
 from ..kernel.tags import ROLE_COMMON
 from ..kernel.waiting import Backoff
 from ..workload import credentials
+from ..workload.access import KubernetesApiSettings
 from ..workload.kube import UNREACHABLE, ApiTarget, KubeApi, PlannedApi
 from . import cluster_plan as plan
 from .eks_cluster_spec import EksClusterSpec
@@ -117,7 +118,12 @@ def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool) -> dict[str, Any] | N
 
 
 def _api(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any]) -> KubeApi:
-    settings = spec.kubernetes_api
+    return eks_kube_api(ctx, spec.kubernetes_api, spec.name, cluster)
+
+
+def eks_kube_api(ctx: Context, settings: KubernetesApiSettings, name: str, cluster: Mapping[str, Any]) -> KubeApi:
+    """A client of EKS cluster ``name``'s API server (``DescribeCluster``'s answer): its CA, a token of the run's
+    credentials (presigned locally), and ``kubernetes_api``'s tunnel or proxy when set."""
     endpoint = cluster["endpoint"]
     ca = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
     host = urllib.parse.urlparse(endpoint).hostname or ""
@@ -127,7 +133,7 @@ def _api(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any]) -> Kube
         tls_server_name=settings.tls_server_name or (host if settings.server else None),
         proxy=settings.proxy,
     )
-    token = credentials.eks_token(ctx.session.credentials(), ctx.region or "", spec.name)
+    token = credentials.eks_token(ctx.session.credentials(), ctx.region or "", name)
     return KubeApi(target, token=token, count=ctx.session.recorder.count, timeout=settings.timeout)
 
 

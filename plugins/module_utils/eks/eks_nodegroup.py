@@ -21,13 +21,22 @@ from typing import Any, Mapping, Sequence
 from ..aws import eks as aws_eks
 from ..iam.roles import delete_owned_role
 from ..kernel.context import Context
+from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.idempotency import new_client_token
+from ..kernel.options import argument_spec as spec_of
 from ..kernel.tags import repair_tags
 from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
+from ..workload.access import KUBERNETES_API
+from ..workload.kube import UNREACHABLE
+from ..workload.observe import NodeView
 from . import members
 from . import nodegroup_plan as plan
+from .access import eks_kube_api
 from .members import Members, member_subnets, member_tags, owned_members, pick_current, ready_cluster, service_role
+
+# The label EKS gives every Node of a managed node group.
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
 
 # node groups ---------------------------------------------------------------------------------------------------------
@@ -49,6 +58,48 @@ def _wait_settled(ctx: Context, cluster: str, name: str) -> dict[str, Any]:
         f"node group {name} to be ACTIVE",
         delay=members.POLL_DELAY,
         failed=lambda n: _failure(n) or ("it was deleted" if n.get("status") == "DELETED" else None),
+    )
+
+
+def ready_nodes_of(nodes: Sequence[Mapping[str, Any]], group: str) -> int:
+    """Ready Nodes that EKS labelled as the node group's."""
+    views = (NodeView.from_api(n) for n in nodes)
+    return sum(1 for n in views if n.labels.get(NODEGROUP_LABEL) == group and n.ready == "True")
+
+
+def wait_for_nodes(
+    ctx: Context, spec: plan.NodegroupSpec, cluster: Mapping[str, Any], group: Mapping[str, Any]
+) -> None:
+    """After a node group was created or resized: wait until its desired size of Nodes is Ready (Cluster API's
+    MachinePool ReadyReplicas), so the run ends with the nodes serving. One Node list per poll, with a token of the
+    run's credentials; without an answering API (mode auto) the wait is skipped with a warning."""
+    desired = int((group.get("scalingConfig") or {}).get("desiredSize") or 0)
+    settings = spec.kubernetes_api
+    if ctx.check_mode or not ctx.wait or desired < 1 or settings.mode == "none" or group.get("status") != plan.ACTIVE:
+        return
+    name = group["nodegroupName"]
+    api = eks_kube_api(ctx, settings, spec.eks_cluster, cluster)
+
+    def observe() -> int:
+        try:
+            return ready_nodes_of(api.nodes(), name)
+        except RemoteError as e:
+            if e.code != UNREACHABLE:
+                raise
+            if settings.mode == "required":
+                raise ReconcileError(
+                    f"kubernetes_api.mode is required but the Kubernetes API does not answer: {e}"
+                ) from None
+            ctx.warn(f"node group {name}: its Nodes were not awaited (the Kubernetes API does not answer: {e})")
+            return -1
+
+    wait_until(
+        observe,
+        lambda ready: ready >= desired or ready < 0,
+        ctx,
+        f"{desired} Ready Nodes of node group {name}",
+        delay=members.POLL_DELAY,
+        state=lambda ready: f"{max(ready, 0)} of {desired} Ready",
     )
 
 
@@ -105,10 +156,13 @@ class _NodegroupRun:
         current, old = pick_current(found.members, digest)
         before = {"nodegroup": plan.summary(current or (old[0] if old else None))}
 
+        calls = len(ctx.ops.plan)
         if current is None:
             current = self.create(definition, digest, subnets, role_arn, version, found.taken, old)
         else:
             current = self.update(current, digest, version)
+        if cluster and len(ctx.ops.plan) > calls:  # created, resized or updated in this run: its Nodes are awaited
+            wait_for_nodes(ctx, spec, cluster, current)
         replaced = self.retire(current, old)
         if replaced and spec.node_role_arn and current.get("status") == plan.ACTIVE:
             # The pool moved to a given role: the one we created for it has no user left.
@@ -318,4 +372,5 @@ def module_argument_spec() -> dict[str, Any]:
         node_role_arn=dict(type="str"),
         subnets=dict(type="list", elements="dict", default=[]),
         tags=dict(type="dict", default={}),
+        **spec_of([KUBERNETES_API]),
     )

@@ -27,6 +27,7 @@ from ..kernel.hashing import template_hash
 from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.options import Option, given
 from ..kernel.validation import at, check_tags
+from ..workload.access import KubernetesApiSettings
 
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
 FARGATE_PROFILE_TAG = "clusterapi.aws/fargate-profile"
@@ -203,6 +204,8 @@ class NodegroupSpec:
     node_role_arn: str | None
     subnets: list[dict[str, Any]]
     tags: dict[str, str] = field(default_factory=dict)
+    # How the controller reaches the cluster's API, for the wait on the node group's Nodes.
+    kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> NodegroupSpec:
@@ -246,6 +249,7 @@ class NodegroupSpec:
             node_role_arn=given(params["node_role_arn"]),
             subnets=[dict(s) for s in params["subnets"]],
             tags=dict(params["tags"]),
+            kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
         )
 
 

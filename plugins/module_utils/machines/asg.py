@@ -78,6 +78,7 @@ from .asg_plan import (
 from .bootstrap_data import BOOTSTRAP_TAG, BootstrapRef
 from .machine_spec import NONE, SECRETS_MANAGER, asg_argument_spec
 from .node_bootstrap import NodeBootstrap
+from .pool_nodes import wait_for_pool_nodes
 from .pool_token import HASH_TOKEN, TOKEN_ID_TAG, PoolToken
 
 # The drain hook's name: the auto scaling group and its nodes' termination watcher must agree on it.
@@ -85,6 +86,8 @@ from .termination import lifecycle_hook_name
 
 __all__ = ["PROCESSES", "AsgTier", "machine_argument_spec"]
 
+# The tag AWS gives every instance an auto scaling group launches (the pool's Node wait finds them by it).
+ASG_NAME_TAG = "aws:autoscaling:groupName"
 MAX_PRUNE_BATCH = 200  # DeleteLaunchTemplateVersions takes at most 200 versions
 
 
@@ -216,6 +219,9 @@ class PoolRun:
         if self.group_changed and not ctx.check_mode:
             # The ARN, the instances launched so far and AWS's own desired capacity, as AWS now reports them.
             self.group = auto_scaling_group(ctx, spec.name) or self.group
+            access, unreached = self.join.node_access()
+            size = int((self.group or {}).get("DesiredCapacity") or 0)
+            wait_for_pool_nodes(ctx, access, unreached, spec.name, ASG_NAME_TAG, size)
 
     # ownership ---------------------------------------------------------------------------------------------------
     def _check_owned(self) -> None:

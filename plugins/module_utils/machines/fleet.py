@@ -45,6 +45,7 @@ from .fleet_plan import (
 )
 from .machine_spec import fleet_argument_spec
 from .node_bootstrap import NodeBootstrap
+from .pool_nodes import wait_for_pool_nodes
 from .pool_token import PoolToken
 
 POOL_TAG = "clusterapi.aws/machine-pool"
@@ -182,12 +183,14 @@ def present(
             join.warn_unchecked()
         kept = {_launch_template.version_token_id(v) for v in (template.versions if template else [])}
         join.tidy({i for i in kept | {join.minted_id} if i})
+        request = create_request(ctx, spec, ensured)
+        fleet = apply_fleet(ctx, spec.name, fleet, request)
+        if ensured.created or fleet.get("_changed"):
+            instances = wait_for_capacity(ctx, fleet, spec.total_target_capacity, instances)
+            access, unreached = join.node_access()
+            wait_for_pool_nodes(ctx, access, unreached, spec.name, POOL_TAG, spec.total_target_capacity)
     finally:
         join.close()
-    request = create_request(ctx, spec, ensured)
-    fleet = apply_fleet(ctx, spec.name, fleet, request)
-    if ensured.created or fleet.get("_changed"):
-        instances = wait_for_capacity(ctx, fleet, spec.total_target_capacity, instances)
     return view(fleet, instances, _launch_template.as_dict(ensured), ami_id=image.id)
 
 

@@ -197,6 +197,14 @@ class PoolToken:
             "forward or a proxy to the endpoint) and run again"
         )
 
+    def node_access(self) -> tuple[KubernetesAccess | None, str]:
+        """The cluster's API as this run reached it, for the pool's Node wait: (access, why not reached)."""
+        if not self.applies:
+            return None, ""
+        if self.access is None and not self.reason:
+            self._join_tokens()
+        return self.access, self.reason or (self.access.reason if self.access else "")
+
     def close(self) -> None:
         if self.access is not None:
             self.access.close()

@@ -48,6 +48,7 @@ def params(**over: Any) -> dict[str, Any]:
         "node_role_arn": None,
         "subnets": SUBNETS,
         "tags": {},
+        "kubernetes_api": None,
     }
     base.update(over)
     return base

@@ -16,6 +16,10 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors impor
 from .eks_stubs import reconciled
 from .member_stubs import ACTIVE_CLUSTER, CLUSTER, ROLE, context, definition, observed_from, owned_tags, params, spec
 
+# The Node wait after a create or an update is tested on the simulator (test_eks_status_on_simulator.py);
+# these Stubber tests are about EKS's calls, so they reach no Kubernetes API.
+NO_API = {"mode": "none"}
+
 
 def test_version_upgrade_steps_one_minor_at_a_time_and_waits(eks):
     """UpdateNodegroupVersion is not in moto: 1.29 -> 1.30 -> 1.31 (the cluster's), each waited for through
@@ -38,7 +42,9 @@ def test_version_upgrade_steps_one_minor_at_a_time_and_waits(eks):
     stub.add_response("update_nodegroup_version", {"update": {"id": "u2"}}, {**ng, "version": "1.31"})
     stub.add_response("describe_nodegroup", {"nodegroup": {**observed, "version": "1.31"}}, ng)
     before, after = reconciled(
-        nodegroup_tier.NodegroupTier(), ctx, params(node_role_arn=ROLE, tags={"team": "a"}, eks_cluster_name="demo")
+        nodegroup_tier.NodegroupTier(),
+        ctx,
+        params(node_role_arn=ROLE, tags={"team": "a"}, eks_cluster_name="demo", kubernetes_api=NO_API),
     )
     assert before["nodegroup"]["version"] == "1.29" and after["nodegroup"]["version"] == "1.31"
     assert [p.call for p in ctx.ops.plan] == [
@@ -51,7 +57,7 @@ def test_version_upgrade_steps_one_minor_at_a_time_and_waits(eks):
 def test_version_upgrade_in_check_mode_plans_every_step(eks):
     raw, stub = eks
     ctx = context(raw, check_mode=True)
-    p = params(node_role_arn=ROLE, eks_cluster_name="demo", release_version="1.31.4-20250101")
+    p = params(node_role_arn=ROLE, eks_cluster_name="demo", release_version="1.31.4-20250101", kubernetes_api=NO_API)
     s = plan.NodegroupSpec.from_params(p)
     observed = observed_from(s, version="1.29", tags=owned_tags(s, plan.definition_hash(definition(s)), ctx))
     stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
@@ -69,7 +75,7 @@ def test_replacement_waits_for_active_before_deleting_the_old_group(eks, monkeyp
     deleted_roles = []
     monkeypatch.setattr(nodegroup_tier, "delete_owned_role", lambda ctx, name: deleted_roles.append(name))
     ctx = context(raw)
-    p = params(node_role_arn=ROLE, eks_cluster_name="demo", instance_types=["m5.large"])
+    p = params(node_role_arn=ROLE, eks_cluster_name="demo", instance_types=["m5.large"], kubernetes_api=NO_API)
     s = plan.NodegroupSpec.from_params(p)
     old = observed_from(spec(node_role_arn=ROLE), tags=owned_tags(s, "0ld0ld0ld0", ctx))
     digest = plan.definition_hash(definition(s))
@@ -150,3 +156,16 @@ def test_a_node_group_gone_before_its_delete_is_no_change(eks, monkeypatch):
     _before, after = reconciled(nodegroup_tier.NodegroupTier(), ctx, params(node_role_arn=ROLE, state="absent"))
     assert ctx.ops.plan == []
     assert after["conditions"]["EKSNodegroupReady"] == {"status": False, "reason": "Deleted"}
+
+
+def test_ready_nodes_are_counted_by_the_node_group_label_eks_gives_them():
+    def node(group: str, ready: str) -> dict:
+        labels = {"eks.amazonaws.com/nodegroup": group} if group else {}
+        return {
+            "metadata": {"name": f"n-{group}-{ready}", "labels": labels},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        }
+
+    nodes = [node("md-0", "True"), node("md-0", "False"), node("md-1", "True"), node("", "True")]
+    assert nodegroup_tier.ready_nodes_of(nodes, "md-0") == 1
+    assert nodegroup_tier.ready_nodes_of(nodes, "md-9") == 0
