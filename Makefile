@@ -263,10 +263,11 @@ NODE_VENV := $(BUILD)/node-venv
 # Nothing is installed on the host.
 sim-deps: $(ETCD) $(NODE_VENV)/bin/aws
 
-# What the tests need besides: Debian's cloud-init and openssl check generated cloud-init and certificates.
+# What the tests need besides: Debian's cloud-init and openssl check generated cloud-init and certificates, and
+# graphviz draws the topology pictures (capa_status; the EE carries it through meta/bindep.txt).
 system-deps: sim-deps
 	@missing=(); command -v cloud-init >/dev/null || missing+=(cloud-init); command -v openssl >/dev/null || missing+=(openssl); \
-	command -v curl >/dev/null || missing+=(curl); \
+	command -v curl >/dev/null || missing+=(curl); command -v dot >/dev/null || missing+=(graphviz); \
 	if (( $${#missing[@]} )); then \
 		if [[ $$(id -u) -ne 0 ]]; then echo "install Debian's $${missing[*]} (apt-get install $${missing[*]})" >&2; exit 1; fi; \
 		echo "system-deps: installing $${missing[*]} with apt-get"; \

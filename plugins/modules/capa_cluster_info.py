@@ -16,6 +16,15 @@ description:
   - Reports CAPA's conditions (C(VpcReady), C(SubnetsReady), C(InternetGatewayReady), C(NatGatewaysReady),
     C(RouteTablesReady), C(ClusterSecurityGroupsReady), C(BastionHostReady) when the bastion is enabled,
     C(LoadBalancerReady) for self-managed clusters), and a readiness summary per machine group.
+  - For an EKS cluster (C(spec.kind=eks)) it reads the EKS side by name - the cluster, each node group, Fargate
+    profile and addon (a List, then a Describe each - EKS has no batch read), the access entries, the control-plane IAM
+    role the cluster owns and its IAM OIDC provider - and reports CAPA's C(EKSControlPlaneReady),
+    C(IAMControlPlaneRolesReady), C(EKSAddonsConfigured), C(EKSNodegroupReady) and C(EKSFargateProfileReady), plus
+    C(OIDCProviderReady) and C(EKSAccessEntriesReady) for what CAPA keeps in status fields.
+  - Reads the cluster's Nodes once (one list, through I(kubernetes_api)) and judges each machine group and machine
+    pool by its Ready Nodes as well as its instances, as Cluster API's C(NodeHealthy) does - a self-managed cluster
+    with a client certificate minted from its PKI secret, an EKS cluster with a token presigned from the run's
+    credentials. What could not be read is listed in C(not_read) rather than reported as ready.
   - Lists orphans - resources tagged as owned by the cluster that the spec no longer explains - and the resources
     the in-cluster cloud provider created (tagged C(kubernetes.io/cluster/<cluster_name>=owned) without CAPA's
     ownership tag). Nothing is changed or deleted; the module never reports C(changed).
@@ -31,7 +40,10 @@ options:
         C(network.vpc.availability_zone_usage_limit), C(network.subnets) (C(id), C(availability_zone),
         C(cidr_block), C(is_public)), C(network.nat_gateways), C(network.security_group_overrides),
         C(bastion.enabled), C(control_plane_load_balancer.type) and C(.name), C(control_plane.replicas), and
-        C(machine_deployments) (C(name), C(replicas)). Other keys are ignored.
+        C(machine_deployments) (C(name), C(replicas)), C(machine_pools) (C(name), C(kind), C(desired_capacity),
+        C(min_size)), C(control_plane_endpoint), and for C(kind=eks) C(eks) (C(name), C(role_arn), C(role_name),
+        C(addons), C(node_groups), C(fargate_profiles), C(associate_oidc_provider), C(access_config),
+        C(iam_authenticator)). Other keys are ignored.
     type: dict
     default: {}
   vpc_id:
@@ -45,6 +57,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes.info
 notes:
   - Classic load balancers are listed with the ELB API (all of the region, tags in chunks of 20), as CAPA does;
@@ -86,6 +99,8 @@ resources:
     - Each has C(id), C(name), C(role) (CAPA's role tag), C(state) (C(null) where AWS reports none), C(tags) and
       a few fields of its kind (C(vpc_id), C(availability_zone), C(cidr_block), C(public), C(subnet_ids),
       C(default_route), C(allocation_ids), C(group), C(dns_name), C(machine)).
+    - An instance also has C(launched_at), C(private_dns_name), C(node) (its Node's name) and C(node_ready) (C(false)
+      also when it has no Node yet; C(null) when the Nodes were not read, and for the bastion).
   returned: always
   type: dict
   sample: {"vpc": [{"id": "vpc-0a1b2c3d4e5f67890", "name": "demo-vpc", "role": "common", "state": "available"}]}
@@ -105,14 +120,43 @@ conditions:
 machines:
   description:
     - Per machine group of the spec (C(control-plane), C(bastion) when enabled, each machine deployment) -
-      C(desired), C(running), C(states) (count per instance state), C(instances) (ids), C(ready), and an
-      InstanceReady-like C(reason) (C(InstanceReady), C(InstanceProvisionStarted), C(InstanceStopped),
-      C(InstanceNotFound), C(InstanceNotReady)) with a C(message).
+      C(desired), C(running), C(states) (count per instance state), C(instances) (ids), C(nodes_ready) (machines
+      whose Node is Ready; C(null) when the Nodes were not read, and for the bastion), C(ready), and an
+      InstanceReady-like C(reason) (C(InstanceReady), C(NodeNotReady), C(InstanceProvisionStarted),
+      C(InstanceStopped), C(InstanceNotFound), C(InstanceNotReady)) with a C(message).
   returned: always
   type: dict
   sample: {"control-plane": {"desired": 1, "running": 1, "ready": true, "reason": "InstanceReady"}}
+machine_pools:
+  description:
+    - Per machine pool of the spec - C(kind) (C(asg) or C(fleet)), C(desired) (the auto scaling group's value, else
+      the spec's), C(in_service) (running instances), C(instances), C(nodes_ready) (C(null) when the Nodes were not
+      read), C(ready), C(reason) (C(ReplicasReady), C(ASGNotFound), C(WaitingForReplicas), C(WaitingForNodes)) and
+      C(message).
+  returned: always
+  type: dict
+  sample: {"mp-0": {"kind": "asg", "desired": 2, "in_service": 2, "nodes_ready": 2, "ready": true,
+                    "reason": "ReplicasReady"}}
+eks:
+  description:
+    - The EKS side of an EKS cluster (C(null) for a self-managed one) - C(cluster) (C(name), C(arn), C(status),
+      C(version), C(platform_version), C(endpoint), C(created_at); C(null) when it does not exist), C(role),
+      C(node_groups) and C(fargate_profiles) by name (C(status), sizes, C(nodes) and C(nodes_ready) when the Nodes
+      were read), C(addons) by name (C(status), C(version)), C(oidc_provider) (ARN) and C(access_entries).
+  returned: always
+  type: dict
+  sample: {"cluster": {"name": "demo-eks", "status": "ACTIVE", "version": "1.31"},
+           "node_groups": {"ng-0": {"status": "ACTIVE", "desired": 2, "nodes": 2, "nodes_ready": 2}}}
+not_read:
+  description:
+    - What the status could not read, and why (the Nodes without a reachable API, C(IAMAuthenticatorConfigured) which
+      lives in the cluster). A status is complete only when this is empty.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Nodes: kubernetes_api.mode is none"]
 ready:
-  description: Whether every condition is true and every machine group is ready.
+  description: Whether every condition is true and every machine group and machine pool is ready.
   returned: always
   type: bool
   sample: false

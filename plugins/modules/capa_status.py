@@ -53,10 +53,19 @@ options:
     type: dict
   state:
     description:
-      - C(present) writes the file, C(absent) removes it.
+      - C(present) writes the file, C(absent) removes it (and the topology files next to it).
     type: str
     default: present
     choices: [present, absent]
+  topology:
+    description:
+      - Also write the cluster's topology next to the file - C(topology.dot) (Graphviz's DOT text - VPC, subnets per
+        availability zone, gateways, load balancer, machine groups in their subnets, EKS node groups and Fargate
+        profiles, each coloured by its state) and C(topology.svg) drawn from it by Graphviz's C(dot).
+      - Without C(dot) on the controller only C(topology.dot) is written, with a warning. Both depend on O(status)
+        only, so a run that changes nothing rewrites neither.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -102,6 +111,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status impo
     SpecError,
     check_status_path,
     reconcile_status_file,
+    reconcile_topology_files,
 )
 
 
@@ -111,6 +121,7 @@ def main():
             path=dict(type="path", required=True),
             status=dict(type="dict"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
+            topology=dict(type="bool", default=False),
         ),
         required_if=[("state", "present", ("status",))],
         supports_check_mode=True,
@@ -119,9 +130,11 @@ def main():
     ops = Operations(check_mode=module.check_mode)
     try:
         check_status_path(path)
-        written = reconcile_status_file(
-            ops, path, module.params["status"] if module.params["state"] == "present" else None
-        )
+        status = module.params["status"] if module.params["state"] == "present" else None
+        written = reconcile_status_file(ops, path, status)
+        if module.params["topology"] or status is None:
+            for warning in reconcile_topology_files(ops, path, status):
+                module.warn(warning)
     except SpecError as e:
         module.fail_json(msg=str(e), field=e.field)
     except (ReconcileError, OSError) as e:

@@ -19,6 +19,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 from cluster_helpers import write_inventory
 from kubesim_fixtures import wait_for
@@ -42,6 +43,18 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
         "control_plane": {"replicas": 3},
         "addons": {"enabled": True},
         "machine_deployments": [{"name": "md-0", "replicas": 1}],
+        "machine_pools": [
+            {"name": "mp-0", "kind": "asg", "min_size": 1, "max_size": 2, "desired_capacity": 1},
+            {
+                "name": "fp-0",
+                "kind": "fleet",
+                "min_size": 1,
+                "max_size": 2,
+                "desired_capacity": 1,
+                "mixed_instances_policy": {"overrides": [{"instance_type": "t3.large"}]},
+            },
+        ],
+        "bastion": {"enabled": True},
         "etcd_backup": {"enabled": True},
     }
     controller = {"capa_kubernetes_api": {"proxy": kubesim.proxy, "mode": "required"}}
@@ -55,6 +68,7 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     assert [k["node_ready"] for k in workers] == ["True"], workers
     assert "control-plane: 3 machines, 3 Nodes Ready, 3 etcd voters" in first.stdout
     assert "md-0: 1 machines, 1 Nodes Ready" in first.stdout
+    assert_every_kind_in_the_status(status, first.stdout, tmp_path)
 
     # KubeadmControlPlane's and a ClusterResourceSet's order: the first machine, the CNI, then the other machines.
     timeline = kubesim.journal(cluster=NAME)
@@ -64,7 +78,9 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
         if e.get("user") == CONTROLLER and e.get("method") == "PATCH" and e.get("path", "").endswith("/calico-node")
     )
     launches = [e["time"] for e in timeline if e.get("source") == "moto" and e.get("operation") == "RunInstances"]
-    assert len([t for t in launches if t < cni]) == 1 and len(launches) == 4, (launches, cni)
+    # The bastion and the first control-plane machine come before the CNI; the others after (pools launch through
+    # their auto scaling group and fleet, not RunInstances).
+    assert len([t for t in launches if t < cni]) == 2 and len(launches) == 5, (launches, cni)
     tunnels = {e["target"] for e in timeline if e.get("source") == "proxy" and e.get("status") == 200}
     assert tunnels and all(t.endswith(".elb.amazonaws.com:6443") for t in tunnels), tunnels
 
@@ -80,7 +96,8 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     ]
     writes = [e for e in asked if e.get("method") != "GET"]
     assert asked and writes == [], writes
-    assert len([e for e in asked if e.get("path") == "/api/v1/nodes"]) == 2  # one Node list per machine group
+    # One Node list per machine group, and the status's own (capa_cluster_info judges every group by its Nodes).
+    assert len([e for e in asked if e.get("path") == "/api/v1/nodes"]) == 3
     assert kubesim.state()["clusters"][NAME]["quorum"]["failed_windows"] == []
     first_snapshot = status_of(tmp_path)["etcd_backup"]["newest"]
     assert first_snapshot["key"].startswith("etcd/") and first_snapshot["size"] > 0
@@ -132,6 +149,47 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     assert sim.etcd_kv(get=["/tests/before", "/tests/after"]) == {"/tests/before": "kept", "/tests/after": None}
     restores = [e for e in kubesim.journal(cluster=NAME, source="node") if e["event"] == "etcd-snapshot-restore"]
     assert [e["rc"] for e in restores] == [0]
+
+
+def assert_every_kind_in_the_status(status: dict, stdout: str, tmp_path: Path) -> None:
+    """Every machine group, both machine pools and the bastion are in status.json, read back from AWS and judged by
+    their Ready Nodes (the pools' Nodes were awaited: the run ends with them Ready), in the summary, in the describe
+    tree and in the topology picture; nothing is left unread."""
+    assert status["not_read"] == [], status["not_read"]
+    assert set(status["groups"]) == {"control-plane", "bastion", "md-0"}
+    assert {g: (v["ready"], v["nodes_ready"]) for g, v in status["groups"].items()} == {
+        "control-plane": (True, 3),
+        "bastion": (True, None),  # no Node: the bastion is no member of the cluster
+        "md-0": (True, 1),
+    }
+    pools = status["machine_pools"]
+    assert {p: (v["kind"], v["desired"], v["in_service"], v["nodes_ready"], v["reason"]) for p, v in pools.items()} == {
+        "fp-0": ("fleet", 1, 1, 1, "ReplicasReady"),
+        "mp-0": ("asg", 1, 1, 1, "ReplicasReady"),
+    }
+    assert status["conditions"]["BastionHostReady"]["status"] is True
+    for line in (
+        "  bastion: 1 of 1 running",
+        "  mp-0 (asg pool): 1/1 in service, 1 Nodes Ready",
+        "  fp-0 (fleet pool): 1/1 in service, 1 Nodes Ready",
+        "  not ready: none",
+    ):
+        assert line in stdout, line
+    for row in (
+        "Cluster/simc",
+        "KubeadmControlPlane/simc-control-plane",
+        "3 Machines...",
+        "MachineDeployment/md-0",
+        "AWSMachinePool/mp-0",
+        "AWSMachinePool (fleet)/fp-0",
+        "BastionHostReady",
+        "Bastion",
+    ):
+        assert row in stdout, row
+    svg = ElementTree.parse(tmp_path / "out" / NAME / "topology.svg").getroot()
+    texts = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+    for label in ("control-plane x", "md-0 x1", "mp-0 x1", "fp-0 x1", "bastion x1", "NAT gateway", "API load balancer"):
+        assert label in texts, (label, texts)
 
 
 def status_of(tmp_path: Path) -> dict:

@@ -26,9 +26,11 @@ from ..aws import elb as _elb
 from ..aws.autoscaling import owned_groups
 from ..aws.ec2 import describe_by_ids, describe_kind
 from ..aws.ec2 import kind as ec2_kind
+from ..aws.elbv2 import describe_load_balancers_by_name
 from ..kernel.conditions import condition
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
+from ..kernel.options import argument_spec as spec_of
 from ..kernel.tags import (
     CAPA_TAG_PREFIX,
     OWNED,
@@ -46,6 +48,9 @@ from ..kernel.validation import check_resource_id
 from ..network.external_resources import cloud_provider_tagged
 from ..network.security_group import BASTION, KIND_ROLES
 from ..network.subnet_plan import choose_zones, default_subnets
+from ..workload.access import KUBERNETES_API, KubernetesApiSettings
+from .cluster_nodes import FARGATE_PROFILE_LABEL, NODEGROUP_LABEL, NodesRead, read_eks_nodes, read_self_managed_nodes
+from .eks_status import EksObserved, EksWant, eks_summary, iso_time, observe_eks
 
 # What capa_instance read of a control-plane machine (machines/plan.py CERTIFICATES_EXPIRY_TAG; the cluster
 # package reads tags, it does not import the machine tier's).
@@ -60,6 +65,7 @@ SSM_PREFIX = "/cluster.x-k8s.io/"
 
 LIVE_INSTANCE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 # Deleted NAT gateways stay visible for about an hour; they are history, not resources.
+CONTROL_PLANE_PORT = 6443  # the load balancer's listener (CAPA's default API server port)
 LIVE_NAT_STATES = ["pending", "available", "failed"]
 # CAPA's own NAT/EIP role.
 COMMON_ROLE = "common"
@@ -97,7 +103,15 @@ class ClusterView:
     lb_name: str = ""
     control_plane_replicas: int = 1
     machine_deployments: Mapping[str, int] = field(default_factory=dict)
-    machine_pools: frozenset[str] = frozenset()
+    # name -> (asg or fleet, the desired size the spec gives; an auto scaling group's own value counts first)
+    pools: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    eks: EksWant | None = None
+    endpoint_host: str | None = None  # control_plane_endpoint.host (a cluster without a load balancer)
+    endpoint_port: int = 6443
+
+    @property
+    def machine_pools(self) -> frozenset[str]:
+        return frozenset(self.pools)
 
     def machine_groups(self) -> dict[str, int]:
         """Every machine group the spec explains, with its desired size."""
@@ -181,10 +195,23 @@ def read_spec(spec: Mapping[str, Any], cluster: str) -> ClusterView:
             _section(spec, "control_plane", "spec.control_plane").get("replicas", 1), "spec.control_plane.replicas"
         ),
         machine_deployments=deployments,
-        machine_pools=frozenset(
-            pool["name"] for pool in spec.get("machine_pools") or [] if isinstance(pool, Mapping) and pool.get("name")
-        ),
+        pools=_pools(spec.get("machine_pools") or []),
+        eks=EksWant.from_spec(cluster, _section(spec, "eks", "spec.eks")) if spec.get("kind") == "eks" else None,
+        endpoint_host=_section(spec, "control_plane_endpoint", "spec.control_plane_endpoint").get("host") or None,
+        endpoint_port=_section(spec, "control_plane_endpoint", "spec.control_plane_endpoint").get("port") or 6443,
     )
+
+
+def _pools(pools: list[Any]) -> dict[str, tuple[str, int]]:
+    found = {}
+    for pool in pools:
+        if isinstance(pool, Mapping) and pool.get("name"):
+            desired = pool.get("desired_capacity")
+            found[pool["name"]] = (
+                pool.get("kind") or "asg",
+                desired if desired is not None else pool.get("min_size", 0),
+            )
+    return found
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -457,6 +484,10 @@ KINDS: tuple[Kind, ...] = (
             "availability_zone": r.get("Placement", {}).get("AvailabilityZone"),
             # A control-plane machine's kube-apiserver certificate expiry, as capa_instance read it once.
             "certificates_expire": tags_to_dict(r.get("Tags")).get(CERTIFICATES_EXPIRY_TAG),
+            "launched_at": iso_time(r.get("LaunchTime")),
+            # The name kubeadm and nodeadm register a Node under (EC2's private DNS name) until a cloud provider
+            # sets its providerID.
+            "private_dns_name": r.get("PrivateDnsName") or None,
         },
         state=lambda r: r.get("State", {}).get("Name"),
     ),
@@ -808,8 +839,10 @@ def security_groups_condition(facts: Facts) -> dict[str, Any]:
     return condition(True, "Available", f"{len(roles)} roles")
 
 
-def machine_summary(facts: Facts) -> dict[str, dict[str, Any]]:
-    """Per machine group of the spec: desired, instances by state, and an InstanceReady-like verdict."""
+def machine_summary(facts: Facts, nodes: NodesRead | None = None) -> dict[str, dict[str, Any]]:
+    """Per machine group of the spec: desired, instances by state, Ready Nodes (when read) and an InstanceReady-like
+    verdict."""
+    nodes = nodes or NodesRead.unread("not asked")
     groups = facts.view.machine_groups()
     by_group: dict[str, list[dict[str, Any]]] = {}
     for instance in facts.owned["instance"]:
@@ -824,7 +857,10 @@ def machine_summary(facts: Facts) -> dict[str, dict[str, Any]]:
             facts.orphan("instance", instance, reason)
             continue
         by_group.setdefault(group, []).append(instance)
-    return {group: _group_status(desired, by_group.get(group, [])) for group, desired in groups.items()}
+    return {
+        group: _group_status(desired, by_group.get(group, []), nodes, group != BASTION_GROUP)
+        for group, desired in groups.items()
+    }
 
 
 def pool_orphans(facts: Facts) -> None:
@@ -835,13 +871,20 @@ def pool_orphans(facts: Facts) -> None:
                 facts.orphan(kind, record, f"machine pool {record['name']!r} is not in the spec")
 
 
-def _group_status(desired: int, instances: list[dict[str, Any]]) -> dict[str, Any]:
+def _group_status(desired: int, instances: list[dict[str, Any]], nodes: NodesRead, has_nodes: bool) -> dict[str, Any]:
     states: dict[str, int] = {}
     for instance in instances:
         states[instance["state"]] = states.get(instance["state"], 0) + 1
     running = states.get("running", 0)
-    if running == desired and len(instances) == desired:
-        verdict = condition(True, "InstanceReady", f"{running} of {desired} running")
+    # A bastion is no Node; a machine of a group is judged by its Node once the Nodes were read (NodeHealthy).
+    ready_nodes = nodes.ready_of_instances([i for i in instances if i["state"] == "running"]) if has_nodes else None
+    if running == desired and len(instances) == desired and ready_nodes is not None and ready_nodes < desired:
+        verdict = condition(False, "NodeNotReady", f"{running} of {desired} running, {ready_nodes} Nodes Ready")
+    elif running == desired and len(instances) == desired:
+        message = f"{running} of {desired} running" + (
+            f", {ready_nodes} Nodes Ready" if ready_nodes is not None else ""
+        )
+        verdict = condition(True, "InstanceReady", message)
     elif states.get("pending"):
         verdict = condition(False, "InstanceProvisionStarted", f"{states['pending']} pending")
     elif states.get("stopped") or states.get("stopping"):
@@ -855,10 +898,62 @@ def _group_status(desired: int, instances: list[dict[str, Any]]) -> dict[str, An
         "running": running,
         "states": states,
         "instances": sorted(i["id"] for i in instances),
+        "nodes_ready": ready_nodes,
         "ready": verdict["status"],
         "reason": verdict["reason"],
         "message": verdict["message"],
     }
+
+
+def pool_summary(facts: Facts, nodes: NodesRead) -> dict[str, dict[str, Any]]:
+    """Per machine pool of the spec: its launcher (auto scaling group or fleet), desired size, instances in service and
+    Ready Nodes, with CAPA's ``ASGReady`` reasons and Cluster API's ``ReplicasReady`` verdict."""
+    pools = {}
+    for name, (kind, spec_desired) in sorted(facts.view.pools.items()):
+        instances = [i for i in facts.owned["instance"] if i.get("pool") == name]
+        running = [i for i in instances if i["state"] == "running"]
+        group = next((g for g in facts.owned["auto_scaling_group"] if g["name"] == name), None)
+        desired = group["desired"] if group is not None and group.get("desired") is not None else spec_desired
+        ready_nodes = nodes.ready_of_instances(running)
+        if kind == "asg" and group is None:
+            verdict = condition(False, "ASGNotFound", f"no auto scaling group {name}")
+        elif len(running) < desired:
+            verdict = condition(False, "WaitingForReplicas", f"{len(running)} of {desired} instances running")
+        elif ready_nodes is not None and ready_nodes < desired:
+            verdict = condition(False, "WaitingForNodes", f"{ready_nodes} of {desired} Nodes Ready")
+        else:
+            verdict = condition(True, "ReplicasReady", f"{len(running)} of {desired} in service")
+        pools[name] = {
+            "kind": kind,
+            "desired": desired,
+            "in_service": len(running),
+            "instances": sorted(i["id"] for i in instances),
+            "nodes_ready": ready_nodes,
+            "ready": verdict["status"],
+            "reason": verdict["reason"],
+            "message": verdict["message"],
+        }
+    return pools
+
+
+def node_of_instances(instances: list[dict[str, Any]], nodes: NodesRead) -> None:
+    """Each instance record with its Node's name and whether it is Ready (False also when it has no Node yet; None
+    when the Nodes were not read, and for the bastion)."""
+    for instance in instances:
+        found = nodes.node_of(instance)
+        instance["node"] = found.name if found else None
+        if instance["role"] == ROLE_BASTION or nodes.nodes is None:
+            instance["node_ready"] = None  # the bastion is no Node; unread Nodes are not judged
+        else:
+            instance["node_ready"] = found is not None and found.ready == "True"
+
+
+def eks_node_counts(eks: dict[str, Any], nodes: NodesRead) -> None:
+    """Each EKS node group and Fargate profile with its Nodes and Ready Nodes (EKS labels them), when read."""
+    for label, section in ((NODEGROUP_LABEL, "node_groups"), (FARGATE_PROFILE_LABEL, "fargate_profiles")):
+        for name, item in eks[section].items():
+            counted = nodes.labelled(label, name)
+            item["nodes"], item["nodes_ready"] = counted if counted is not None else (None, None)
 
 
 def bastion_condition(machines: Mapping[str, Any]) -> dict[str, Any]:
@@ -911,8 +1006,15 @@ def _bootstrap_orphans(facts: Facts) -> None:
                 facts.orphan(kind, item, f"bootstrap data of machine {item['machine']!r}, which no longer exists")
 
 
-def summarise(raw: Mapping[str, list[dict[str, Any]]], view: ClusterView, vpc_id: str | None = None) -> dict[str, Any]:
-    """Everything the module returns, from the raw answers of :func:`observe` (pure)."""
+def summarise(
+    raw: Mapping[str, list[dict[str, Any]]],
+    view: ClusterView,
+    vpc_id: str | None = None,
+    eks: EksObserved | None = None,
+    nodes: NodesRead | None = None,
+) -> dict[str, Any]:
+    """Everything the module returns, from the raw answers of :func:`observe`, the EKS side and the Nodes (pure)."""
+    nodes = nodes or NodesRead.unread("not asked")
     facts = _split(view, raw)
     conditions = {"VpcReady": vpc_condition(facts, vpc_id)}
     conditions["SubnetsReady"] = subnets_condition(facts)
@@ -920,20 +1022,34 @@ def summarise(raw: Mapping[str, list[dict[str, Any]]], view: ClusterView, vpc_id
     conditions["NatGatewaysReady"] = nat_gateways_condition(facts)
     conditions["RouteTablesReady"] = route_tables_condition(facts)
     conditions["ClusterSecurityGroupsReady"] = security_groups_condition(facts)
-    machines = machine_summary(facts)
+    machines = machine_summary(facts, nodes)
+    pools = pool_summary(facts, nodes)
     if view.bastion:
         conditions["BastionHostReady"] = bastion_condition(machines)
     if view.kind == "unmanaged":
         conditions["LoadBalancerReady"] = load_balancer_condition(facts)
+    eks_status: dict[str, Any] | None = None
+    unread: list[str] = []
+    if view.eks is not None:
+        eks_conditions, eks_status, unread = eks_summary(view.eks, eks or EksObserved(None))
+        conditions.update(eks_conditions)
+        eks_node_counts(eks_status, nodes)
+    if nodes.nodes is None and (machines.keys() - {BASTION_GROUP} or pools or (eks_status or {}).get("node_groups")):
+        unread.append(f"Nodes: {nodes.reason}")
+    node_of_instances(facts.owned["instance"], nodes)
     _bootstrap_orphans(facts)
     pool_orphans(facts)
+    groups = list(machines.values()) + list(pools.values())
     return {
         "vpc_id": facts.vpc_id,
         "resources": facts.owned,
         "counts": {kind: len(records) for kind, records in facts.owned.items()},
         "conditions": conditions,
-        "ready": all(c["status"] for c in conditions.values()) and all(m["ready"] for m in machines.values()),
+        "ready": all(c["status"] for c in conditions.values()) and all(g["ready"] for g in groups),
+        "not_read": unread,
         "machines": machines,
+        "machine_pools": pools,
+        "eks": eks_status,
         "orphans": facts.orphans,
         "cloud_provider_resources": facts.cloud_provider,
     }
@@ -946,18 +1062,60 @@ class ClusterInfoTier:
     """Read-only: observe every kind once, then summarise."""
 
     def parse(self, params: Mapping[str, Any]) -> InfoRequest:
-        return InfoRequest(read_spec(params["spec"], params["cluster_name"]), params["vpc_id"])
+        return InfoRequest(
+            read_spec(params["spec"], params["cluster_name"]),
+            params["vpc_id"],
+            KubernetesApiSettings.from_params(params["kubernetes_api"]),
+        )
 
     def validate(self, request: InfoRequest, region: str | None) -> None:
         check_resource_id(request.vpc_id, "vpc", "vpc_id")
+        request.kubernetes_api.validate()
 
     def reconcile(self, ctx: Context, request: InfoRequest) -> Outcome:
         view = request.view
         scope = Scope(cluster=ctx.cluster, byo_vpc_id=view.byo_vpc_id)
         if view.lb_type == "external":
             scope.shared["lb_name"] = view.lb_name
-        result = summarise(observe(ctx, scope), view, request.vpc_id)
+        raw = observe(ctx, scope)
+        eks = observe_eks(ctx, view.eks) if view.eks is not None else None
+        nodes = read_nodes(ctx, request, raw, eks)
+        result = summarise(raw, view, request.vpc_id, eks, nodes)
         return Outcome(result, result)
+
+
+def read_nodes(
+    ctx: Context, request: InfoRequest, raw: Mapping[str, list[dict[str, Any]]], eks: EksObserved | None
+) -> NodesRead:
+    """The cluster's Nodes: through EKS's endpoint, or the self-managed control-plane endpoint once known."""
+    view, settings = request.view, request.kubernetes_api
+    if view.eks is not None:
+        return read_eks_nodes(ctx, settings, view.eks.name, eks.cluster if eks else None)
+    if settings.mode == "none":
+        return NodesRead.unread("kubernetes_api.mode is none")
+    return read_self_managed_nodes(ctx, settings, view.cluster, control_plane_endpoint(ctx, view, raw))
+
+
+def control_plane_endpoint(
+    ctx: Context, view: ClusterView, raw: Mapping[str, list[dict[str, Any]]]
+) -> tuple[str, int] | None:
+    """Where the API server answers: the spec's endpoint, else the DNS name of the cluster's load balancer (a classic
+    one was read already; a network load balancer costs one describe)."""
+    if view.endpoint_host:
+        return view.endpoint_host, view.endpoint_port
+    if view.lb_type in ("classic", "external"):
+        named = view.lb_name if view.lb_type == "external" else None
+        for lb in raw.get("load_balancer", []):
+            owned = ownership(tags_to_dict(lb.get("Tags")), view.cluster) == "owned"
+            if lb.get("DNSName") and (owned or lb["LoadBalancerName"] == named):
+                return lb["DNSName"], CONTROL_PLANE_PORT
+        return None
+    if view.lb_type == "nlb":
+        names = [_arn_name(r) for r in raw.get("load_balancer_v2", []) if _v2_lb(arn_parts(r["ResourceARN"])[1])]
+        for found in describe_load_balancers_by_name(ctx, names).values() if names else ():
+            if found.get("DNSName"):
+                return found["DNSName"], CONTROL_PLANE_PORT
+    return None
 
 
 @dataclass(frozen=True)
@@ -966,9 +1124,10 @@ class InfoRequest:
 
     view: ClusterView
     vpc_id: str | None
+    kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
 
 
 def module_argument_spec() -> dict[str, Any]:
     """capa_cluster_info's options (without the options every module takes); its DOCUMENTATION says the same
     (ansible-test's validate-modules compares the two), and its typed spec reads them as validated here."""
-    return dict(spec=dict(type="dict", default={}), vpc_id=dict(type="str"))
+    return dict(spec=dict(type="dict", default={}), vpc_id=dict(type="str"), **spec_of([KUBERNETES_API]))

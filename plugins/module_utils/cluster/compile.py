@@ -156,7 +156,12 @@ def compile_steps(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
         "machine_pool": machine_pool_steps(spec),
         "eks_control_plane": {"cluster": eks_cluster_params(spec, output_dir)} if not unmanaged else None,
         "eks_node_groups": eks_node_group_steps(spec) if not unmanaged else None,
-        "cluster_info": common(spec, spec=plain(spec)),
+        # A cluster being deleted has no Nodes to read.
+        "cluster_info": common(
+            spec,
+            spec=plain(spec),
+            kubernetes_api=plain(spec.kubernetes_api) if spec.state == PRESENT else {"mode": "none"},
+        ),
         "external_resources": (
             common(spec, state=ABSENT) if spec.state == ABSENT and spec.external_resource_gc else None
         ),
@@ -624,6 +629,8 @@ def _node_group(spec: ClusterSpec, group: NodeGroup) -> dict[str, Any]:
         node_role_arn=group.node_role_arn,
         subnets=ref("network.subnets"),
         tags=dict(group.tags),
+        # The node group's Nodes are awaited through the cluster's API after it was created or resized.
+        kubernetes_api=plain(spec.kubernetes_api),
     )
 
 

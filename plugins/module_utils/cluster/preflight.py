@@ -444,7 +444,7 @@ def plan_checks(spec: Needs, existing: Existing) -> Checks:
     launches what it lacks of its size (a pool or node group: all of it when it has nothing yet); the control-plane
     load balancer comes with the first control-plane machine; the EKS cluster when it does not exist. A spec change
     on what exists (another instance type for a group at its size) is not seen by this read: the group's own tier
-    checks its type and image before it launches (README "Preflight").
+    checks its type and image before it launches (docs/docsite/rst/plan_and_preflight.rst, "Preflight").
     """
     managed_subnets = any(not s.id for s in spec.subnets) or not spec.subnets
     creates_vpc = spec.byo_vpc is None and existing.vpcs == 0

@@ -10,6 +10,8 @@ run that would write the same text changes nothing.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.local_files import read_text_if_any
 from ..kernel.operations import Operations
+from .topology import topology_dot
 
 # What capa_status imports from here (a module imports its own tier file only: docs/architecture.md).
 __all__ = [
@@ -28,9 +31,13 @@ __all__ = [
     "check_status_path",
     "reconcile_status_file",
     "render_status",
+    "reconcile_topology_files",
 ]
 
 STATUS_FILE = "status.json"
+TOPOLOGY_DOT = "topology.dot"
+TOPOLOGY_SVG = "topology.svg"
+DOT_TIMEOUT = 60  # seconds; dot lays out a cluster's few dozen boxes in well under one
 
 
 @dataclass(frozen=True)
@@ -63,3 +70,35 @@ def reconcile_status_file(ops: Operations, path: Path, status: Mapping[str, Any]
     after = render_status(status)
     ops.write_file(path, after, "status", current=before)
     return StatusFile(before, after)
+
+
+def render_svg(dot: str) -> str | None:
+    """Graphviz's SVG of the DOT text; None when Graphviz's ``dot`` is not installed on the controller."""
+    binary = shutil.which("dot")
+    if binary is None:
+        return None
+    done = subprocess.run(
+        [binary, "-Tsvg"], input=dot, capture_output=True, text=True, timeout=DOT_TIMEOUT, check=False
+    )
+    if done.returncode != 0:
+        raise ReconcileError(f"Graphviz's dot could not draw the topology: {done.stderr.strip()}")
+    return done.stdout
+
+
+def reconcile_topology_files(ops: Operations, status_path: Path, status: Mapping[str, Any] | None) -> list[str]:
+    """``topology.dot`` and ``topology.svg`` next to the status file (removed with it); returns warnings.
+
+    Both depend on the status only (no clock), so a run that changes nothing rewrites neither.
+    """
+    dot_path, svg_path = status_path.with_name(TOPOLOGY_DOT), status_path.with_name(TOPOLOGY_SVG)
+    if status is None:
+        ops.delete_file(dot_path, "state=absent")
+        ops.delete_file(svg_path, "state=absent")
+        return []
+    dot = topology_dot(status)
+    ops.write_file(dot_path, dot, "topology")
+    svg = render_svg(dot)
+    if svg is None:
+        return [f"Graphviz's dot is not installed on the controller: {dot_path} was written, {svg_path} was not"]
+    ops.write_file(svg_path, svg, "topology picture")
+    return []

@@ -39,6 +39,7 @@ class NodeView:
     ready_since: datetime.datetime | None  # lastTransitionTime of Ready
     unschedulable: bool
     annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
     volumes_attached: tuple[str, ...] = ()
     conditions: tuple[NodeCondition, ...] = ()
 
@@ -60,6 +61,7 @@ class NodeView:
             ready_since=ready.since if ready else None,
             unschedulable=bool(spec.get("unschedulable")),
             annotations=dict(metadata.get("annotations") or {}),
+            labels=dict(metadata.get("labels") or {}),
             volumes_attached=tuple(v.get("name", "") for v in status.get("volumesAttached") or []),
             conditions=conditions,
         )

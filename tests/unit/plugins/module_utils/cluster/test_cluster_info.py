@@ -16,8 +16,11 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_inf
     read_spec,
     summarise,
 )
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_nodes import NodesRead
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.eks_status import EksObserved
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.resources import BY_NAME
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload.observe import NodeView
 
 C = "demo"
 OWNER = f"sigs.k8s.io/cluster-api-provider-aws/cluster/{C}"
@@ -484,3 +487,157 @@ def test_auto_scaling_groups_and_launch_templates_of_pools_not_in_the_spec_are_o
         ("launch_template", "lt-2"): "machine pool 'pool-gone' is not in the spec",
     }
     assert [r["name"] for r in result["resources"]["auto_scaling_group"]] == ["pool-a", "pool-gone"]
+
+
+# machine pools, Nodes and the EKS side ---------------------------------------------------------------------------
+def node(instance_id: str, ready: str = "True", **labels: str) -> NodeView:
+    return NodeView.from_api(
+        {
+            "metadata": {"name": f"ip-{instance_id}", "labels": labels},
+            "spec": {"providerID": f"aws:///{ZONES[0]}/{instance_id}"},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        }
+    )
+
+
+def pool_instance(instance_id: str, pool: str, state: str = "running") -> dict[str, Any]:
+    raw = instance(instance_id, None, state)
+    raw["Tags"] += tags(**{"aws:autoscaling:groupName": pool})
+    return raw
+
+
+def pooled_cluster() -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    raw = network()
+    raw["instance"] = [instance("i-cp", "control-plane"), pool_instance("i-p1", "mp-0"), pool_instance("i-p2", "mp-0")]
+    raw["auto_scaling_group"] = [{"AutoScalingGroupName": "mp-0", "Tags": owned("node"), "DesiredCapacity": 2}]
+    return raw, {"name": C, "machine_pools": [{"name": "mp-0", "kind": "asg", "min_size": 1}]}
+
+
+def test_a_pool_is_judged_by_its_auto_scaling_group_its_instances_and_their_nodes():
+    raw, spec = pooled_cluster()
+    unread = summarise(raw, read_spec(spec, C), None)
+    assert unread["machine_pools"]["mp-0"] == {
+        "kind": "asg",
+        "desired": 2,
+        "in_service": 2,
+        "instances": ["i-p1", "i-p2"],
+        "nodes_ready": None,
+        "ready": True,
+        "reason": "ReplicasReady",
+        "message": "2 of 2 in service",
+    }
+    # "not ready: none" is not claimed when the Nodes were not read
+    assert unread["not_read"] == ["Nodes: not asked"]
+    nodes = NodesRead((node("i-cp"), node("i-p1"), node("i-p2", ready="False")))
+    read = summarise(raw, read_spec(spec, C), None, nodes=nodes)
+    assert read["not_read"] == []
+    assert (read["machine_pools"]["mp-0"]["reason"], read["machine_pools"]["mp-0"]["nodes_ready"]) == (
+        "WaitingForNodes",
+        1,
+    )
+    assert read["machines"]["control-plane"]["nodes_ready"] == 1 and read["ready"] is False
+    del raw["auto_scaling_group"][0]
+    assert summarise(raw, read_spec(spec, C), None, nodes=nodes)["machine_pools"]["mp-0"]["reason"] == "ASGNotFound"
+
+
+def test_a_machine_whose_node_is_not_ready_makes_its_group_not_ready():
+    raw = network()
+    raw["instance"] = [instance("i-1", "md-0"), instance("i-2", "md-0")]
+    spec = {"name": C, "machine_deployments": [{"name": "md-0", "replicas": 2}]}
+    group = summarise(raw, read_spec(spec, C), None, nodes=NodesRead((node("i-1"), node("i-2", "Unknown"))))
+    assert group["machines"]["md-0"]["reason"] == "NodeNotReady"
+    assert group["machines"]["md-0"]["message"] == "2 of 2 running, 1 Nodes Ready"
+
+
+EKS_SPEC = {
+    "name": C,
+    "kind": "eks",
+    "eks": {
+        "addons": [{"name": "vpc-cni"}, {"name": "coredns"}],
+        "node_groups": [{"name": "ng-0"}],
+        "fargate_profiles": [{"name": "fp-0"}],
+        "associate_oidc_provider": True,
+        "access_config": {"authentication_mode": "API_AND_CONFIG_MAP"},
+        "iam_authenticator": {"map_roles": [{"rolearn": "arn:aws:iam::123456789012:role/ops"}]},
+    },
+}
+
+
+def eks_seen(cluster_status: str = "ACTIVE", **states: str) -> EksObserved:
+    def item(name: str) -> dict[str, Any]:
+        return {"status": states.get(name, "ACTIVE"), "scalingConfig": {"desiredSize": 2}}
+
+    return EksObserved(
+        {
+            "name": C,
+            "status": cluster_status,
+            "version": "1.31",
+            "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"},
+            "identity": {"oidc": {"issuer": "https://oidc.eks.us-east-1.amazonaws.com/id/ABC"}},
+        },
+        role={"RoleName": f"{C}-iam-service-role", "Arn": f"arn:aws:iam::123456789012:role/{C}-iam-service-role"},
+        node_groups={"ng-0": item("ng-0")},
+        fargate_profiles={"fp-0": item("fp-0")},
+        addons={"vpc-cni": item("vpc-cni"), "coredns": item("coredns")},
+        access_entries=["arn:aws:iam::123456789012:role/ops"],
+        oidc_providers=["arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC"],
+    )
+
+
+def test_every_eks_resource_has_its_condition():
+    nodes = NodesRead(
+        (
+            node("i-a", **{"eks.amazonaws.com/nodegroup": "ng-0"}),
+            node("i-b", "False", **{"eks.amazonaws.com/nodegroup": "ng-0"}),
+        )
+    )
+    result = summarise(network(), read_spec(EKS_SPEC, C), None, eks_seen(), nodes)
+    eks_conditions = {k: v["status"] for k, v in result["conditions"].items() if k not in run(network())["conditions"]}
+    assert eks_conditions == {
+        "EKSControlPlaneReady": True,
+        "IAMControlPlaneRolesReady": True,
+        "EKSAddonsConfigured": True,
+        "EKSNodegroupReady": True,
+        "EKSFargateProfileReady": True,
+        "OIDCProviderReady": True,
+        "EKSAccessEntriesReady": True,
+    }
+    assert result["eks"]["node_groups"]["ng-0"] | {"created_at": None} == {
+        "status": "ACTIVE",
+        "version": None,
+        "release_version": None,
+        "capacity_type": None,
+        "instance_types": [],
+        "desired": 2,
+        "min": None,
+        "max": None,
+        "health_issues": [],
+        "created_at": None,
+        "nodes": 2,
+        "nodes_ready": 1,
+    }
+    # aws-auth is in the cluster: not claimed
+    assert result["not_read"] == [
+        "IAMAuthenticatorConfigured: the aws-auth ConfigMap lives in the cluster and is not read here"
+    ]
+
+
+@pytest.mark.parametrize(
+    "seen, condition, reason",
+    [
+        (eks_seen("CREATING"), "EKSControlPlaneReady", "EKSControlPlaneCreating"),
+        (eks_seen("FAILED"), "EKSControlPlaneReady", "EKSControlPlaneReconciliationFailed"),
+        (eks_seen(**{"ng-0": "CREATING"}), "EKSNodegroupReady", "EKSNodegroupCreating"),
+        (eks_seen(**{"ng-0": "DEGRADED"}), "EKSNodegroupReady", "EKSNodegroupNotFound"),
+        (eks_seen(**{"fp-0": "CREATING"}), "EKSFargateProfileReady", "EKSFargateCreating"),
+        (eks_seen(**{"coredns": "DEGRADED"}), "EKSAddonsConfigured", "EKSAddonsConfiguredFailed"),
+        (EksObserved(eks_seen().cluster), "IAMControlPlaneRolesReady", "IAMControlPlaneRolesReconciliationFailed"),
+        (EksObserved(eks_seen().cluster), "OIDCProviderReady", "OIDCProviderNotFound"),
+        (EksObserved(eks_seen().cluster), "EKSAccessEntriesReady", "AccessEntriesMissing"),
+        (EksObserved(None), "EKSControlPlaneReady", "EKSControlPlaneNotFound"),
+    ],
+)
+def test_eks_conditions_say_why_not(seen, condition, reason):
+    result = summarise(network(), read_spec(EKS_SPEC, C), None, seen, NodesRead(()))
+    assert (result["conditions"][condition]["status"], result["conditions"][condition]["reason"]) == (False, reason)
+    assert result["ready"] is False

@@ -427,6 +427,7 @@ def test_an_eks_cluster():
                 "update_config": {"max_unavailable": 1},
                 "subnets": ref("network.subnets"),
                 "tags": {},
+                "kubernetes_api": {"mode": "auto", "timeout": 10},  # its Nodes are awaited through the API
             }
         ],
         "fargate_profiles": [
@@ -679,9 +680,9 @@ def _api_settings(spec: dict[str, Any], controller: dict[str, Any] | None) -> li
 def test_the_controllers_kubernetes_api_fills_what_the_spec_leaves_unset():
     spec = {"name": "demo", "machine_deployments": [{"name": "md-0"}], "addons": {"enabled": True}}
     proxy = "http://proxy.internal:3128"
-    # control plane, machine deployment, addons: every module that talks to the cluster
+    # control plane, machine deployment, addons, the status's Node read: every module that talks to the cluster
     together = _api_settings({**spec, "kubernetes_api": {"mode": "auto"}}, {"proxy": proxy, "mode": "required"})
-    assert len(together) == 3 and all(s == {"mode": "auto", "proxy": proxy, "timeout": 10} for s in together)
+    assert len(together) == 4 and all(s == {"mode": "auto", "proxy": proxy, "timeout": 10} for s in together)
     assert {s["mode"] for s in _api_settings(spec, {"mode": "required"})} == {"required"}
     assert {str(s) for s in _api_settings(spec, None)} == {str({"mode": "auto", "timeout": 10})}
 

@@ -1,5 +1,6 @@
-"""The cluster spec: declared once, defaults as CAPA's and as the README documents them, one spelling of unset, and
-every bad input rejected with the field named (no AWS involved)."""
+"""The cluster spec: declared once, defaults as CAPA's and as the cluster spec guide documents them
+(docs/docsite/rst/cluster_spec.rst), one spelling of unset, and every bad input rejected with the field named (no
+AWS involved)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_minimal_spec_gets_capas_defaults():
 
 
 def test_the_readme_defaults_are_the_declared_ones():
-    """README "The cluster spec" documents these defaults; the declaration must keep them."""
+    """The cluster spec guide (cluster_spec.rst) documents these defaults; the declaration must keep them."""
     cluster = plain(load(validated({"name": "demo", "region": "us-east-1"}), None))
     machine = {
         "instance_type": "t3.large",

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status import (
     check_status_path,
     reconcile_status_file,
+    reconcile_topology_files,
     render_status,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
@@ -97,3 +98,22 @@ def test_an_unreadable_file_is_an_error_not_a_silent_overwrite(tmp_path: Path):
     path = tmp_path / "out" / "status.json"
     with pytest.raises(ReconcileError, match=f"cannot read {path}"):
         reconcile_status_file(Operations(check_mode=False), path, STATUS)
+
+
+def test_the_topology_is_drawn_next_to_the_status_once_and_removed_with_it(tmp_path: Path):
+    """topology.dot and Graphviz's topology.svg (dot from Debian's graphviz, which make test installs)."""
+    path = tmp_path / "demo" / "status.json"
+    status = {**STATUS, "region": "us-east-1", "resources": {"vpc": [{"id": "vpc-1", "cidr_block": "10.0.0.0/16"}]}}
+    ops = Operations(check_mode=False)
+    assert reconcile_topology_files(ops, path, status) == []
+    assert [p["reason"] for p in ops.plan_as_list()] == ["topology missing", "topology picture missing"]
+    svg = (tmp_path / "demo" / "topology.svg").read_text()
+    assert svg.startswith("<?xml") and ">Internet</text>" in svg
+    assert (tmp_path / "demo" / "topology.dot").read_text().startswith('digraph "demo"')
+    again = Operations(check_mode=False)
+    reconcile_topology_files(again, path, status)
+    assert not again.changed  # no clock in the picture: the same status draws the same bytes
+    gone = Operations(check_mode=False)
+    reconcile_topology_files(gone, path, None)
+    assert [p["call"] for p in gone.plan_as_list()] == ["file:DeleteFile", "file:DeleteFile"]
+    assert not (tmp_path / "demo" / "topology.svg").exists()

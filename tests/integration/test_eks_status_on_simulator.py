@@ -1,0 +1,79 @@
+"""An EKS cluster's status through site.yml on the workload-cluster simulator: every EKS resource the spec makes -
+control plane, its IAM role, OIDC provider, managed node group, Fargate profile - is in ``status.json`` with CAPA's
+condition, the node group with its Ready Nodes (one Node list with a token signed in the run), in the run's summary,
+in the describe tree and in the topology picture. A status that left one of them out fails here.
+
+The controller reaches the EKS endpoint through the simulator's HTTP CONNECT proxy (``capa_kubernetes_api``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
+from cluster_helpers import eks_spec, write_inventory
+
+REPO = Path(__file__).resolve().parents[2]
+SITE = REPO / "playbooks/site.yml"
+DESCRIBE = REPO / "playbooks/describe.yml"
+NAME = "stat-eks"
+EKS_CONDITIONS = (
+    "EKSControlPlaneReady",
+    "IAMControlPlaneRolesReady",
+    "EKSNodegroupReady",
+    "EKSFargateProfileReady",
+    "OIDCProviderReady",
+)
+SVG = "{http://www.w3.org/2000/svg}text"
+
+
+def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws, kubesim, run_playbook, tmp_path):
+    kubesim.register(NAME, kind="eks")
+    spec = eks_spec(NAME, node_group={"scaling": {"min_size": 1, "max_size": 2, "desired_size": 2}})
+    inventory = write_inventory(tmp_path, spec, extra_vars={"capa_kubernetes_api": {"proxy": kubesim.proxy}})
+    result = run_playbook(SITE, inventory)
+    assert result.rc == 0, result.describe()
+    status = json.loads((tmp_path / "out" / NAME / "status.json").read_text())
+
+    assert {c: status["conditions"][c]["status"] for c in EKS_CONDITIONS} == dict.fromkeys(EKS_CONDITIONS, True)
+    assert status["not_read"] == [], status["not_read"]
+    eks = status["eks"]
+    assert (eks["cluster"]["name"], eks["cluster"]["status"], eks["cluster"]["version"]) == (NAME, "ACTIVE", "1.31")
+    assert eks["role"]["name"] == f"{NAME}-iam-service-role"
+    assert eks["oidc_provider"].startswith("arn:aws:iam::") and "oidc-provider/" in eks["oidc_provider"]
+    group = eks["node_groups"]["ng-0"]
+    assert (group["status"], group["desired"], group["nodes"], group["nodes_ready"]) == ("ACTIVE", 2, 2, 2), group
+    assert set(eks["node_groups"]) == {"ng-0"} and set(eks["fargate_profiles"]) == {"fp-0"}
+    assert eks["fargate_profiles"]["fp-0"]["status"] == "ACTIVE"
+    assert eks["fargate_profiles"]["fp-0"]["namespaces"] == ["default"]
+
+    for line in (
+        "  EKS control plane: ACTIVE, Kubernetes 1.31 (Available)",
+        "  node group ng-0: ACTIVE, 2 desired, 2/2 Nodes Ready",
+        "  Fargate profile fp-0: ACTIVE",
+        f"  OIDC provider: {eks['oidc_provider']}",
+        "  not ready: none",
+    ):
+        assert line in result.stdout, line
+    for row in (
+        f"ControlPlane - AWSManagedControlPlane/{NAME}",
+        "MachinePool - AWSManagedMachinePool/ng-0",
+        "FargateProfile - AWSFargateProfile/fp-0",
+        "IAMControlPlaneRolesReady",
+        "OIDCProviderReady",
+    ):
+        assert row in result.stdout, row
+
+    svg = ElementTree.parse(tmp_path / "out" / NAME / "topology.svg").getroot()
+    texts = " ".join(t.text or "" for t in svg.iter(SVG))
+    for label in (f"EKS control plane {NAME}", "node group ng-0", "Fargate profile fp-0", "2/2 Nodes Ready"):
+        assert label in texts, (label, texts)
+
+    # describe.yml: the same tree any time, read live, with no change to AWS.
+    aws.reset_requests()
+    described = run_playbook(DESCRIBE, inventory)
+    assert described.rc == 0 and described.changed == 0, described.describe()
+    assert aws.mutating_requests() == []
+    for row in (f"Cluster/{NAME}", "MachinePool - AWSManagedMachinePool/ng-0", "2/2 Nodes Ready"):
+        assert row in described.stdout, row
