@@ -35,7 +35,8 @@ EKS_CONTROL_PLANE_CONDITIONS = (
     "EKSAccessEntriesReady",
 )
 COLUMNS = ("NAME", "READY", "REASON", "SINCE", "MESSAGE")
-MESSAGE_WIDTH = 48
+WIDTH = 120  # a terminal's and an AWX job's line: messages are cut to fit
+MIN_MESSAGE = 24
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Row:
 
 
 def describe_tree(status: Mapping[str, Any], now: datetime.datetime | None = None) -> list[str]:
-    """The tree's lines, a header first; columns aligned, messages cut at :data:`MESSAGE_WIDTH` characters."""
+    """The tree's lines, a header first; columns aligned, each line at most :data:`WIDTH` characters (messages cut)."""
     rows = _last_children(list(_rows(status)))
     return _render(rows, now or datetime.datetime.now(datetime.timezone.utc))
 
@@ -119,7 +120,8 @@ def _workers(status: Mapping[str, Any]) -> Any:
             f", {nodes} Nodes Ready" if nodes is not None else ""
         )
         launcher = "AWSMachinePool" if pool.get("kind") == "asg" else "AWSMachinePool (fleet)"
-        yield Row(2, f"MachinePool - {launcher}/{name}", pool.get("ready"), pool.get("reason", ""), message=message)
+        reason = "" if pool.get("ready") else pool.get("reason", "")  # as clusterctl: a reason only when not ready
+        yield Row(2, f"MachinePool - {launcher}/{name}", pool.get("ready"), reason, message=message)
         yield from _instances(3, _instances_of(status, pool.get("instances") or []))
     eks = status.get("eks") or {}
     for name, group in (eks.get("node_groups") or {}).items():
@@ -140,7 +142,8 @@ def _eks_row(name: str, item: Mapping[str, Any], message: str) -> Row:
 
 
 def _machines(depth: int, title: str, group: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
-    yield Row(depth, title, group.get("ready"), group.get("reason", ""), message=group.get("message", ""))
+    reason = "" if group.get("ready") else group.get("reason", "")
+    yield Row(depth, title, group.get("ready"), reason, message=group.get("message", ""))
     yield from _instances(depth + 1, _instances_of(status, group.get("instances") or []))
 
 
@@ -257,19 +260,16 @@ def _cut(text: str, width: int) -> str:
 def _render(rows: list[Row], now: datetime.datetime) -> list[str]:
     names = [prefix + row.name for prefix, row in zip(_prefixes(rows), rows, strict=True)]
     cells = [
-        (
-            name,
-            {True: "True", False: "False", None: "-"}[row.ready],
-            row.reason,
-            _since(row.since, now),
-            _cut(row.message, MESSAGE_WIDTH),
-        )
+        (name, {True: "True", False: "False", None: "-"}[row.ready], row.reason, _since(row.since, now), row.message)
         for name, row in zip(names, rows, strict=True)
     ]
     widths = [max(len(c[i]) for c in [COLUMNS, *cells]) for i in range(len(COLUMNS) - 1)]
+    message_width = max(MIN_MESSAGE, WIDTH - sum(widths) - 2 * len(widths))
     return [
         (
-            "  ".join(cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)) + "  " + line[-1]
+            "  ".join(cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=True))
+            + "  "
+            + _cut(line[-1], message_width)
         ).rstrip()
         for line in [COLUMNS, *cells]
     ]

@@ -123,7 +123,7 @@ def test_the_tree_reads_as_clusterctls_with_identical_machines_folded():
     assert row["Cluster/demo"].split()[0] == "False"  # md-0 is not ready
     assert "10m" in row["│ └─3 Machines..."] and "See i-cp0, i-cp1, i-cp2" in row["│ └─3 Machines..."]
     assert "NodeNotReady" in row["  │ └─Machine/ip-i-md1"] and "False" in row["  │ └─Machine/ip-i-md1"]
-    assert all(line == line.rstrip() for line in lines)
+    assert all(line == line.rstrip() and len(line) <= 120 for line in lines)
 
 
 def test_what_was_not_read_is_not_claimed_ready():
@@ -131,7 +131,7 @@ def test_what_was_not_read_is_not_claimed_ready():
     status["groups"]["md-0"].update(ready=True)
     status["not_read"] = ["Nodes: kubernetes_api.mode is none"]
     first = rows_of(describe_tree(status, NOW))["Cluster/demo"]
-    assert first.split()[0] == "-" and "not read: Nodes: kubernetes_api.mode is none" in first
+    assert first.split()[0] == "-" and "not read: Nodes: kubernetes_api" in first
 
 
 def test_a_deleted_cluster_reads_as_deleted():
