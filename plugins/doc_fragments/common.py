@@ -3,8 +3,9 @@
 
 
 class ModuleDocFragment:
-    # The options every clusterapi.aws module shares, on top of amazon.aws's connection options.
-    # Read-only (_info) modules use this alone; the others add STATE (clusterapi.aws.common.state).
+    # The options every clusterapi.aws module shares, on top of amazon.aws's connection options, with IDENTITY
+    # (clusterapi.aws.common.identity). Read-only (_info) modules use these alone; the others add STATE
+    # (clusterapi.aws.common.state).
     DOCUMENTATION = r"""
 options:
   cluster_name:
@@ -15,45 +16,6 @@ options:
       - Lower-case letters, digits and C(-), at most 40 characters.
     type: str
     required: true
-  identity:
-    description:
-      - A role to assume for this cluster (CAPA's AWSClusterRoleIdentity). The module's credentials call STS
-        AssumeRole, and every other request of the run uses the role's credentials.
-    type: dict
-    suboptions:
-      role_arn:
-        description: ARN of the role to assume.
-        type: str
-        required: true
-      external_id:
-        description: External id the role's trust policy requires.
-        type: str
-      session_name:
-        description: Session name; defaults to C(capa-<cluster_name>).
-        type: str
-      duration_seconds:
-        description: Lifetime of the assumed credentials (900 to 43200).
-        type: int
-        default: 3600
-      source_identity:
-        description:
-          - A role assumed first; its credentials then assume I(role_arn) (chained identities).
-        type: dict
-        suboptions:
-          role_arn:
-            description: ARN of the source role.
-            type: str
-            required: true
-          external_id:
-            description: External id of the source role.
-            type: str
-          session_name:
-            description: Session name for the source role.
-            type: str
-          duration_seconds:
-            description: Lifetime of the source credentials (900 to 43200).
-            type: int
-            default: 3600
   additional_tags:
     description:
       - Tags added to every resource the module creates (CAPA's C(additionalTags)). At most 50; keys up to 128
@@ -98,4 +60,48 @@ options:
     type: str
     choices: [present, absent]
     default: present
+"""
+
+    # CAPA's AWSClusterRoleIdentity: every module (with DOCUMENTATION) and the capa_kubeconfig lookup take it.
+    IDENTITY = r"""
+options:
+  identity:
+    description:
+      - A role to assume for this cluster (CAPA's AWSClusterRoleIdentity). The credentials given call STS
+        AssumeRole, and every other request of the run uses the role's credentials.
+    type: dict
+    suboptions:
+      role_arn:
+        description: ARN of the role to assume.
+        type: str
+        required: true
+      external_id:
+        description: External id the role's trust policy requires.
+        type: str
+      session_name:
+        description: Session name; defaults to C(capa-<cluster_name>).
+        type: str
+      duration_seconds:
+        description: Lifetime of the assumed credentials (900 to 43200).
+        type: int
+        default: 3600
+      source_identity:
+        description:
+          - A role assumed first; its credentials then assume I(role_arn) (chained identities).
+        type: dict
+        suboptions:
+          role_arn:
+            description: ARN of the source role.
+            type: str
+            required: true
+          external_id:
+            description: External id of the source role.
+            type: str
+          session_name:
+            description: Session name for the source role.
+            type: str
+          duration_seconds:
+            description: Lifetime of the source credentials (900 to 43200).
+            type: int
+            default: 3600
 """

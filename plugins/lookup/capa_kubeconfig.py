@@ -57,45 +57,6 @@ options:
         5 minutes and 7 days.
     type: int
     default: 60
-  identity:
-    description:
-      - A role to assume first, as the modules' I(identity) option (CAPA's AWSClusterRoleIdentity) - the role the
-        cluster was built with. The lookup's credentials call STS C(AssumeRole); every other request, and the EKS
-        token, use the role's credentials.
-    type: dict
-    suboptions:
-      role_arn:
-        description: ARN of the role to assume.
-        type: str
-        required: true
-      external_id:
-        description: External id the role's trust policy requires.
-        type: str
-      session_name:
-        description: Session name; defaults to C(capa-<cluster name>).
-        type: str
-      duration_seconds:
-        description: Lifetime of the assumed credentials (900 to 43200).
-        type: int
-        default: 3600
-      source_identity:
-        description: A role assumed first; its credentials then assume I(role_arn) (chained identities).
-        type: dict
-        suboptions:
-          role_arn:
-            description: ARN of the source role.
-            type: str
-            required: true
-          external_id:
-            description: External id of the source role.
-            type: str
-          session_name:
-            description: Session name for the source role.
-            type: str
-          duration_seconds:
-            description: Lifetime of the source credentials (900 to 43200).
-            type: int
-            default: 3600
   region:
     description:
       - The AWS region of the cluster.
@@ -114,7 +75,10 @@ options:
       - name: AWS_URL
 extends_documentation_fragment:
   - amazon.aws.common.plugins
+  - clusterapi.aws.common.identity
 notes:
+  - I(identity) is the role the cluster was built with (the modules' I(identity) option); the EKS token is signed with
+    the role's credentials.
   - A self-managed cluster's server certificate is checked against the cluster CA, as in the kubeconfig
     M(clusterapi.aws.capa_kubeadm) writes; I(host) must be a name the API server certificate carries (the load
     balancer's DNS name is one). An EKS cluster's is checked against the CA EKS reports.

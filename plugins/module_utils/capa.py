@@ -60,8 +60,8 @@ IDENTITY_ROLE_SPEC: dict[str, Any] = dict(
 
 
 def identity_argument_spec() -> dict[str, Any]:
-    """The suboptions of ``identity`` (doc fragment ``clusterapi.aws.common``), which the capa_kubeconfig lookup
-    takes too."""
+    """The suboptions of ``identity`` (doc fragment ``clusterapi.aws.common.identity``), which the capa_kubeconfig
+    lookup takes too."""
     spec = copy.deepcopy(IDENTITY_ROLE_SPEC)
     spec["source_identity"] = dict(type="dict", options=copy.deepcopy(IDENTITY_ROLE_SPEC))
     return spec

@@ -55,6 +55,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.common.identity
   - clusterapi.aws.attributes.info
 """
 

@@ -57,6 +57,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.common.identity
   - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes.info
 notes:

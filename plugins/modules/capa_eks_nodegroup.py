@@ -198,6 +198,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.common.identity
   - clusterapi.aws.common.state
   - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes

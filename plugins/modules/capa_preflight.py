@@ -53,6 +53,7 @@ extends_documentation_fragment:
   - amazon.aws.region.modules
   - amazon.aws.boto3
   - clusterapi.aws.common
+  - clusterapi.aws.common.identity
   - clusterapi.aws.attributes.info
 notes:
   - Not checkable before a run - capacity (C(InsufficientInstanceCapacity) is known only when AWS launches), a

@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from awx_jobs import run_job
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
-RUNNER = Path(
-    os.environ.get("CAPA_ANSIBLE_RUNNER", REPO / ".build" / "tools" / "ansible-runner" / "bin" / "ansible-runner")
-)
 TARBALL = Path(os.environ.get("CAPA_TARBALL", "")) if os.environ.get("CAPA_TARBALL") else None
 AWX_PROJECT = REPO / "extensions" / "awx" / "project"
 
@@ -102,36 +100,7 @@ def _private_data_dir(
     return pdd
 
 
-def _run_job(pdd: Path, playbook: str = "site.yml") -> dict[str, Any]:
-    assert RUNNER.is_file(), f"{RUNNER} missing: make awx-job creates it"
-    # The job's process environment: no AWS_* and no ANSIBLE_* of this test session, only what AWX would set.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANSIBLE_", "EC2_"))}
-    env.update(
-        {
-            "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",  # the EE's ansible-playbook: this venv's
-            "HOME": str(pdd / "home"),
-            "AWS_CONFIG_FILE": str(pdd / "no-aws-config"),
-            "AWS_SHARED_CREDENTIALS_FILE": str(pdd / "no-aws-credentials"),
-        }
-    )
-    proc = subprocess.run(
-        [str(RUNNER), "run", str(pdd), "-p", playbook, "--ident", "job"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    artifacts = pdd / "artifacts" / "job"
-    events = [json.loads(p.read_text()) for p in sorted((artifacts / "job_events").glob("*.json"))]
-    events.sort(key=lambda e: e["counter"])
-    return {
-        "rc": int((artifacts / "rc").read_text()),
-        "status": (artifacts / "status").read_text().strip(),
-        "stdout": (artifacts / "stdout").read_text(),
-        "events": events,
-        "runner_output": proc.stdout + proc.stderr,
-    }
+_run_job = run_job
 
 
 def _recap(stdout: str) -> dict[str, dict[str, int]]:

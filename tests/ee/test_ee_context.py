@@ -83,4 +83,8 @@ def test_builder_introspection_reads_the_collections_ee_metadata(tmp_path):
     assert len(from_us) == len(found["python"]), found["python"]
     expected = {name: req for name, req in ours.items() if name != "pyyaml"}
     assert _requirements("\n".join(from_us)) == expected
-    assert found["system"] == []
+    # meta/bindep.txt: Graphviz, whose dot draws the topology pictures (capa_status), on either family of images.
+    assert found["system"] == [
+        "graphviz [platform:rpm]  # from collection clusterapi.aws",
+        "graphviz [platform:dpkg]  # from collection clusterapi.aws",
+    ], found["system"]

@@ -16,10 +16,8 @@ environment starts its own. The collection is the working tree (.build/collectio
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 import urllib.request
@@ -30,13 +28,12 @@ from typing import Any
 
 import pytest
 import yaml
+from awx_jobs import run_job
 from cluster_helpers import eks_spec
 
 REPO = Path(__file__).resolve().parents[2]
 # The working tree as a collection (tests/conftest.py links it there when the session starts).
 COLLECTIONS = REPO / ".build" / "collections"
-RUNNER = REPO / ".build" / "tools" / "ansible-runner" / "bin" / "ansible-runner"
-VENV_BIN = Path(sys.executable).parent
 AWX_PROJECT = REPO / "extensions" / "awx" / "project"
 CLUSTER = "progress-eks"
 HOLD = 125  # seconds the control plane stays CREATING: more than the 2 minutes the requirement asks for, no more
@@ -83,34 +80,8 @@ def _private_data_dir(root: Path, endpoint: str) -> Path:
 
 
 def _run_job(pdd: Path) -> dict[str, Any]:
-    assert RUNNER.is_file(), f"{RUNNER} missing: `make test` (tools-venvs) or `make awx-job` creates it"
-    # The job's process environment: none of this session's AWS_* / ANSIBLE_*, only what AWX would set.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANSIBLE_", "EC2_"))}
-    env.update(
-        {
-            "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",  # the EE's ansible-playbook: this venv's
-            "HOME": str(pdd / "home"),
-            "AWS_CONFIG_FILE": str(pdd / "no-aws-config"),
-            "AWS_SHARED_CREDENTIALS_FILE": str(pdd / "no-aws-credentials"),
-        }
-    )
-    proc = subprocess.run(
-        [str(RUNNER), "run", str(pdd), "-p", "site.yml", "--ident", "job"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    artifacts = pdd / "artifacts" / "job"
-    events = [json.loads(p.read_text()) for p in (artifacts / "job_events").glob("*.json")]
-    events.sort(key=lambda e: e["counter"])
-    return {
-        "rc": int((artifacts / "rc").read_text()),
-        "stdout": ANSI.sub("", (artifacts / "stdout").read_text()),
-        "events": events,
-        "runner_output": proc.stdout + proc.stderr,
-    }
+    job = run_job(pdd)
+    return {**job, "stdout": ANSI.sub("", job["stdout"])}
 
 
 def _seconds(duration: str) -> int:

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleLookupError
 
+from ansible_collections.clusterapi.aws.plugins.doc_fragments.common import ModuleDocFragment
 from ansible_collections.clusterapi.aws.plugins.lookup import capa_kubeconfig
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import identity_argument_spec
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import job_kubeconfig as jk
@@ -135,7 +136,12 @@ def test_a_refused_identity_names_the_role_and_the_external_id():
 
 
 def test_the_documented_identity_is_the_one_the_modules_take():
-    documented = yaml.safe_load(capa_kubeconfig.DOCUMENTATION)["options"]["identity"]["suboptions"]
+    """The lookup documents identity through the modules' fragment (clusterapi.aws.common.identity)."""
+    assert (
+        "clusterapi.aws.common.identity"
+        in yaml.safe_load(capa_kubeconfig.DOCUMENTATION)["extends_documentation_fragment"]
+    )
+    documented = yaml.safe_load(ModuleDocFragment.IDENTITY)["options"]["identity"]["suboptions"]
 
     def shape(spec: dict[str, Any]) -> dict[str, Any]:
         return {
