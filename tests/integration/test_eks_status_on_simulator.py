@@ -52,6 +52,7 @@ def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws,
         "  EKS control plane: ACTIVE, Kubernetes 1.31 (Available)",
         "  node group ng-0: ACTIVE, 2 desired, 2/2 Nodes Ready",
         "  Fargate profile fp-0: ACTIVE",
+        f"  IAM role: {NAME}-iam-service-role (Available)",
         f"  OIDC provider: {eks['oidc_provider']}",
         "  not ready: none",
     ):
