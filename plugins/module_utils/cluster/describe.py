@@ -14,7 +14,7 @@ Pure and dependency-free: the ``capa_describe`` filter and ``capa_status`` both 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,7 @@ def describe_tree(status: Mapping[str, Any], now: datetime.datetime | None = Non
 
 
 # rows -------------------------------------------------------------------------------------------------------------
-def _rows(status: Mapping[str, Any]) -> Any:
+def _rows(status: Mapping[str, Any]) -> Iterator[Row]:
     conditions: Mapping[str, Mapping[str, Any]] = status.get("conditions") or {}
     kind = "EKS" if status.get("kind") == "eks" else "AWS"
     cluster = status.get("cluster", "?")
@@ -74,7 +74,7 @@ def _rows(status: Mapping[str, Any]) -> Any:
         yield from workers
 
 
-def _infrastructure(status: Mapping[str, Any], conditions: Mapping[str, Any], kind: str) -> Any:
+def _infrastructure(status: Mapping[str, Any], conditions: Mapping[str, Any], kind: str) -> Iterator[Row]:
     present = [c for c in INFRASTRUCTURE_CONDITIONS if c in conditions]
     yield Row(
         1, f"ClusterInfrastructure - {kind}Cluster/{status.get('cluster')}", _all_ready(conditions[c] for c in present)
@@ -86,7 +86,7 @@ def _infrastructure(status: Mapping[str, Any], conditions: Mapping[str, Any], ki
         yield from _machines(2, "Bastion", bastion, status)
 
 
-def _control_plane(status: Mapping[str, Any], conditions: Mapping[str, Any]) -> Any:
+def _control_plane(status: Mapping[str, Any], conditions: Mapping[str, Any]) -> Iterator[Row]:
     eks = status.get("eks")
     if eks is not None:
         cluster = eks.get("cluster") or {}
@@ -110,7 +110,7 @@ def _control_plane(status: Mapping[str, Any], conditions: Mapping[str, Any]) -> 
         )
 
 
-def _workers(status: Mapping[str, Any]) -> Any:
+def _workers(status: Mapping[str, Any]) -> Iterator[Row]:
     for name, group in (status.get("groups") or {}).items():
         if name not in ("control-plane", "bastion"):
             yield from _machines(2, f"MachineDeployment/{name}", group, status)
@@ -141,7 +141,7 @@ def _eks_row(name: str, item: Mapping[str, Any], message: str) -> Row:
     return Row(2, name, active, "" if active else str(item.get("status")), item.get("created_at"), message)
 
 
-def _machines(depth: int, title: str, group: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
+def _machines(depth: int, title: str, group: Mapping[str, Any], status: Mapping[str, Any]) -> Iterator[Row]:
     reason = "" if group.get("ready") else group.get("reason", "")
     yield Row(depth, title, group.get("ready"), reason, message=group.get("message", ""))
     yield from _instances(depth + 1, _instances_of(status, group.get("instances") or []))
@@ -152,7 +152,7 @@ def _instances_of(status: Mapping[str, Any], ids: Sequence[str]) -> list[Mapping
     return [records.get(i) or {"id": i, "state": None} for i in ids]
 
 
-def _instances(depth: int, instances: list[Mapping[str, Any]]) -> Any:
+def _instances(depth: int, instances: list[Mapping[str, Any]]) -> Iterator[Row]:
     """One row per kind of machine: identical machines (same state and Node readiness) fold into one."""
     folds: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
     for instance in instances:

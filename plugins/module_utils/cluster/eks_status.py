@@ -16,7 +16,7 @@ maps). ``IAMAuthenticatorConfigured`` lives in the cluster (the ``aws-auth`` Con
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +106,9 @@ def _authentication_mode(cluster: Mapping[str, Any], want: EksWant) -> str:
     return (cluster.get("accessConfig") or {}).get("authenticationMode") or want.authentication_mode
 
 
-def _described(names: list[str], describe: Any, ctx: Context, cluster: str) -> dict[str, dict[str, Any]]:
+def _described(
+    names: list[str], describe: Callable[[Context, str, str], dict[str, Any] | None], ctx: Context, cluster: str
+) -> dict[str, dict[str, Any]]:
     found = {}
     for name in names:
         item = describe(ctx, cluster, name)
