@@ -143,6 +143,21 @@ it more lenient than AWS)
     ``{"create_seconds": 0}`` or ``/moto-api/reset`` turns it off. Tests of long waits use it (the progress a run
     shows while it waits).
 
+16. The AWS latency model: AWS resources take time in their intermediate states; moto settles them at once. While
+    the model is on, a resource made or changed reports AWS's intermediate state for the time of
+    :data:`aws_latencies.LATENCIES` (tools/aws_latencies.py, the one table, with sources; BENCHMARKS.md prints it)
+    multiplied by one scale: instances ``pending`` -> ``running`` and ``shutting-down`` -> ``terminated`` (with
+    their state codes), NAT gateways ``pending`` -> ``available`` and ``deleting`` -> ``deleted``, ELBv2 load
+    balancers ``provisioning`` -> ``active``, EKS clusters, node groups and Fargate profiles ``CREATING`` ->
+    ``ACTIVE``, Auto Scaling instances ``Pending`` -> ``InService`` while their instance is pending; an Elastic IP
+    of a NAT gateway that is still ``deleting`` cannot be released (``AuthFailure``). moto's objects keep and end
+    in moto's own states (the patched attributes are properties over moto's value; every filter and moto check
+    reads what AWS would report, except ELBv2 target registration, which AWS allows for pending instances). The
+    delay is fixed when a state is set, at the scale then in force. Off by default (scale 0: everything at once, as
+    before); ``POST /_capa/latency {"scale": 0.0333}`` turns it on (1/30 of AWS's time), ``{"scale": 0}`` off,
+    ``GET /_capa/latency`` returns it; the environment variable ``CAPA_AWS_LATENCY_SCALE`` sets it at start, and
+    ``/moto-api/reset`` returns to that. Fix 15's delay is the floor of an EKS cluster's modelled CREATING time.
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -167,6 +182,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs
+
+# The latency model's one table (fix 16) and its timing rules.
+from aws_latencies import LATENCIES, Clock, parse_scale, reported_state, scaled_seconds
 
 # Operations that never change state: the one rule of moto_ctl.py --mutating, the fault injector and the generation.
 from moto_ctl import READ_ONLY_PREFIXES
@@ -394,6 +412,14 @@ class RequestCounter:
                     return self._json(start_response, "200 OK", set_eks_create_delay(body))
                 except (KeyError, TypeError, ValueError) as exc:
                     return self._json(start_response, "400 Bad Request", {"error": f"eks delay: {exc}"})
+            if path.rstrip("/") == "/_capa/latency" and method == "POST":
+                try:
+                    body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+                    return self._json(start_response, "200 OK", set_latency(body))
+                except (KeyError, TypeError, ValueError) as exc:
+                    return self._json(start_response, "400 Bad Request", {"error": f"latency: {exc}"})
+            if path.rstrip("/") == "/_capa/latency" and method == "GET":
+                return self._json(start_response, "200 OK", dict(LATENCY))
             if path.rstrip("/") == "/_capa/eks/delay" and method == "GET":
                 return self._json(start_response, "200 OK", dict(EKS_CREATE_DELAY))
             if path.rstrip("/") == "/_capa/eks/clusters" and method == "GET":
@@ -405,6 +431,7 @@ class RequestCounter:
                 EKS_CLUSTERS.clear()
             forget_applied_quotas()
             set_eks_create_delay({"create_seconds": 0})
+            set_latency({"scale": LATENCY_AT_START})
         changes = path.startswith("/moto-api") and method == "POST"
         if not path.startswith("/moto-api") and path != "/favicon.ico" and not environ.get("HTTP_X_CAPA_OBSERVER"):
             arrived = time.time()
@@ -714,6 +741,7 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "eks-ami-parameters": _serve_eks_ami_parameters,
         "eks-certificate-authority": _fix_eks_certificate_authority,
         "eks-create-delay": _fix_eks_create_delay,
+        "latency-model": _fix_latency_model,
         "presigned-routing": _fix_presigned_routing,
         "tagging-eks": _fix_tagging_eks,
         "service-quotas": _serve_service_quotas,
@@ -871,26 +899,184 @@ def set_eks_create_delay(body: dict[str, Any]) -> dict[str, float]:
 
 
 def _fix_eks_create_delay() -> list[str]:
-    """Fix 15: a cluster created while a delay is set says CREATING for that long (moto's status, read through)."""
+    """Fix 15: a cluster created while a delay is set says CREATING for that long - fix 16's timed status, with
+    this delay as its floor (the longer of the two holds)."""
     from moto.eks import models as eks_models
 
-    cluster_cls = eks_models.Cluster
-    if isinstance(cluster_cls.__dict__.get("status"), property):
-        return ["eks-create-delay"]
-
-    def get_status(self: Any) -> str:
-        status = self.__dict__["_capa_status"]
-        if status == eks_models.ACTIVE_STATUS and time.monotonic() < self.__dict__["_capa_active_at"]:
-            return "CREATING"
-        return status
-
-    def set_status(self: Any, value: str) -> None:
-        if "_capa_status" not in self.__dict__:  # the first status a cluster gets: moto's __init__ creating it
-            self.__dict__["_capa_active_at"] = time.monotonic() + EKS_CREATE_DELAY["create_seconds"]
-        self.__dict__["_capa_status"] = value
-
-    cluster_cls.status = property(get_status, set_status)  # type: ignore[attr-defined]
+    _time_attribute(
+        eks_models.Cluster,
+        "status",
+        {"ACTIVE": _Timed("eks_cluster", "create", from_birth=True, floor=lambda: EKS_CREATE_DELAY["create_seconds"])},
+    )
     return ["eks-create-delay"]
+
+
+# --------------------------------------------------------------------------------------
+# moto fix 16: the AWS latency model (table: tools/aws_latencies.py)
+# --------------------------------------------------------------------------------------
+LATENCY_ENV = "CAPA_AWS_LATENCY_SCALE"
+LATENCY_AT_START = parse_scale(os.environ.get(LATENCY_ENV) or 0)
+LATENCY: dict[str, float] = {"scale": LATENCY_AT_START}
+_CLOCK = Clock()
+_RAW = threading.local()  # set while moto's own code must see its real states (see _fix_target_registration)
+_EC2_STATE_CODES = {"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
+
+
+def set_latency(body: dict[str, Any]) -> dict[str, float]:
+    LATENCY["scale"] = parse_scale(body["scale"])
+    return dict(LATENCY)
+
+
+class _Timed:
+    """A transition into a settled state that AWS takes time for: from the object's creation (``from_birth``: moto
+    creates it settled, or settles it on a later read, as ELBv2 does) or from the moment moto set that state."""
+
+    def __init__(
+        self, resource: str, transition: str, from_birth: bool = False, floor: Callable[[], float] | None = None
+    ) -> None:
+        self.latency = LATENCIES[(resource, transition)]
+        self.resource, self.transition, self.from_birth, self.floor = resource, transition, from_birth, floor
+
+    def seconds(self) -> float:
+        modelled = scaled_seconds(self.resource, self.transition, LATENCY["scale"])
+        return max(modelled, self.floor()) if self.floor else modelled
+
+
+def _time_attribute(cls: type, attr: str, timed: dict[str, _Timed]) -> None:
+    """Make ``cls.attr`` a property that keeps moto's value and reports AWS's intermediate state until it is due.
+
+    moto's object still holds (and ends in) moto's own state; only what is read before the transition's time has
+    passed differs. The delay is fixed when the state is set, at the scale then in force, so objects made while
+    the model is off are settled at once.
+    """
+    if isinstance(cls.__dict__.get(attr), property):
+        return
+    real_key, due_key, birth_key = f"_capa_{attr}", f"_capa_{attr}_due", f"_capa_{attr}_birth"
+
+    def get_state(self: Any) -> Any:
+        real = self.__dict__[real_key]
+        entry = timed.get(real) if isinstance(real, str) else None
+        if entry is None or getattr(_RAW, "on", False) or due_key not in self.__dict__:
+            return real
+        return reported_state(real, entry.latency, self.__dict__[due_key], _CLOCK)
+
+    def set_state(self: Any, value: Any) -> None:
+        if birth_key not in self.__dict__:
+            self.__dict__[birth_key] = {entry.transition: entry.seconds() for entry in timed.values()}
+            self.__dict__[birth_key][""] = _CLOCK.now()
+        entry = timed.get(value) if isinstance(value, str) else None
+        if entry is not None and value != self.__dict__.get(real_key):
+            born = self.__dict__[birth_key]
+            start, seconds = (born[""], born[entry.transition]) if entry.from_birth else (_CLOCK.now(), entry.seconds())
+            self.__dict__[due_key] = start + seconds
+        self.__dict__[real_key] = value
+
+    setattr(cls, attr, property(get_state, set_state))
+
+
+def _fix_latency_model() -> list[str]:
+    """Fix 16: resources take AWS's time in their intermediate states while ``LATENCY['scale']`` > 0."""
+    from moto.autoscaling import models as asg_models
+    from moto.ec2.models import instances as ec2_instances
+    from moto.ec2.models import nat_gateways
+    from moto.eks import models as eks_models
+    from moto.elbv2 import models as elbv2_models
+
+    state = ec2_instances.InstanceState
+    _time_attribute(
+        state, "name", {"running": _Timed("instance", "launch"), "terminated": _Timed("instance", "terminate")}
+    )
+    if not isinstance(state.__dict__.get("code"), property):
+
+        def get_code(self: Any) -> int:
+            name = self.name  # reported
+            return (
+                _EC2_STATE_CODES.get(name, self.__dict__["_capa_code"])
+                if name != self.__dict__["_capa_name"]
+                else self.__dict__["_capa_code"]
+            )
+
+        def set_code(self: Any, value: int) -> None:
+            self.__dict__["_capa_code"] = value
+
+        state.code = property(get_code, set_code)  # type: ignore[attr-defined]
+    _time_attribute(
+        nat_gateways.NatGateway,
+        "state",
+        {"available": _Timed("nat_gateway", "create", from_birth=True), "deleted": _Timed("nat_gateway", "delete")},
+    )
+    _time_attribute(
+        elbv2_models.FakeLoadBalancer, "state", {"active": _Timed("load_balancer", "create", from_birth=True)}
+    )
+    _time_attribute(eks_models.Nodegroup, "status", {"ACTIVE": _Timed("eks_nodegroup", "create", from_birth=True)})
+    _time_attribute(
+        eks_models.FargateProfile, "status", {"ACTIVE": _Timed("eks_fargate_profile", "create", from_birth=True)}
+    )
+    _fix_asg_lifecycle(asg_models.InstanceState)
+    _fix_target_registration(elbv2_models.FakeTargetGroup)
+    _fix_eip_release_after_nat()
+    return ["latency-model"]
+
+
+def _fix_asg_lifecycle(cls: type) -> None:
+    """An Auto Scaling instance is ``Pending`` while its EC2 instance is (moto makes it ``InService`` at once)."""
+    if isinstance(cls.__dict__.get("lifecycle_state"), property):
+        return
+
+    def get_lifecycle(self: Any) -> str:
+        real = self.__dict__["_capa_lifecycle_state"]
+        if real == "InService" and not getattr(_RAW, "on", False) and self.instance._state.name == "pending":
+            return "Pending"
+        return real
+
+    def set_lifecycle(self: Any, value: str) -> None:
+        self.__dict__["_capa_lifecycle_state"] = value
+
+    cls.lifecycle_state = property(get_lifecycle, set_lifecycle)  # type: ignore[attr-defined]
+
+
+def _fix_target_registration(cls: type) -> None:
+    """ELBv2 accepts a ``pending`` instance as a target (it refuses stopped ones); moto refuses anything not
+    ``running``, which the model would turn into refusals AWS does not give, so registration sees moto's state."""
+    original = cls.register  # type: ignore[attr-defined]
+    if getattr(original, "_capa_fixed", False):
+        return
+
+    def register(self: Any, targets: list[dict[str, Any]]) -> None:
+        _RAW.on = True
+        try:
+            original(self, targets)
+        finally:
+            _RAW.on = False
+
+    register._capa_fixed = True  # type: ignore[attr-defined]
+    cls.register = register  # type: ignore[attr-defined]
+
+
+def _fix_eip_release_after_nat() -> None:
+    """``ReleaseAddress`` of a NAT gateway's address is refused while that gateway is still ``deleting``, as AWS
+    refuses it (reported as ``AuthFailure``) until the gateway is ``deleted``."""
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models import elastic_ip_addresses
+
+    backend_cls = elastic_ip_addresses.ElasticAddressBackend
+    original = backend_cls.release_address
+    if getattr(original, "_capa_fixed", False):
+        return
+
+    def release_address(self: Any, address: str | None = None, allocation_id: str | None = None) -> None:
+        for gateway in list(getattr(self, "nat_gateways", {}).values()):
+            mapped = [(item.get("allocationId"), item.get("publicIp")) for item in gateway.address_set]
+            if gateway.state == "deleting" and any(
+                (allocation_id and allocation_id == alloc) or (address and address == ip) for alloc, ip in mapped
+            ):
+                raise EC2ClientError(
+                    "AuthFailure", f"The address is still in use by NAT gateway {gateway.id}, which is deleting."
+                )
+        original(self, address=address, allocation_id=allocation_id)
+
+    release_address._capa_fixed = True  # type: ignore[attr-defined]
+    backend_cls.release_address = release_address  # type: ignore[method-assign]
 
 
 def _fix_portless_sg_rules() -> list[str]:

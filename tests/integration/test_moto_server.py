@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -379,3 +380,186 @@ def test_service_quotas_defaults_and_applied_values(aws):
         quotas.get_service_quota(ServiceCode="ec2", QuotaCode="L-00000000")
     aws.reset()
     assert quotas.get_service_quota(ServiceCode="vpc", QuotaCode="L-F678F1CE")["Quota"]["Value"] == 5.0
+
+
+# --------------------------------------------------------------------------------------
+# fix 16: the AWS latency model
+def _latency(url: str, scale: float | None = None) -> dict:
+    data = None if scale is None else json.dumps({"scale": scale}).encode()
+    request = urllib.request.Request(f"{url}/_capa/latency", data=data, method="GET" if data is None else "POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def _settles(read, settled: str, start: float, timeout: float = 30.0) -> float:
+    """Poll ``read()`` until it answers ``settled``; the seconds since ``start`` (monotonic) when it did."""
+    import time
+
+    while time.monotonic() - start < timeout:
+        if read() == settled:
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise AssertionError(f"never {settled} within {timeout} s")
+
+
+@pytest.fixture
+def latency(aws):
+    """Turns the model on at a scale the test picks; off again afterwards (a reset would turn it off too)."""
+    yield lambda scale: _latency(aws.url, scale)
+    _latency(aws.url, 0)
+
+
+def _vpc_with_subnets(ec2) -> tuple[str, list[str]]:
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{n}.0/24", AvailabilityZone=f"us-east-1{az}")["Subnet"][
+            "SubnetId"
+        ]
+        for n, az in enumerate("ab")
+    ]
+    return vpc, subnets
+
+
+def test_latency_model_instances_and_nat_gateways_take_their_scaled_time(aws, latency):
+    """Scale 1/100: an instance is pending 0.12 s and shutting-down 0.45 s, a NAT gateway pending 1.05 s and
+    deleting 0.55 s, and its Elastic IP cannot be released until it is deleted."""
+    import time
+
+    assert latency(0.01) == {"scale": 0.01}
+    ec2 = aws.client("ec2")
+    _, (subnet, _) = _vpc_with_subnets(ec2)
+
+    def instance_state(instance_id: str) -> str:
+        return ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
+
+    def nat_state(nat_id: str) -> str:
+        return ec2.describe_nat_gateways(NatGatewayIds=[nat_id])["NatGateways"][0]["State"]
+
+    start = time.monotonic()
+    launched = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet)["Instances"][0]
+    assert launched["State"] == {"Code": 0, "Name": "pending"}
+    assert 0.12 <= _settles(lambda: instance_state(launched["InstanceId"]), "running", start) < 5
+
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    start = time.monotonic()
+    nat = ec2.create_nat_gateway(SubnetId=subnet, AllocationId=allocation)["NatGateway"]
+    assert nat["State"] == "pending"
+    assert nat_state(nat["NatGatewayId"]) == "pending"
+    assert [
+        g["NatGatewayId"]
+        for g in ec2.describe_nat_gateways(Filter=[{"Name": "state", "Values": ["pending"]}])["NatGateways"]
+    ] == [nat["NatGatewayId"]]
+    assert 1.05 <= _settles(lambda: nat_state(nat["NatGatewayId"]), "available", start) < 6
+
+    start = time.monotonic()
+    ending = ec2.terminate_instances(InstanceIds=[launched["InstanceId"]])["TerminatingInstances"][0]
+    assert ending["CurrentState"] == {"Code": 32, "Name": "shutting-down"}
+    assert ending["PreviousState"]["Name"] == "running"
+    assert 0.45 <= _settles(lambda: instance_state(launched["InstanceId"]), "terminated", start) < 5
+
+    start = time.monotonic()
+    ec2.delete_nat_gateway(NatGatewayId=nat["NatGatewayId"])
+    assert nat_state(nat["NatGatewayId"]) == "deleting"
+    with pytest.raises(ClientError) as refused:
+        ec2.release_address(AllocationId=allocation)
+    assert refused.value.response["Error"]["Code"] == "AuthFailure"
+    assert 0.55 <= _settles(lambda: nat_state(nat["NatGatewayId"]), "deleted", start) < 5
+    ec2.release_address(AllocationId=allocation)
+    assert ec2.describe_addresses()["Addresses"] == []
+
+
+def test_latency_model_eks_load_balancers_and_auto_scaling(aws, latency):
+    """Scale 1/500: an EKS cluster is CREATING 1.2 s (node groups refused meanwhile, as AWS refuses them), a node
+    group 0.24 s and a Fargate profile 0.12 s; an NLB provisioning 0.3 s; an ASG's instance Pending while it is."""
+    import time
+
+    latency(0.002)
+    ec2 = aws.client("ec2")
+    vpc, subnets = _vpc_with_subnets(ec2)
+    role = aws.client("iam").create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks = aws.client("eks")
+    start = time.monotonic()
+    assert (
+        eks.create_cluster(name="slow", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})["cluster"]["status"]
+        == "CREATING"
+    )
+    with pytest.raises(ClientError, match="not in ACTIVE status"):
+        eks.create_nodegroup(clusterName="slow", nodegroupName="ng", nodeRole=role, subnets=subnets)
+
+    elbv2 = aws.client("elbv2")
+    lb_start = time.monotonic()
+    balancer = elbv2.create_load_balancer(Name="api", Subnets=subnets, Type="network")["LoadBalancers"][0]
+    assert balancer["State"] == {"Code": "provisioning"}
+
+    def lb_state() -> str:
+        return elbv2.describe_load_balancers(LoadBalancerArns=[balancer["LoadBalancerArn"]])["LoadBalancers"][0][
+            "State"
+        ]["Code"]
+
+    assert lb_state() == "provisioning"
+    assert 0.3 <= _settles(lb_state, "active", lb_start) < 5
+    # A pending instance can be registered as a target, as on AWS.
+    group = elbv2.create_target_group(Name="api", Protocol="TCP", Port=6443, VpcId=vpc)["TargetGroups"][0]
+    pending = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnets[0])["Instances"][0]
+    elbv2.register_targets(TargetGroupArn=group["TargetGroupArn"], Targets=[{"Id": pending["InstanceId"]}])
+
+    autoscaling = aws.client("autoscaling")
+    autoscaling.create_launch_configuration(
+        LaunchConfigurationName="lc", ImageId="ami-12c6146b", InstanceType="t3.micro"
+    )
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName="pool", LaunchConfigurationName="lc", MinSize=1, MaxSize=1, VPCZoneIdentifier=subnets[0]
+    )
+
+    def pool_states() -> list[str]:
+        groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["pool"])["AutoScalingGroups"]
+        return [instance["LifecycleState"] for instance in groups[0]["Instances"]]
+
+    assert pool_states() == ["Pending"]
+    assert _settles(lambda: pool_states()[0], "InService", time.monotonic()) < 5
+
+    def cluster_status() -> str:
+        return eks.describe_cluster(name="slow")["cluster"]["status"]
+
+    assert 1.2 <= _settles(cluster_status, "ACTIVE", start) < 8
+    start = time.monotonic()
+    nodegroup = eks.create_nodegroup(clusterName="slow", nodegroupName="ng", nodeRole=role, subnets=subnets)
+    profile = eks.create_fargate_profile(
+        clusterName="slow", fargateProfileName="fp", podExecutionRoleArn=role, selectors=[{"namespace": "x"}]
+    )
+    assert (nodegroup["nodegroup"]["status"], profile["fargateProfile"]["status"]) == ("CREATING", "CREATING")
+    elapsed_profile = _settles(
+        lambda: eks.describe_fargate_profile(clusterName="slow", fargateProfileName="fp")["fargateProfile"]["status"],
+        "ACTIVE",
+        start,
+    )
+    elapsed_group = _settles(
+        lambda: eks.describe_nodegroup(clusterName="slow", nodegroupName="ng")["nodegroup"]["status"], "ACTIVE", start
+    )
+    assert 0.12 <= elapsed_profile < 5 and 0.24 <= elapsed_group < 5
+
+
+def test_latency_model_is_off_by_default_and_refuses_bad_scales(aws):
+    """Without the model (the default, and again after a reset) everything is settled in the create's answer."""
+    assert _latency(aws.url) == {"scale": 0.0}
+    ec2 = aws.client("ec2")
+    _, (subnet, _) = _vpc_with_subnets(ec2)
+    # RunInstances answers pending on AWS and in moto alike; the next read finds it running.
+    instance = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    described = ec2.describe_instances(InstanceIds=[instance])["Reservations"][0]["Instances"][0]["State"]
+    assert described == {"Code": 16, "Name": "running"}
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    assert ec2.create_nat_gateway(SubnetId=subnet, AllocationId=allocation)["NatGateway"]["State"] == "available"
+    role = aws.client("iam").create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    cluster = aws.client("eks").create_cluster(name="quick", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet]})
+    assert cluster["cluster"]["status"] == "ACTIVE"
+    for bad in (-1, "fast"):
+        request = urllib.request.Request(
+            f"{aws.url}/_capa/latency", data=json.dumps({"scale": bad}).encode(), method="POST"
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 400
+    _latency(aws.url, 0.5)
+    aws.reset()
+    assert _latency(aws.url) == {"scale": 0.0}
