@@ -1,0 +1,285 @@
+"""The critical path: the earliest a cluster's create, control-plane upgrade or delete can finish on AWS.
+
+Each phase is a graph of steps - what AWS (or a booting machine) takes time for, and what must have finished before
+a step can start - with the durations of the harness's latency model (tools/aws_latencies.py, the one table). The
+longest path through the graph is the bar a reconciler is measured against: nothing that respects the dependencies
+can finish sooner, however much it overlaps. Calls AWS answers at once (VPC, subnets, routes, security groups, IAM,
+Elastic IPs) take 0 s; the graph keeps them because they order what follows.
+
+    python bench/critical_path.py [--scale 0.0333]     # print each phase's limit and its path
+
+The clusters are the benchmark's (bench/inventory-ours.yml): the HA self-managed ``demo`` (3 availability zones,
+a NAT gateway each, an NLB for the API server, 3 control-plane machines, md-0 with 2 workers, the ASG pool mp-0
+with 2 instances, a bastion) and ``demo-eks`` (2 zones, one NAT gateway, one node group, one Fargate profile and
+the default add-ons).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+
+from aws_latencies import LATENCIES  # noqa: E402
+
+
+def seconds(resource: str, transition: str) -> float:
+    return LATENCIES[(resource, transition)].seconds
+
+
+@dataclass(frozen=True)
+class Step:
+    """One piece of work: ``seconds`` long, startable once every step named in ``after`` has finished."""
+
+    name: str
+    seconds: float
+    after: tuple[str, ...] = ()
+
+
+def earliest_finish(steps: list[Step]) -> dict[str, float]:
+    """Each step's earliest finish (its longest path from the start); refuses unknown names and cycles."""
+    by_name = {step.name: step for step in steps}
+    if len(by_name) != len(steps):
+        raise ValueError("step names must be unique")
+    for step in steps:
+        unknown = [name for name in step.after if name not in by_name]
+        if unknown:
+            raise ValueError(f"{step.name} waits for unknown steps {unknown}")
+    finish: dict[str, float] = {}
+    visiting: set[str] = set()
+
+    def visit(name: str) -> float:
+        if name in finish:
+            return finish[name]
+        if name in visiting:
+            raise ValueError(f"dependency cycle through {name}")
+        visiting.add(name)
+        step = by_name[name]
+        finish[name] = max((visit(before) for before in step.after), default=0.0) + step.seconds
+        visiting.discard(name)
+        return finish[name]
+
+    for step in steps:
+        visit(step.name)
+    return finish
+
+
+def critical_path(steps: list[Step]) -> tuple[float, list[str]]:
+    """The phase's earliest completion and one longest chain of steps that decides it, first step first."""
+    finish = earliest_finish(steps)
+    by_name = {step.name: step for step in steps}
+    last = max(finish, key=lambda name: (finish[name], name))
+    chain = [last]
+    while by_name[chain[-1]].after:
+        chain.append(max(by_name[chain[-1]].after, key=lambda name: (finish[name], name)))
+    return finish[last], chain[::-1]
+
+
+# --- the HA self-managed cluster ----------------------------------------------------------------------------------
+def self_managed_create(zones: int = 3, control_plane: int = 3, workers: int = 2, pool: int = 2) -> list[Step]:
+    """Network, then the NAT gateways of all zones in parallel with the load balancer; the first control-plane
+    machine once its private route has a NAT gateway and the API's load balancer is active; the other replicas one
+    at a time (the control plane adds one member at a time, as Cluster API's KubeadmControlPlane does); workers and
+    pool instances all at once after the first control plane serves."""
+    launch, join = seconds("instance", "launch"), seconds("kubeadm", "join")
+    steps = [
+        Step("vpc", 0),
+        Step("internet gateway", 0, ("vpc",)),
+        Step("subnets", 0, ("vpc",)),
+        Step("security groups", 0, ("vpc",)),
+        Step("load balancer", seconds("load_balancer", "create"), ("subnets", "security groups")),
+        Step("bastion", launch, ("subnets", "security groups", "internet gateway")),
+    ]
+    for zone in range(zones):
+        steps += [
+            Step(f"elastic ip {zone}", 0),
+            Step(
+                f"nat gateway {zone}",
+                seconds("nat_gateway", "create"),
+                ("subnets", "internet gateway", f"elastic ip {zone}"),
+            ),
+            Step(f"private route {zone}", 0, (f"nat gateway {zone}",)),
+        ]
+    network = tuple(f"private route {zone}" for zone in range(zones))
+    first = ("load balancer", "security groups", *network)
+    steps += [
+        Step("control plane 1 launch", launch, first),
+        Step("control plane 1 initialized", seconds("kubeadm", "first_control_plane"), ("control plane 1 launch",)),
+    ]
+    for n in range(2, control_plane + 1):
+        before = "control plane 1 initialized" if n == 2 else f"control plane {n - 1} joined"
+        steps += [
+            Step(f"control plane {n} launch", launch, (before,)),
+            Step(f"control plane {n} joined", join, (f"control plane {n} launch",)),
+        ]
+    for n in range(1, workers + 1):
+        steps += [
+            Step(f"worker {n} launch", launch, ("control plane 1 initialized",)),
+            Step(f"worker {n} joined", join, (f"worker {n} launch",)),
+        ]
+    for n in range(1, pool + 1):
+        steps += [
+            Step(f"pool instance {n} launch", seconds("asg_instance", "launch"), ("control plane 1 initialized",)),
+            Step(f"pool instance {n} joined", join, (f"pool instance {n} launch",)),
+        ]
+    return steps
+
+
+def self_managed_upgrade(control_plane: int = 3) -> list[Step]:
+    """A control-plane version upgrade replaces one machine at a time: launch the new one, wait until it has
+    joined, then remove an old one (its instance terminated) before the next."""
+    steps: list[Step] = []
+    before: tuple[str, ...] = ()
+    for n in range(1, control_plane + 1):
+        steps += [
+            Step(f"new control plane {n} launch", seconds("instance", "launch"), before),
+            Step(f"new control plane {n} joined", seconds("kubeadm", "join"), (f"new control plane {n} launch",)),
+            Step(
+                f"old control plane {n} terminated",
+                seconds("instance", "terminate"),
+                (f"new control plane {n} joined",),
+            ),
+        ]
+        before = (f"old control plane {n} terminated",)
+    return steps
+
+
+def self_managed_delete(zones: int = 3, machines: int = 3 + 2 + 2 + 1) -> list[Step]:
+    """Every instance terminates at once, the load balancer and the NAT gateways are deleted at once; an Elastic IP
+    is released only after its NAT gateway is deleted; subnets wait for the instances and NAT gateways, the VPC
+    for everything in it."""
+    steps = [Step(f"instance {n} terminated", seconds("instance", "terminate")) for n in range(1, machines + 1)]
+    steps.append(Step("load balancer deleted", 0))
+    for zone in range(zones):
+        steps += [
+            Step(f"nat gateway {zone} deleted", seconds("nat_gateway", "delete")),
+            Step(f"elastic ip {zone} released", seconds("eip", "release_after_nat"), (f"nat gateway {zone} deleted",)),
+        ]
+    instances = tuple(f"instance {n} terminated" for n in range(1, machines + 1))
+    nats = tuple(f"nat gateway {zone} deleted" for zone in range(zones))
+    steps += [
+        Step("subnets deleted", 0, (*instances, *nats, "load balancer deleted")),
+        Step("security groups deleted", 0, (*instances, "load balancer deleted")),
+        Step("internet gateway deleted", 0, tuple(f"elastic ip {zone} released" for zone in range(zones))),
+        Step("vpc deleted", 0, ("subnets deleted", "security groups deleted", "internet gateway deleted")),
+    ]
+    return steps
+
+
+# --- the EKS cluster ----------------------------------------------------------------------------------------------
+EKS_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
+
+
+def eks_create(nodegroups: int = 1, fargate_profiles: int = 1) -> list[Step]:
+    """The control plane needs only subnets and its role, so it starts while the NAT gateway settles; node groups
+    need the cluster ACTIVE and a route out; Fargate profiles are created one at a time per cluster (EKS refuses a
+    second while one is CREATING); coredns reaches ACTIVE only once nodes run."""
+    steps = [
+        Step("vpc", 0),
+        Step("internet gateway", 0, ("vpc",)),
+        Step("subnets", 0, ("vpc",)),
+        Step("cluster role", 0),
+        Step("elastic ip", 0),
+        Step("nat gateway", seconds("nat_gateway", "create"), ("subnets", "internet gateway", "elastic ip")),
+        Step("private route", 0, ("nat gateway",)),
+        Step("control plane", seconds("eks_cluster", "create"), ("subnets", "cluster role")),
+        Step("oidc provider", 0, ("control plane",)),
+    ]
+    for n in range(1, nodegroups + 1):
+        steps.append(Step(f"node group {n}", seconds("eks_nodegroup", "create"), ("control plane", "private route")))
+    before = "control plane"
+    for n in range(1, fargate_profiles + 1):
+        steps.append(Step(f"fargate profile {n}", seconds("eks_fargate_profile", "create"), (before,)))
+        before = f"fargate profile {n}"
+    nodes = tuple(f"node group {n}" for n in range(1, nodegroups + 1))
+    for addon in EKS_ADDONS:
+        after = ("control plane", *nodes) if addon == "coredns" else ("control plane",)
+        steps.append(Step(f"addon {addon}", seconds("eks_addon", "create"), after))
+    return steps
+
+
+def eks_upgrade() -> list[Step]:
+    """EKS upgrades its control plane in one update (``UPDATING``); nothing of ours can shorten it."""
+    return [Step("control plane update", seconds("eks_cluster", "update"))]
+
+
+def eks_delete(nodegroups: int = 1, fargate_profiles: int = 1) -> list[Step]:
+    """Node groups are deleted together, Fargate profiles one at a time; the cluster only once both are gone; the
+    NAT gateway at once, its Elastic IP after it; the VPC last."""
+    steps = [Step(f"node group {n} deleted", seconds("eks_nodegroup", "delete")) for n in range(1, nodegroups + 1)]
+    before: tuple[str, ...] = ()
+    for n in range(1, fargate_profiles + 1):
+        steps.append(Step(f"fargate profile {n} deleted", seconds("eks_fargate_profile", "delete"), before))
+        before = (f"fargate profile {n} deleted",)
+    children = tuple(step.name for step in steps)
+    steps += [
+        Step("control plane deleted", seconds("eks_cluster", "delete"), children),
+        Step("nat gateway deleted", seconds("nat_gateway", "delete")),
+        Step("elastic ip released", seconds("eip", "release_after_nat"), ("nat gateway deleted",)),
+        Step("subnets deleted", 0, ("control plane deleted", "nat gateway deleted")),
+        Step("vpc deleted", 0, ("subnets deleted", "elastic ip released")),
+    ]
+    return steps
+
+
+PHASES = {
+    ("self-managed", "create"): self_managed_create,
+    ("self-managed", "upgrade"): self_managed_upgrade,
+    ("self-managed", "delete"): self_managed_delete,
+    ("eks", "create"): eks_create,
+    ("eks", "upgrade"): eks_upgrade,
+    ("eks", "delete"): eks_delete,
+}
+
+
+def limits(scale: float = 1.0) -> dict[tuple[str, str], float]:
+    """Each phase's critical path in seconds at the latency model's ``scale`` (1 = AWS's own time)."""
+    return {key: critical_path(build())[0] * scale for key, build in PHASES.items()}
+
+
+def markdown() -> list[str]:
+    """BENCHMARKS.md's section: the model's table with its sources and each phase's critical path."""
+    out = [
+        "## The AWS latency model and the critical path",
+        "",
+        "The embedded endpoint can make resources take AWS's time in their intermediate states (tools/moto_server.py, "
+        'fix 16: `POST /_capa/latency {"scale": 0.0333}` or `CAPA_AWS_LATENCY_SCALE=0.0333` runs at 1/30 of it; '
+        "off by default). Its one table, `tools/aws_latencies.py` (typical values; the sources report ranges; "
+        '"est." is an estimate to replace once measured on AWS):',
+        "",
+        "| resource | transition | state meanwhile | settles as | seconds | source |",
+        "|---|---|---|---|---:|---|",
+    ]
+    for (resource, transition), latency in LATENCIES.items():
+        cells = (resource, transition, latency.during, latency.settled, f"{latency.seconds:g}", latency.source)
+        out.append("| " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "The critical path (`bench/critical_path.py`) is the longest chain of the phase's dependency graph with "
+        "these durations: the earliest any reconciler can finish. Calls AWS answers at once count 0 s.",
+        "",
+        "| cluster | phase | critical path s | at scale 1/30 s | the chain |",
+        "|---|---|---:|---:|---|",
+    ]
+    for (cluster, phase), build in PHASES.items():
+        total, chain = critical_path(build())
+        timed = " -> ".join(name for name in chain if next(s for s in build() if s.name == name).seconds)
+        out.append(f"| {cluster} | {phase} | {total:g} | {total / 30:.1f} | {timed} |")
+    return out + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="the latency model's scale (default 1: AWS's time)")
+    args = parser.parse_args(argv)
+    for (cluster, phase), build in PHASES.items():
+        total, chain = critical_path(build())
+        print(f"{cluster:12} {phase:8} {total * args.scale:8.1f} s  {' -> '.join(chain)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
