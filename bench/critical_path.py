@@ -259,7 +259,9 @@ def markdown() -> list[str]:
     out += [
         "",
         "The critical path (`bench/critical_path.py`) is the longest chain of the phase's dependency graph with "
-        "these durations: the earliest any reconciler can finish. Calls AWS answers at once count 0 s.",
+        "these durations: the earliest any reconciler can finish. Calls AWS answers at once count 0 s. The phase "
+        "runs above are measured without the model (every resource settles at once), so they are not yet set "
+        "against these limits; `python bench/critical_path.py [--scale S]` prints each phase's chain.",
         "",
         "| cluster | phase | critical path s | at scale 1/30 s | the chain |",
         "|---|---|---:|---:|---|",

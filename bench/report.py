@@ -6,6 +6,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+import critical_path  # bench/ is the script's directory, on sys.path as report is
+
 PHASES = ["create", "noop", "noop-sm", "check", "delete"]
 PHASE_NAMES = {
     "create": "create",
@@ -322,6 +324,8 @@ def write(results: dict[str, Any], root: Path) -> None:
                 + " |"
             )
         out += ["", "![no-op reconcile by cluster count](docs/bench-clusters.png)", ""]
+    # The latency model's table and each phase's critical path: figures of the model, not of this run.
+    out += critical_path.markdown()
     out += ["## Done-when targets", ""]
     out += targets(results)
     out += [""]
