@@ -143,20 +143,21 @@ it more lenient than AWS)
     ``{"create_seconds": 0}`` or ``/moto-api/reset`` turns it off. Tests of long waits use it (the progress a run
     shows while it waits).
 
-16. The AWS latency model: AWS resources take time in their intermediate states; moto settles them at once. While
-    the model is on, a resource made or changed reports AWS's intermediate state for the time of
+16. The AWS latency model: AWS resources take time in their intermediate states; moto settles them at once. While the
+    model is on, a resource made or changed reports AWS's intermediate state for the time of
     :data:`aws_latencies.LATENCIES` (tools/aws_latencies.py, the one table, with sources; BENCHMARKS.md prints it)
-    multiplied by one scale: instances ``pending`` -> ``running`` and ``shutting-down`` -> ``terminated`` (with
-    their state codes), NAT gateways ``pending`` -> ``available`` and ``deleting`` -> ``deleted``, ELBv2 load
-    balancers ``provisioning`` -> ``active``, EKS clusters, node groups and Fargate profiles ``CREATING`` ->
-    ``ACTIVE``, Auto Scaling instances ``Pending`` -> ``InService`` while their instance is pending; an Elastic IP
-    of a NAT gateway that is still ``deleting`` cannot be released (``AuthFailure``). moto's objects keep and end
-    in moto's own states (the patched attributes are properties over moto's value; every filter and moto check
-    reads what AWS would report, except ELBv2 target registration, which AWS allows for pending instances). The
-    delay is fixed when a state is set, at the scale then in force. Off by default (scale 0: everything at once, as
-    before); ``POST /_capa/latency {"scale": 0.0333}`` turns it on (1/30 of AWS's time), ``{"scale": 0}`` off,
-    ``GET /_capa/latency`` returns it; the environment variable ``CAPA_AWS_LATENCY_SCALE`` sets it at start, and
-    ``/moto-api/reset`` returns to that. Fix 15's delay is the floor of an EKS cluster's modelled CREATING time.
+    multiplied by one scale: instances ``pending`` -> ``running`` and ``shutting-down`` -> ``terminated`` (with their
+    state codes), NAT gateways ``pending`` -> ``available`` and ``deleting`` -> ``deleted``, ELBv2 load balancers
+    ``provisioning`` -> ``active``, EKS clusters, node groups and Fargate profiles ``CREATING`` -> ``ACTIVE`` and, once
+    deleted, ``DELETING`` -> gone (still listed and described meanwhile; a cluster whose node group is deleting cannot
+    be deleted yet), Auto Scaling instances ``Pending`` -> ``InService`` while their instance is pending; an Elastic IP
+    of a NAT gateway that is still ``deleting`` cannot be released (``AuthFailure``). moto's objects keep and end in
+    moto's own states (the patched attributes are properties over moto's value; every filter and moto check reads what
+    AWS would report, except ELBv2 target registration, which AWS allows for pending instances). The delay is fixed when
+    a state is set, at the scale then in force. Off by default (scale 0: everything at once, as before); ``POST
+    /_capa/latency {"scale": 0.0333}`` turns it on (1/30 of AWS's time), ``{"scale": 0}`` off, ``GET /_capa/latency``
+    returns it; the environment variable ``CAPA_AWS_LATENCY_SCALE`` sets it at start, and ``/moto-api/reset`` returns to
+    that. Fix 15's delay is the floor of an EKS cluster's modelled CREATING time.
 
 Fault injection (tests only)
 ----------------------------
@@ -1012,10 +1013,83 @@ def _fix_latency_model() -> list[str]:
     _time_attribute(
         eks_models.FargateProfile, "status", {"ACTIVE": _Timed("eks_fargate_profile", "create", from_birth=True)}
     )
+    _fix_eks_deleting(eks_models)
     _fix_asg_lifecycle(asg_models.InstanceState)
     _fix_target_registration(elbv2_models.FakeTargetGroup)
     _fix_eip_release_after_nat()
     return ["latency-model"]
+
+
+def _fix_eks_deleting(eks_models: Any) -> None:
+    """EKS clusters, node groups and Fargate profiles stay listed as ``DELETING`` for their modelled time after moto
+    has deleted them (moto forgets them at once). moto's own validation ran first, so a delete AWS refuses is still
+    refused; while a node group is DELETING its cluster cannot be deleted, as on AWS. Every call into the EKS backend
+    first forgets what is due."""
+    backend_cls = eks_models.EKSBackend
+    if getattr(backend_cls, "_capa_deleting", False):
+        return
+
+    def keep_deleting(container: dict[str, Any], key: str, item: Any, resource: str) -> None:
+        if "_capa_gone_at" not in item.__dict__:
+            seconds = scaled_seconds(resource, "delete", LATENCY["scale"])
+            if seconds <= 0:
+                return
+            item.__dict__["_capa_gone_at"] = _CLOCK.due(seconds)
+        item.status = "DELETING"
+        container[key] = item
+
+    def sweep(backend: Any) -> None:
+        for name, cluster in list(backend.clusters.items()):
+            for children, count in (
+                (cluster.nodegroups, "nodegroup_count"),
+                (cluster.fargate_profiles, "fargate_profile_count"),
+            ):
+                for key, child in list(children.items()):
+                    if _CLOCK.passed(child.__dict__.get("_capa_gone_at", float("inf"))):
+                        del children[key]
+                        setattr(cluster, count, getattr(cluster, count) - 1)
+            if _CLOCK.passed(cluster.__dict__.get("_capa_gone_at", float("inf"))):
+                del backend.clusters[name]
+
+    def swept(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            sweep(self)
+            return method(self, *args, **kwargs)
+
+        return call
+
+    for name, method in list(vars(backend_cls).items()):
+        if callable(method) and not name.startswith("_"):
+            setattr(backend_cls, name, swept(method))
+
+    delete_cluster, delete_nodegroup = backend_cls.delete_cluster, backend_cls.delete_nodegroup
+    delete_fargate_profile = backend_cls.delete_fargate_profile
+
+    def delete_cluster_slowly(self: Any, name: str) -> Any:
+        cluster = delete_cluster(self, name)
+        keep_deleting(self.clusters, name, cluster, "eks_cluster")
+        return cluster
+
+    def delete_nodegroup_slowly(self: Any, cluster_name: str, nodegroup_name: str) -> Any:
+        nodegroup = delete_nodegroup(self, cluster_name, nodegroup_name)
+        cluster = self.clusters[cluster_name]
+        keep_deleting(cluster.nodegroups, nodegroup_name, nodegroup, "eks_nodegroup")
+        if nodegroup_name in cluster.nodegroups:
+            cluster.nodegroup_count += 1  # still attached until it is gone: the cluster cannot be deleted yet
+        return nodegroup
+
+    def delete_fargate_profile_slowly(self: Any, cluster_name: str, fargate_profile_name: str) -> Any:
+        profile = delete_fargate_profile(self, cluster_name, fargate_profile_name)
+        cluster = self.clusters[cluster_name]
+        keep_deleting(cluster.fargate_profiles, fargate_profile_name, profile, "eks_fargate_profile")
+        if fargate_profile_name in cluster.fargate_profiles:
+            cluster.fargate_profile_count += 1
+        return profile
+
+    backend_cls.delete_cluster = delete_cluster_slowly
+    backend_cls.delete_nodegroup = delete_nodegroup_slowly
+    backend_cls.delete_fargate_profile = delete_fargate_profile_slowly
+    backend_cls._capa_deleting = True
 
 
 def _fix_asg_lifecycle(cls: type) -> None:

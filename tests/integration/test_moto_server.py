@@ -563,3 +563,43 @@ def test_latency_model_is_off_by_default_and_refuses_bad_scales(aws):
     _latency(aws.url, 0.5)
     aws.reset()
     assert _latency(aws.url) == {"scale": 0.0}
+
+
+def test_latency_model_eks_deletes_stay_deleting_for_their_scaled_time(aws, latency):
+    """Scale 1/500: a node group is DELETING 0.6 s (its cluster cannot be deleted meanwhile), a Fargate profile
+    0.24 s, the cluster 0.36 s; then each is gone, as moto leaves it at once without the model."""
+    import time
+
+    role = aws.client("iam").create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks = aws.client("eks")
+    eks.create_cluster(name="old", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+    eks.create_nodegroup(clusterName="old", nodegroupName="ng", nodeRole=role, subnets=["subnet-1"])
+    eks.create_fargate_profile(
+        clusterName="old", fargateProfileName="fp", podExecutionRoleArn=role, selectors=[{"namespace": "x"}]
+    )
+    latency(0.002)
+    start = time.monotonic()
+    assert eks.delete_nodegroup(clusterName="old", nodegroupName="ng")["nodegroup"]["status"] == "DELETING"
+    assert eks.delete_fargate_profile(clusterName="old", fargateProfileName="fp")["fargateProfile"]["status"] == (
+        "DELETING"
+    )
+    assert eks.describe_nodegroup(clusterName="old", nodegroupName="ng")["nodegroup"]["status"] == "DELETING"
+    with pytest.raises(eks.exceptions.ResourceInUseException):
+        eks.delete_cluster(name="old")
+    profiles_gone = _settles(
+        lambda: str(eks.list_fargate_profiles(clusterName="old")["fargateProfileNames"]), "[]", start
+    )
+    groups_gone = _settles(lambda: str(eks.list_nodegroups(clusterName="old")["nodegroups"]), "[]", start)
+    assert 0.24 <= profiles_gone < 5 and 0.6 <= groups_gone < 5
+
+    start = time.monotonic()
+    assert eks.delete_cluster(name="old")["cluster"]["status"] == "DELETING"
+    assert eks.describe_cluster(name="old")["cluster"]["status"] == "DELETING"
+    assert 0.36 <= _settles(lambda: str(eks.list_clusters()["clusters"]), "[]", start) < 5
+    with pytest.raises(eks.exceptions.ResourceNotFoundException):
+        eks.describe_cluster(name="old")
+
+    latency(0)
+    eks.create_cluster(name="quick", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+    eks.delete_cluster(name="quick")
+    assert eks.list_clusters()["clusters"] == []
