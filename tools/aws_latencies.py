@@ -11,6 +11,7 @@ AWS service levels; "est." marks an estimate to replace once measured on real AW
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -74,7 +75,7 @@ def scaled_seconds(resource: str, transition: str, scale: float) -> float:
 def parse_scale(value: object) -> float:
     """A latency scale from a control call or the environment: a number >= 0 (0 turns the model off)."""
     scale = float(value)  # type: ignore[arg-type]
-    if scale < 0 or scale != scale:
+    if scale < 0 or math.isnan(scale):
         raise ValueError("scale must be a number >= 0")
     return scale
 

@@ -427,7 +427,7 @@ def test_latency_model_instances_and_nat_gateways_take_their_scaled_time(aws, la
 
     assert latency(0.01) == {"scale": 0.01}
     ec2 = aws.client("ec2")
-    _, (subnet, _) = _vpc_with_subnets(ec2)
+    subnet = _vpc_with_subnets(ec2)[1][0]
 
     def instance_state(instance_id: str) -> str:
         return ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
@@ -543,7 +543,7 @@ def test_latency_model_is_off_by_default_and_refuses_bad_scales(aws):
     """Without the model (the default, and again after a reset) everything is settled in the create's answer."""
     assert _latency(aws.url) == {"scale": 0.0}
     ec2 = aws.client("ec2")
-    _, (subnet, _) = _vpc_with_subnets(ec2)
+    subnet = _vpc_with_subnets(ec2)[1][0]
     # RunInstances answers pending on AWS and in moto alike; the next read finds it running.
     instance = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
     described = ec2.describe_instances(InstanceIds=[instance])["Reservations"][0]["Instances"][0]["State"]
