@@ -19,6 +19,10 @@ description:
   - The API server is reached at I(endpoint) (or I(kubernetes_api.server)) with a client certificate minted for the
     run from the cluster CA in the PKI secret of M(clusterapi.aws.capa_kubeadm); it is never written to disk
     unencrypted.
+  - After it applied the CNI (and with I(wait)), it waits until no Node's kubelet reports its network plugin not
+    ready (Ready=False with C(NetworkPluginNotReady)) - one Node list per poll - so the first control-plane machine's
+    Node serves before the run goes on and the status the run ends with says so. A CNI that does not come up within
+    I(wait_timeout) is a warning, not a failure.
   - C(state=absent) does nothing - addons live in the cluster and go with it.
 author:
   - clusterapi.aws maintainers (@clusterapi)

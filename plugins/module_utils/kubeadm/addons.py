@@ -23,8 +23,10 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
 from ..kernel.options import argument_spec as spec_of
 from ..kernel.tier import Outcome
+from ..kernel.waiting import wait_until
 from ..workload.access import KUBERNETES_API, KubernetesAccess, KubernetesApiSettings
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
+from ..workload.observe import NodeView
 from . import addon_calico, addon_ccm
 from .pki import load_cluster_pki
 
@@ -35,6 +37,7 @@ STRATEGIES = ("ApplyOnce", "Reconcile")
 CNIS = ("calico", "none")
 # A resource definition applied a moment ago is served a little later: objects of its kind wait that long.
 SERVED_RETRY = 1.0
+NETWORK_POLL = 2.0  # seconds between Node lists while the CNI's pods start
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,39 @@ def label(manifest: Mapping[str, Any]) -> str:
     return f"{manifest['kind']} {where}{metadata['name']}"
 
 
+CNI_PREFIX = "cni-"  # the CNI addon's name (cni-calico): the one that makes Nodes Ready
+NETWORK_NOT_READY = "NetworkPluginNotReady"  # the kubelet's Ready=False reason until a CNI is installed
+
+
+def nodes_without_network(api: KubeApi) -> list[str]:
+    """Nodes whose kubelet still says its network plugin is not ready (one Node list)."""
+    nodes = (NodeView.from_api(n) for n in api.nodes())
+    return sorted(
+        n.name
+        for n in nodes
+        if (ready := n.condition("Ready")) is not None and ready.status != "True" and NETWORK_NOT_READY in ready.message
+    )
+
+
+def wait_for_network(ctx: Context, api: KubeApi) -> None:
+    """After the CNI was applied: wait until no Node waits for a network plugin any more, so the run goes on with
+    Nodes that serve (the first control-plane machine's turns Ready now, and the status a run ends with says so).
+    A CNI that does not come up within the wait budget is a warning: the machines' own waits report the Nodes."""
+    if ctx.check_mode or not ctx.wait:
+        return
+    try:
+        wait_until(
+            lambda: nodes_without_network(api),
+            lambda waiting: not waiting,
+            ctx,
+            "the CNI to make the Nodes' network ready",
+            NETWORK_POLL,
+            state=lambda waiting: f"{', '.join(waiting)} still NetworkPluginNotReady",
+        )
+    except (ReconcileError, RemoteError) as e:
+        ctx.warn(f"the CNI was applied but the Nodes' network is not ready yet: {e}")
+
+
 class AddonsTier:
     def parse(self, params: Mapping[str, Any]) -> AddonsSpec:
         return AddonsSpec.from_params(params)
@@ -193,6 +229,8 @@ class AddonsTier:
                 reason="record what was applied",
                 manifest=_record(record),
             )
+        if any(addon.name.startswith(CNI_PREFIX) for addon, _why in todo):
+            wait_for_network(ctx, api)
         return before, self._result(addons, record, [a.name for a, _why in todo], "")
 
     def _read_record(self, access: KubernetesAccess) -> dict[str, str] | None:

@@ -29,6 +29,7 @@ class NodeCondition:
     type: str
     status: str  # "True", "False" or "Unknown"
     since: datetime.datetime | None  # lastTransitionTime
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,12 @@ class NodeView:
     def from_api(cls, node: Mapping[str, Any]) -> NodeView:
         metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
         conditions = tuple(
-            NodeCondition(c.get("type", ""), c.get("status") or "Unknown", _time(c.get("lastTransitionTime")))
+            NodeCondition(
+                c.get("type", ""),
+                c.get("status") or "Unknown",
+                _time(c.get("lastTransitionTime")),
+                str(c.get("message") or ""),
+            )
             for c in status.get("conditions") or []
         )
         ready = next((c for c in conditions if c.type == "Ready"), None)
