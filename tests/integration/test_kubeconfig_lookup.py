@@ -25,7 +25,7 @@ from typing import Any
 
 import kubesim_helpers as h
 from kubernetes import client
-from test_identity import ACCOUNT_A, create_role, session_in
+from test_identity import ACCOUNT_A, create_role, session_in, trust
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import pki as k
 
@@ -37,22 +37,6 @@ HOME = "123456789012"
 # What a leaked credential would look like in the output: an EKS token, a PEM block or its base64 (as a kubeconfig
 # carries certificates and keys). kubernetes.core shows its kubeconfig option's keys with every value masked.
 LEAKS = ("k8s-aws-v1.", "PRIVATE KEY", "BEGIN CERTIFICATE", "LS0tLS1CRUdJTi")
-
-
-def trusting_home(external_id: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"AWS": f"arn:aws:iam::{HOME}:root"},
-                    "Action": "sts:AssumeRole",
-                    "Condition": {"StringEquals": {"sts:ExternalId": external_id}},
-                }
-            ],
-        }
-    )
 
 
 def k8s_info_task(name: str, kind: str, lookup_args: str, proxy: str, **extra: Any) -> dict[str, Any]:
@@ -105,7 +89,7 @@ def test_an_eks_cluster_with_a_token_signed_in_the_job(aws, kubesim, run_playboo
     # the job assumes with an external id, mapped with its session name.
     iam.create_user(UserName="lk-dev")
     key = iam.create_access_key(UserName="lk-dev")["AccessKey"]
-    ops_role = iam.create_role(RoleName="lk-ops", AssumeRolePolicyDocument=trusting_home("ext-ops"))["Role"]["Arn"]
+    ops_role = iam.create_role(RoleName="lk-ops", AssumeRolePolicyDocument=json.dumps(trust("ext-ops")))["Role"]["Arn"]
     mappings = {
         "mapUsers": [{"userarn": key_arn(key), "username": "dev", "groups": ["system:masters"]}],
         "mapRoles": [{"rolearn": ops_role, "username": "ops:{{SessionName}}", "groups": ["system:masters"]}],
