@@ -5,7 +5,7 @@
 * Self-managed: the admin kubeconfig of ``kubeadm/admin_kubeconfig`` with a client certificate minted from the PKI
   secret ``capa_kubeadm`` keeps (one ``GetSecretValue``), for the control-plane endpoint the caller names.
 * EKS: ``DescribeCluster``'s endpoint and CA, and a bearer token of the session's credentials (the presigned STS
-  ``GetCallerIdentity`` URL aws-iam-authenticator verifies, ``eks/kubeconfig.token``): nothing runs where the
+  ``GetCallerIdentity`` URL aws-iam-authenticator verifies, ``workload/credentials.eks_token``): nothing runs where the
   kubeconfig is used, so a job's execution environment needs no aws CLI. EKS accepts the token for 15 minutes.
 
 The session is the caller's, already switched to the cluster's ``identity`` when it has one: whatever account the
@@ -21,12 +21,13 @@ from typing import Any
 
 from ..aws import eks as aws_eks
 from ..eks.cluster_plan import check_eks_name
-from ..eks.kubeconfig import kubeconfig_document, token
+from ..eks.kubeconfig import kubeconfig_document
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.validation import check_cluster_name
 from ..kubeadm.admin_kubeconfig import admin_kubeconfig
 from ..kubeadm.pki import load_cluster_pki
+from ..workload.credentials import eks_token
 
 AUTO, SELF_MANAGED, EKS = "auto", "self-managed", "eks"
 KINDS = (AUTO, SELF_MANAGED, EKS)
@@ -107,5 +108,5 @@ def eks_kubeconfig(ctx: Context, described: dict[str, Any]) -> dict[str, Any]:
     credentials = ctx.session.credentials()
     if credentials is None:
         raise ReconcileError("no AWS credentials to sign the EKS token with")
-    bearer = token(credentials, ctx.region or "", name)
+    bearer = eks_token(credentials, ctx.region or "", name)
     return kubeconfig_document(name, endpoint, ca_data, {"token": bearer})

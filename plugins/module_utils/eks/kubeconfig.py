@@ -15,7 +15,6 @@ and EKS accepts the token for 15 minutes after signing.
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Mapping
 
 try:
@@ -23,43 +22,13 @@ try:
 except ImportError:
     yaml = None  # type: ignore[assignment]
 
-try:
-    from botocore.hooks import HierarchicalEmitter
-    from botocore.model import ServiceId
-    from botocore.signers import RequestSigner
-except ImportError:
-    pass
-
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.operations import placeholder
+from ..workload.credentials import eks_token
 from .eks_cluster_spec import EksClusterSpec
 
-TOKEN_PREFIX = "k8s-aws-v1."
-CLUSTER_ID_HEADER = "x-k8s-aws-id"
-TOKEN_URL_EXPIRES = 60
 EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
-
-
-def sts_url(region: str) -> str:
-    return f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15"
-
-
-def token(credentials: Any, region: str, eks_name: str) -> str:
-    """A bearer token for ``eks_name`` from botocore credentials (never logged or returned)."""
-    emitter = HierarchicalEmitter()  # the signer holds it weakly: keep it alive for the call
-    signer = RequestSigner(ServiceId("sts"), region, "sts", "v4", credentials, emitter)
-    request = {
-        "method": "GET",
-        "url": sts_url(region),
-        "body": {},
-        "headers": {CLUSTER_ID_HEADER: eks_name},
-        "context": {},
-    }
-    url = signer.generate_presigned_url(
-        request, region_name=region, expires_in=TOKEN_URL_EXPIRES, operation_name="GetCallerIdentity"
-    )
-    return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
 def dump_yaml(data: Any) -> str:
@@ -115,6 +84,6 @@ def write_kubeconfigs(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, 
         return {"path": None, "user_kubeconfig": None}
     ctx.ops.write_file(paths.user_kubeconfig, user_kubeconfig(spec.name, endpoint, ca_data, region), "kubeconfig")
     if not ctx.check_mode:  # a token is only signed to be written
-        bearer = token(ctx.session.credentials(), region, spec.name)
+        bearer = eks_token(ctx.session.credentials(), region, spec.name)
         ctx.ops.write_output(paths.kubeconfig, token_kubeconfig(spec.name, endpoint, ca_data, bearer))
     return {"path": str(paths.kubeconfig), "user_kubeconfig": str(paths.user_kubeconfig)}

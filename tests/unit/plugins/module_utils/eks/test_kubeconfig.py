@@ -17,13 +17,14 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.eks import kubeconf
 from ansible_collections.clusterapi.aws.plugins.module_utils.eks.eks_cluster_spec import EksClusterSpec
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.workload.credentials import eks_token
 
 from .eks_stubs import CLUSTER, described, params
 
 
 def test_token_is_a_presigned_sts_url_for_the_cluster():
     session = AwsSession("eu-west-1", None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
-    token = kubeconfig.token(session.credentials(), "eu-west-1", "my-eks")
+    token = eks_token(session.credentials(), "eu-west-1", "my-eks")
     assert token.startswith("k8s-aws-v1.") and "=" not in token
     body = token[len("k8s-aws-v1.") :]
     url = urllib.parse.urlparse(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode())
