@@ -9,7 +9,8 @@ observation of the workload cluster (:class:`Workload`, read once per run):
   ``aws:///<zone>/<instance id>``, else by the node name kubeadm gives the kubelet - the instance's private DNS
   name); a worker's Node is ``Ready`` (for ``min_ready_seconds``); a control-plane machine's static pods
   (``kube-apiserver``, ``kube-controller-manager``, ``kube-scheduler``, ``etcd``) are ready and its etcd member
-  is a started, promoted voter without alarms;
+  is a started, promoted voter without alarms, and its Node is ``Ready`` once the cluster has a pod network (any
+  Node Ready): before the CNI addon no kubelet can be Ready, and ``kubeadm init``'s machine is what the addon needs;
 * whether a control-plane change may start (:func:`preflight`): no machine being deleted, every machine with a
   Node, every component and member healthy, no learner or never-started member;
 * whether etcd keeps quorum through it (:func:`quorum_allows`), KCP's projection: the target voters, counting the
@@ -127,6 +128,10 @@ def _control_plane_readiness(workload: Workload, node: NodeView) -> Readiness:
             "unanswered": f"etcd member {node.name} does not answer: {etcd_unanswered(workload, node.name)}",
         }.get(member, f"etcd member {node.name} has an alarm ({member[6:]})")
         return Readiness(False, reason, **base)
+    if node.ready != "True" and workload.network_up:
+        # Joined, but its kubelet waits for the CNI pod on it: counted available now, the run would end (and
+        # write its status) with a NotReady control-plane Node that the next run finds Ready.
+        return Readiness(False, f"Node {node.name} is not Ready ({node.ready})", **base)
     return Readiness(True, "", **base)
 
 

@@ -96,6 +96,12 @@ class Workload:
     def unreachable(cls, reason: str) -> Workload:
         return cls(reachable=False, reason=reason)
 
+    @property
+    def network_up(self) -> bool:
+        """Some Node is Ready: a pod network runs in the cluster (a kubelet reports Ready only once its CNI is
+        there), so a Node that is not Ready is waiting for its own CNI pod, not for the CNI addon."""
+        return any(n.ready == "True" for n in self.nodes)
+
     def node_for(self, zone: str, instance_id: str, node_name: str) -> NodeView | None:
         """The machine's Node: by providerID once the cloud provider set it, else by the name kubeadm registered."""
         wanted = provider_id(zone, instance_id)

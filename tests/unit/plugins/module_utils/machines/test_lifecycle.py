@@ -102,6 +102,17 @@ def test_control_plane_readiness(pods, status, available, reason):
     assert (result.available, result.reason[: len(reason)]) == (available, reason)
 
 
+def test_a_control_plane_node_must_be_ready_once_the_cluster_has_a_pod_network():
+    facts = {"pods": {"n1": ALL_READY, "n0": ALL_READY}, "status": etcd(member("n1"), member("n0"))}
+    # before the CNI addon: no Node can be Ready, kubeadm init's machine counts on etcd and its static pods
+    alone = lc.readiness(workload(node("n1", "False"), **facts), **ready(control_plane=True))
+    assert alone.available and alone.node_ready == "False"
+    # with a pod network (n0 Ready), n1's kubelet waits for its own CNI pod: not yet available
+    joining = lc.readiness(workload(node("n0"), node("n1", "False"), **facts), **ready(control_plane=True))
+    assert (joining.available, joining.reason) == (False, "Node n1 is not Ready (False)")
+    assert joining.member == "voter"
+
+
 def cp(name: str, healthy: bool = True, leaving: bool = False, node_name: str | None = "") -> lc.ControlPlaneMachine:
     return lc.ControlPlaneMachine(
         name=name,
