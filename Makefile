@@ -217,10 +217,13 @@ demo-down:
 	@echo "demo-down: the demo's moto server and simulator are stopped"
 
 # --- benchmark (not part of `make test`) -------------------------------------------------------
+# The create and delete phases of both sides run under the endpoint's AWS latency model at this scale (1/30 of AWS's
+# time; 0 turns the model off). BENCH_ARGS: more bench/run.py options (--runs, --phases, --workers, --clusters ...).
+BENCH_LATENCY_SCALE ?= 0.0333
 BENCH_ARGS ?=
 bench: venv collection
 	$(PY) -m pip install --quiet -r bench/requirements.txt
-	$(PY) bench/run.py $(BENCH_ARGS)
+	$(PY) bench/run.py --latency-scale $(BENCH_LATENCY_SCALE) $(BENCH_ARGS)
 
 # The no-op run's AWS and Kubernetes requests for WORKERS workers (default "2 20") on the simulator.
 bench-k8s-noop: venv collection sim-deps

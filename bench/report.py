@@ -1,4 +1,8 @@
-"""Write BENCHMARKS.md and docs/bench-*.png from bench/run.py's results (see bench/run.py)."""
+"""Write BENCHMARKS.md and its charts (bench/charts/*.png) from bench/run.py's results (see bench/run.py).
+
+Everything here reads the results dictionary only, so ``python bench/run.py --report`` redraws the file and the
+charts from a saved ``results.json`` without running anything.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,23 @@ PHASE_NAMES = {
 METRICS = [("wall", "wall s"), ("cpu", "CPU s"), ("maxrss_mb", "peak RSS MB"), ("requests", "requests")]
 METRICS += [("mutating", "mutating"), ("changed", "changed tasks")]
 SIDES = ("ours", "peer")
+CHARTS = "bench/charts"
+# bench/inventory-ours.yml's hosts and the graph of bench/critical_path.py each one is measured against.
+CLUSTERS = {"demo": "self-managed", "demo-eks": "eks"}
+# Steps of the graphs the bench's endpoint does not make take time: no node boots on moto (kubeadm init and join,
+# an EKS node's join), and the bench clusters' API load balancer is a classic ELB, which the latency model leaves
+# settled at once (it times ELBv2 load balancers).
+NOT_MODELLED = ("kubeadm", "eks_node", "load_balancer")
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend: files only, no display needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _med(values: list[float]) -> float:
@@ -54,9 +75,14 @@ def series_runs(rows: list[dict[str, Any]]) -> int:
     return min(len(row["runs"]) for row in rows)
 
 
+def measured_phases(runs: list[dict[str, Any]]) -> list[str]:
+    """The phases every run measured (``bench/run.py --phases`` can choose fewer), in PHASES' order."""
+    return [phase for phase in PHASES if runs and all(phase in r for r in runs)]
+
+
 def phase_rows(runs: list[dict[str, Any]]) -> list[str]:
     rows = ["| phase | metric | ours | peer | ours/peer |", "|---|---|---:|---:|---:|"]
-    for phase in PHASES:
+    for phase in measured_phases(runs):
         done = [r for r in runs if phase in r]
         for key, label in METRICS:
             ours = _med([r[phase]["ours"][key] for r in done])
@@ -95,10 +121,7 @@ def failures(results: dict[str, Any]) -> list[str]:
 
 
 def plot_workers(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     xs = [r["workers"] for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -118,10 +141,7 @@ def plot_workers(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def plot_clusters(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     xs = [r["clusters"] for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -202,12 +222,12 @@ def cluster_targets(clusters: list[dict[str, Any]]) -> list[str]:
 def targets(results: dict[str, Any]) -> list[str]:
     rows = ["| target | measured | met |", "|---|---|---|"]
     runs = results.get("phases", [])
-    if runs and all("noop-sm" in r for r in runs):
+    if "noop-sm" in measured_phases(runs):
         rows += phase_targets(runs, "noop-sm", "phase runs: the self-managed demo cluster with its pool mp-0")
     workers = results.get("workers", [])
     if workers:
         rows += worker_targets(workers)
-    if runs:
+    if "create" in measured_phases(runs):
         create = [(r["create"]["ours"]["requests"], r["create"]["peer"]["requests"]) for r in runs]
         pairs = ", ".join(f"{o} vs {p}" for o, p in create)
         rows.append(
@@ -216,7 +236,7 @@ def targets(results: dict[str, Any]) -> list[str]:
     clusters = results.get("clusters", [])
     if len(clusters) > 1:
         rows += cluster_targets(clusters)
-    if runs:
+    if "noop" in measured_phases(runs):
         # Beyond the target's scope (the self-managed cluster): both demo clusters, EKS included.
         rows += [
             "",
@@ -238,14 +258,237 @@ def page_growth(small: dict[str, int], large: dict[str, int]) -> dict[str, int]:
     return {op: large[op] - small.get(op, 0) for op in large if large[op] > small.get(op, 0)}
 
 
+# --- under the latency model: ours, the peer and the critical path -------------------------------------------------
+def host_finish(tasks: list[list[Any]], host: str) -> float | None:
+    """When a host's last task ended, in seconds from the playbook's start (its cluster's time in the run)."""
+    ends = [task[3] + task[4] for task in tasks if task[0] == host]
+    return round(max(ends), 2) if ends else None
+
+
+def phase_limits(scale: float) -> dict[str, dict[str, float]]:
+    """Each latency phase's critical path at ``scale``: per cluster and for the phase's run of both clusters (the
+    clusters are independent - ``site.yml`` runs them side by side - so the longer of the two), on AWS (the whole
+    graph) and on the bench's endpoint (the graph with NOT_MODELLED steps at 0 s)."""
+    aws, endpoint = critical_path.limits(scale), critical_path.limits(scale, zero=NOT_MODELLED)
+    out: dict[str, dict[str, float]] = {}
+    for phase in ("create", "upgrade", "delete"):
+        for host, kind in CLUSTERS.items():
+            out[f"{phase} {host}"] = {"aws": aws[(kind, phase)], "endpoint": endpoint[(kind, phase)]}
+        out[phase] = {
+            "aws": max(aws[(kind, phase)] for kind in CLUSTERS.values()),
+            "endpoint": max(endpoint[(kind, phase)] for kind in CLUSTERS.values()),
+        }
+    return out
+
+
+def latency_table(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of the latency section: per latency phase, the run of both clusters (ours and the peer, medians of
+    the runs, ours/peer the median of the within-run ratios), then each of our clusters alone (its last task's end);
+    each with the critical path at the run's scale and ours over it."""
+    latency = results.get("latency") or {}
+    scale, runs = latency.get("scale", 0.0), results.get("phases", [])
+    limits = phase_limits(scale)
+    rows = []
+    for phase in [p for p in latency.get("phases", []) if p in measured_phases(runs)]:
+        ours = _med([r[phase]["ours"]["wall"] for r in runs])
+        peer = _med([r[phase]["peer"]["wall"] for r in runs])
+        within = [x for r in runs if (x := _ratio(r[phase]["ours"]["wall"], r[phase]["peer"]["wall"])) is not None]
+        entries = [(phase, "both clusters", ours, peer, _med(within) if within else None, limits[phase])]
+        for host in CLUSTERS:
+            finishes = [f for r in runs if (f := host_finish(r[phase]["ours"].get("tasks", []), host)) is not None]
+            if finishes:
+                entries.append((phase, host, _med(finishes), None, None, limits[f"{phase} {host}"]))
+        for name, what, mine, theirs, ours_peer, limit in entries:
+            rows.append(
+                {
+                    "phase": name,
+                    "what": what,
+                    "ours": mine,
+                    "peer": theirs,
+                    "critical": round(limit["aws"], 2),
+                    "endpoint": round(limit["endpoint"], 2),
+                    "ours/critical": _ratio(mine, limit["aws"]),
+                    "ours/endpoint": _ratio(mine, limit["endpoint"]),
+                    "ours/peer": ours_peer,
+                    "peer/critical": _ratio(theirs, limit["aws"]) if theirs is not None else None,
+                }
+            )
+    return rows
+
+
+def median_run(runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
+    """The run whose ``phase`` of ours took the median wall time (the upper one of an even count)."""
+    return sorted(runs, key=lambda r: r[phase]["ours"]["wall"])[len(runs) // 2]
+
+
+def _role(name: str) -> str:
+    return name.removeprefix("clusterapi.aws.") or "(play)"
+
+
+def waterfall(tasks: list[list[Any]]) -> list[dict[str, Any]]:
+    """Per host and role, in order of start: when its first task started and its last ended (seconds from the
+    playbook's start), the seconds its tasks ran, how many, and the longest of them."""
+    groups: dict[tuple[str, str], list[list[Any]]] = {}
+    for task in tasks:
+        groups.setdefault((task[0], _role(task[1])), []).append(task)
+    rows = []
+    for (host, role), own in groups.items():
+        longest = max(own, key=lambda task: task[4])
+        rows.append(
+            {
+                "host": host,
+                "role": role,
+                "start": round(min(t[3] for t in own), 2),
+                "end": round(max(t[3] + t[4] for t in own), 2),
+                "busy": round(sum(t[4] for t in own), 2),
+                "tasks": len(own),
+                "longest": longest[2].split(" : ", 1)[-1],
+                "longest_s": longest[4],
+            }
+        )
+    return sorted(rows, key=lambda row: (row["start"], row["host"]))
+
+
+def plot_phases(rows: list[dict[str, Any]], path: Path) -> None:
+    """Grouped bars: for each latency phase (both clusters, then each of ours alone), ours, the peer, the critical
+    path on AWS's graph and the part of it the endpoint models."""
+    plt = _pyplot()
+    labels = [f"{row['phase']}\n{row['what']}" for row in rows]
+    bars = [
+        ("ours", "ours", "#1f77b4", None),
+        ("peer", "peer (amazon.aws)", "#ff7f0e", None),
+        ("critical", "critical path", "#2ca02c", None),
+        ("endpoint", "critical path, endpoint-modelled steps", "#98df8a", "//"),
+    ]
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(rows) + 2), 4.5))
+    for i, (key, label, color, hatch) in enumerate(bars):
+        xs = [n + (i - 1.5) * width for n in range(len(rows))]
+        values = [row[key] if row[key] is not None else 0 for row in rows]
+        drawn = ax.bar(xs, values, width, label=label, color=color, hatch=hatch, edgecolor="white")
+        ax.bar_label(drawn, labels=[_fmt(row[key]) if row[key] is not None else "" for row in rows], fontsize=7)
+    ax.set_xticks(range(len(rows)), labels)
+    ax.set(ylabel="wall seconds", title="Under the latency model: ours, the peer and the critical path")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_waterfall(tasks: list[list[Any]], limits: dict[str, float], path: Path, title: str) -> None:
+    """Every task of one run as a bar from its start to its end, one row per host and role (the waterfall), with
+    each cluster's critical path as a dashed line."""
+    plt = _pyplot()
+    rows = waterfall(tasks)
+    colors = {host: f"C{n}" for n, host in enumerate(dict.fromkeys(row["host"] for row in rows))}
+    fig, ax = plt.subplots(figsize=(10, max(3, 0.28 * len(rows) + 1.2)))
+    for y, row in enumerate(rows):
+        spans = [(t[3], max(t[4], 0.05)) for t in tasks if t[0] == row["host"] and _role(t[1]) == row["role"]]
+        ax.broken_barh(spans, (y - 0.35, 0.7), color=colors[row["host"]])
+    for n, (host, limit) in enumerate(limits.items()):
+        ax.axvline(limit, color=colors.get(host, f"C{n}"), linestyle="--", label=f"{host}: critical path {limit:.1f} s")
+    ax.set_yticks(range(len(rows)), [f"{row['host']}: {row['role']}" for row in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xlabel="seconds from the start of ansible-playbook", title=title)
+    ax.grid(axis="x", alpha=0.3)
+    if limits:
+        ax.legend(fontsize=8, loc="upper center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def latency_section(results: dict[str, Any], charts: Path) -> list[str]:
+    """BENCHMARKS.md's section of the phases run under the latency model, with its charts written to ``charts``."""
+    latency = results.get("latency") or {}
+    scale = latency.get("scale", 0.0)
+    runs = results.get("phases", [])
+    timed = [p for p in latency.get("phases", []) if p in measured_phases(runs)]
+    if not scale or not timed:
+        return [
+            "## Under the AWS latency model",
+            "",
+            "Not measured: these results were made with the latency model off (`--latency-scale 0`) or without a "
+            "create or delete phase.",
+            "",
+        ]
+    rows = latency_table(results)
+    plot_phases(rows, charts / "phases.png")
+    out = [
+        "## Under the AWS latency model: ours, the peer and the critical path",
+        "",
+        f"The create and delete phases of both sides ran with the endpoint's latency model on at scale {scale:g} "
+        f"(1/{1 / scale:.0f} of AWS's time; the table is in the next section), in the same runs as the table above, "
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''}; the other phases ran with it off. The critical path is "
+        "`bench/critical_path.py`'s at the same scale: for a phase that builds or removes both clusters in one run the "
+        "longer of the two clusters' (site.yml runs them side by side); for one cluster its own graph. "
+        "*Critical path* is the whole graph, the bar on AWS; *endpoint-modelled* is the same graph with the steps this "
+        "endpoint does not make take time at 0 s (no node boots on moto: kubeadm init and join, an EKS node's join; "
+        "the clusters' classic ELB, which the model leaves settled at once): nothing run here can be slower than the "
+        "second for a reason of AWS's. A cluster's own time is its host's last task's end, from the start of the "
+        "`ansible-playbook` process (its start-up included); the peer's playbook is one host, so only its whole "
+        "phase is timed. There is no upgrade phase: the peer has no control-plane upgrade to set ours against (the "
+        "critical paths of the upgrades are in the next section).",
+        "",
+        "| phase | what | ours s | peer s | critical path s | endpoint-modelled s | ours / critical path | "
+        "ours / endpoint-modelled | ours / peer | peer / critical path |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    keys = ("ours", "peer", "critical", "endpoint", "ours/critical", "ours/endpoint", "ours/peer", "peer/critical")
+    for row in rows:
+        out.append(f"| {row['phase']} | {row['what']} | " + " | ".join(_fmt(row[k]) for k in keys) + " |")
+    out += ["", f"![phase times under the latency model]({CHARTS}/phases.png)", ""]
+    limits = phase_limits(scale)
+    for phase in timed:
+        run = median_run(runs, phase)
+        tasks = run[phase]["ours"].get("tasks", [])
+        if not tasks:
+            continue
+        number = runs.index(run) + 1
+        per_host = {host: limits[f"{phase} {host}"]["aws"] for host in CLUSTERS if host_finish(tasks, host)}
+        plot_waterfall(
+            tasks, per_host, charts / f"waterfall-{phase}.png", f"ours, {phase} under the latency model (run {number})"
+        )
+        out += [
+            f"### Where our {phase} spends its time (run {number}, the median run)",
+            "",
+            "Each role of each cluster: when its first task started and its last ended, in seconds from the start of "
+            "`ansible-playbook`; the seconds its tasks ran (tasks of one host run one after the other; the two "
+            "clusters run side by side), how many tasks, and the longest one. What lies beyond a cluster's critical "
+            "path is the sum of its rows' task seconds plus Ansible's own time between tasks.",
+            "",
+            "| cluster | role | start s | end s | task seconds | tasks | longest task | its s |",
+            "|---|---|---:|---:|---:|---:|---|---:|",
+        ]
+        for row in waterfall(tasks):
+            cells = (row["start"], row["end"], row["busy"], row["tasks"], row["longest"], row["longest_s"])
+            out.append(f"| {row['host']} | {row['role']} | " + " | ".join(_fmt(c) for c in cells) + " |")
+        for host, limit in per_host.items():
+            first = min(t[3] for t in tasks if t[0] == host)
+            busy = sum(t[4] for t in tasks if t[0] == host)
+            end = host_finish(tasks, host) or 0.0
+            out.append("")
+            between = max(end - first - busy, 0.0)
+            out.append(
+                f"{host}: done at {end:.1f} s against a critical path of {limit:.1f} s; its first task started at "
+                f"{first:.1f} s (Ansible's start-up), its tasks ran {busy:.1f} s, and {between:.1f} s went between "
+                "them (Ansible's scheduling and the other cluster's tasks sharing the controller)."
+            )
+        out += ["", f"![waterfall of our {phase}]({CHARTS}/waterfall-{phase}.png)", ""]
+    return out
+
+
 def _yes(flag: bool) -> str:
     return "yes" if flag else "**no**"
 
 
 def write(results: dict[str, Any], root: Path) -> None:
-    docs = root / "docs"
-    docs.mkdir(exist_ok=True)
+    charts = root / CHARTS
+    charts.mkdir(parents=True, exist_ok=True)
     runs = results.get("phases", [])
+    phases = measured_phases(runs)
+    latency = results.get("latency") or {}
     out = ["# Benchmarks", ""]
     out += [
         "Our playbooks (`playbooks/site.yml` / `delete.yml` on `bench/inventory-ours.yml`: the demo cluster with its "
@@ -256,8 +499,13 @@ def write(results: dict[str, Any], root: Path) -> None:
         "(`os.wait4`); AWS requests from the moto server's own counter (`/_capa/requests`), reset before each run; "
         "changed tasks from the PLAY RECAP. Mutating = any operation not named Describe*/List*/Get*.",
         "",
-        "Reproduce: `make bench` (installs `bench/requirements.txt`, runs `bench/run.py`; logs and `results.json` "
-        "in `.build/bench/`). `python bench/run.py --report` rewrites this file from the saved results.",
+        "Reproduce: `make bench` (installs `bench/requirements.txt`, runs `bench/run.py --latency-scale "
+        "$(BENCH_LATENCY_SCALE)`, 0.0333 unless set: the create and delete phases of both sides under the AWS latency "
+        "model at 1/30 of AWS's time, `BENCH_LATENCY_SCALE=0` for none; more options in `BENCH_ARGS`, for example "
+        "`make bench BENCH_ARGS=\"--runs 1 --phases create,delete --workers '' --clusters ''\"` for a short run; "
+        "logs, each run's task clock (`*.tasks.jsonl`) and `results.json` in `.build/bench/`). "
+        "`python bench/run.py --report` rewrites this file and its charts (`bench/charts/`) from the saved results "
+        'alone. docs/docsite/rst/development.rst, "Benchmarks", says more.',
         "",
         "## Machine",
         "",
@@ -265,27 +513,37 @@ def write(results: dict[str, Any], root: Path) -> None:
         "|---|---|",
     ]
     out += [f"| {k} | {v} |" for k, v in results["machine"].items()]
-    out += [""]
+    out += [f"| command | `{results.get('command', 'make bench')}` |"]
+    scale = latency.get("scale", 0.0)
+    model = f"{scale:g} (1/{1 / scale:.0f} of AWS's time)" if scale else "off"
+    out += [f"| latency model | {model}, in the {' and '.join(latency.get('phases', [])) or 'no'} phases |", ""]
     if runs:
         out += [
             "## Phases: ours vs the peer",
             "",
-            f"{len(runs)} runs." + " Each run starts from an empty moto and interleaves the sides (create ours, create "
-            "peer, no-op ours, no-op peer, no-op of the self-managed demo alone ours (`--limit demo`) and peer "
-            "(`-e peer_eks=false`), check ours, check peer, delete ours, delete peer). Figures are medians over the "
-            "runs; the ratio is computed within each run, then the median taken.",
+            f"{len(runs)} run{'s' if len(runs) != 1 else ''} of the phases {', '.join(phases)}. Each run starts from "
+            "an empty moto and interleaves the sides (create ours, create peer, no-op ours, no-op peer, no-op of the "
+            "self-managed demo alone ours (`--limit demo`) and peer (`-e peer_eks=false`), check ours, check peer, "
+            "delete ours, delete peer; the phases measured). Figures are medians over the runs; the ratio is computed "
+            "within each run, then the median taken. "
+            + (
+                f"The create and delete ran under the latency model at scale {scale:g} (next section)."
+                if scale
+                else "The latency model was off."
+            ),
             "",
         ]
         out += phase_rows(runs)
         source = "run 1"
-        for phase in ("noop-sm", "noop", "create"):
+        for phase in [p for p in ("noop-sm", "noop", "create") if p in phases]:
             if runs[0][phase]["ours"]["operations"] or runs[0][phase]["peer"]["operations"]:
                 out += ["", f"### Requests per operation, {PHASE_NAMES[phase]} ({source})", ""]
                 out += operation_rows(runs[0], phase)
         out += [""]
+        out += latency_section(results, charts)
     workers = results.get("workers", [])
     if workers:
-        plot_workers(workers, docs / "bench-workers.png")
+        plot_workers(workers, charts / "scale-workers.png")
         out += [
             "## Scale: worker machines in one cluster (no-op reconcile)",
             "",
@@ -301,10 +559,10 @@ def write(results: dict[str, Any], root: Path) -> None:
         for r in workers:
             cells = [series_value(r, side, key) for key in ("requests", "wall", "cpu", "mutating") for side in SIDES]
             out.append(f"| {r['workers']} | " + " | ".join(_fmt(c) for c in cells) + " |")
-        out += ["", "![no-op reconcile by worker count](docs/bench-workers.png)", ""]
+        out += ["", f"![no-op reconcile by worker count]({CHARTS}/scale-workers.png)", ""]
     clusters = results.get("clusters", [])
     if clusters:
-        plot_clusters(clusters, docs / "bench-clusters.png")
+        plot_clusters(clusters, charts / "scale-clusters.png")
         out += [
             "## Scale: clusters reconciled by one `ansible-playbook -f N` (ours, no-op reconcile)",
             "",
@@ -323,7 +581,7 @@ def write(results: dict[str, Any], root: Path) -> None:
                 + " | ".join(_fmt(c) for c in rest)
                 + " |"
             )
-        out += ["", "![no-op reconcile by cluster count](docs/bench-clusters.png)", ""]
+        out += ["", f"![no-op reconcile by cluster count]({CHARTS}/scale-clusters.png)", ""]
     # The latency model's table and each phase's critical path: figures of the model, not of this run.
     out += critical_path.markdown()
     out += ["## Done-when targets", ""]

@@ -1,11 +1,18 @@
 """Benchmark: our playbooks against a hand-written amazon.aws peer playbook, on a local moto server.
 
-    python bench/run.py [--runs 3] [--workers 2,20,100,200] [--clusters 1,5,20] [--series-runs 3] [--out .build/bench]
-    python bench/run.py --report          # rewrite BENCHMARKS.md and docs/bench-*.png from the saved results
+    python bench/run.py [--runs 3] [--phases create,noop,noop-sm,check,delete] [--latency-scale 0.0333]
+                        [--workers 2,20,100,200] [--clusters 1,5,20] [--series-runs 3] [--out .build/bench]
+    python bench/run.py --report          # rewrite BENCHMARKS.md and its charts from the saved results
 
 Every measurement is one ``ansible-playbook`` process: wall time, CPU seconds (user + system) of its whole
 process tree and its peak RSS come from ``os.wait4`` on that process; AWS requests come from the moto server's
-own counter (``/_capa/requests``), reset before each measurement; changed tasks from the PLAY RECAP.
+own counter (``/_capa/requests``), reset before each measurement; changed tasks from the PLAY RECAP; in the phase
+runs, each task's start and end per host from the task clock bench/callback_plugins/bench_timings.py.
+
+The create and delete phases of both sides run under the endpoint's AWS latency model (tools/moto_server.py fix 16)
+at ``--latency-scale`` (default 1/30 of AWS's time; 0 runs them with everything settling at once); the no-op and
+check phases and both scale series run with the model off, as they measure reads of what exists. There is no
+upgrade phase: the peer playbook has no control-plane upgrade to set ours against.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,6 +38,9 @@ PY = sys.executable
 PLAYBOOK = [str(Path(PY).parent / "ansible-playbook")]
 READ_ONLY = ("Describe", "List", "Get", "Simulate")
 PHASES = ["create", "noop", "noop-sm", "check", "delete"]
+# The phases whose time is AWS's waits: run under the latency model, set against the critical path.
+LATENCY_PHASES = ("create", "delete")
+DEFAULT_LATENCY_SCALE = 0.0333
 # The phase runs' self-managed cluster alone: our `demo` host, the peer's first play (its EKS play switched off).
 SELF_MANAGED_HOST = "demo"
 
@@ -83,6 +94,17 @@ class Moto:
     def requests(self) -> list[dict[str, str]]:
         return self._call("GET", "/_capa/requests")
 
+    def set_latency(self, scale: float) -> float:
+        """The latency model's scale from now on (0: off); the server's answer, which is what is in force."""
+        request = urllib.request.Request(
+            self.url + "/_capa/latency",
+            method="POST",
+            data=json.dumps({"scale": scale}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return float(json.loads(response.read())["scale"])
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=15)
@@ -101,8 +123,33 @@ def recap_changed(text: str) -> int:
     return total
 
 
-def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: int = 5) -> dict[str, Any]:
+def read_timings(path: Path, since: float) -> list[list[Any]]:
+    """The task clock's lines as ``[host, role, task, start s, seconds, status]``, start counted from ``since``
+    (the epoch time the playbook was started), in order of start."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        t = json.loads(line)
+        rows.append([t["host"], t["role"], t["task"], round(t["start"] - since, 2), round(t["end"] - t["start"], 2)])
+        rows[-1].append(t["status"])
+    return sorted(rows, key=lambda row: row[3])
+
+
+def measure(
+    moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: int = 5, timings: bool = False
+) -> dict[str, Any]:
     moto.reset_counter()
+    clock = log.with_suffix(".tasks.jsonl")
+    clock.unlink(missing_ok=True)
+    if timings:
+        env = dict(
+            env,
+            ANSIBLE_CALLBACK_PLUGINS=str(BENCH / "callback_plugins"),
+            ANSIBLE_CALLBACKS_ENABLED="bench_timings",
+            BENCH_TIMINGS_FILE=str(clock),
+        )
+    since = time.time()
     start = time.perf_counter()
     with open(log, "w") as out:
         process = subprocess.Popen(
@@ -120,6 +167,7 @@ def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: 
     operations = Counter(f"{r['service']}:{r['operation']}" for r in records)
     mutating = {op: n for op, n in operations.items() if not op.split(":", 1)[1].startswith(READ_ONLY)}
     text = log.read_text()
+    extra = {"tasks": read_timings(clock, since)} if timings else {}
     return {
         "rc": process.returncode,
         "wall": round(wall, 2),
@@ -130,6 +178,7 @@ def measure(moto: Moto, env: dict[str, str], args: list[str], log: Path, forks: 
         "operations": dict(sorted(operations.items())),
         "changed": recap_changed(text),
         "log": str(log.relative_to(ROOT)) if log.is_relative_to(ROOT) else str(log),
+        **extra,
     }
 
 
@@ -180,21 +229,45 @@ def fresh(moto: Moto, out: Path) -> None:
 
 
 # --- the three sections ---------------------------------------------------------------------------
-def run_phases(moto: Moto, env: dict[str, str], out: Path, runs: int) -> list[dict[str, Any]]:
-    """Each run: a fresh moto; create, no-op, no-op of the self-managed cluster alone, check, delete; ours then the
-    peer's, interleaved."""
+def run_phases(
+    moto: Moto,
+    env: dict[str, str],
+    out: Path,
+    runs: int,
+    phases: list[str] | None = None,
+    latency_scale: float = 0.0,
+) -> list[dict[str, Any]]:
+    """Each run: a fresh moto; create, no-op, no-op of the self-managed cluster alone, check, delete (or the chosen
+    ``phases``, in that order); ours then the peer's, interleaved. The create and delete of both sides run under the
+    latency model at ``latency_scale``, the other phases with it off."""
     inv = BENCH / "inventory-ours.yml"
     results = []
     for run in range(1, runs + 1):
         print(f"phases, run {run}/{runs}", flush=True)
         fresh(moto, out)
         one: dict[str, Any] = {}
-        for phase in PHASES:
-            ours = checked(measure(moto, env, sub(OURS[phase], inv), out / f"r{run}-{phase}-ours.log"), f"{phase} ours")
-            peer = checked(measure(moto, env, PEER[phase], out / f"r{run}-{phase}-peer.log"), f"{phase} peer")
+        for phase in phases or PHASES:
+            # fresh() resets moto, and with it the model to the server's start value: set it for every phase.
+            moto.set_latency(latency_scale if phase in LATENCY_PHASES else 0.0)
+            ours = measure(moto, env, sub(OURS[phase], inv), out / f"r{run}-{phase}-ours.log", timings=True)
+            checked(ours, f"{phase} ours")
+            peer = checked(
+                measure(moto, env, PEER[phase], out / f"r{run}-{phase}-peer.log", timings=True), f"{phase} peer"
+            )
             one[phase] = {"ours": ours, "peer": peer}
+        moto.set_latency(0.0)
         results.append(one)
     return results
+
+
+def chosen_phases(text: str) -> list[str]:
+    """``--phases``: a comma-separated subset of PHASES, run in PHASES' order (a no-op needs the create before it,
+    a delete something to delete: choose create with them)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PHASES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"phases must be among {', '.join(PHASES)} (got {text!r})")
+    return [phase for phase in PHASES if phase in names]
 
 
 def noop_pairs(
@@ -303,6 +376,16 @@ def machine() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--runs", type=int, default=3, help="runs of the four phases (default 3)")
+    parser.add_argument(
+        "--phases", type=chosen_phases, default=PHASES, help=f"phases of each run (default {','.join(PHASES)})"
+    )
+    parser.add_argument(
+        "--latency-scale",
+        type=float,
+        default=DEFAULT_LATENCY_SCALE,
+        help="the AWS latency model's scale for the create and delete phases of both sides (default 0.0333 = 1/30 "
+        "of AWS's time; 0: off)",
+    )
     parser.add_argument("--workers", default="2,20,100,200", help="worker counts for the machine series ('' skips)")
     parser.add_argument("--clusters", default="1,5,20", help="cluster counts for the parallel series ('' skips)")
     parser.add_argument("--series-runs", type=int, default=3, help="no-op runs per size in both series (default 3)")
@@ -314,11 +397,15 @@ def main(argv: list[str] | None = None) -> int:
     results_file = out / "results.json"
 
     if not args.report:
-        results: dict[str, Any] = {"machine": machine(), "command": "make bench"}
+        if args.latency_scale < 0:
+            parser.error("--latency-scale must be >= 0")
+        command = "python bench/run.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+        results: dict[str, Any] = {"machine": machine(), "command": command.strip()}
+        results["latency"] = {"scale": args.latency_scale, "phases": [p for p in LATENCY_PHASES if p in args.phases]}
         moto = Moto(out)
         try:
             env = playbook_env(moto.url)
-            results["phases"] = run_phases(moto, env, out, args.runs)
+            results["phases"] = run_phases(moto, env, out, args.runs, args.phases, args.latency_scale)
             results_file.write_text(json.dumps(results, indent=1))
             if args.workers:
                 counts = [int(n) for n in args.workers.split(",")]

@@ -1,0 +1,200 @@
+"""Unit tests of the benchmark's report (bench/report.py) and run.py's pure helpers: ratios against the critical
+path at the run's latency scale, the per-role waterfall, and the PNG charts, on a small synthetic results dict."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import critical_path as cp  # noqa: E402
+import report  # noqa: E402
+import run  # noqa: E402
+from aws_latencies import LATENCIES  # noqa: E402  (bench/critical_path.py put tools/ on the path)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SCALE = 1 / 30
+
+
+def sec(resource: str, transition: str) -> float:
+    return LATENCIES[(resource, transition)].seconds
+
+
+def side(wall: float, tasks: list[list] | None = None) -> dict:
+    one = {"rc": 0, "wall": wall, "cpu": wall / 2, "maxrss_mb": 90.0, "requests": 100, "mutating": 10}
+    one.update(operations={"ec2:DescribeVpcs": 2}, changed=3, log="x.log")
+    if tasks is not None:
+        one["tasks"] = tasks
+    return one
+
+
+# host, role, task, start s, seconds, status (bench/run.py's read_timings)
+TASKS = [
+    ["demo", "clusterapi.aws.network", "clusterapi.aws.network : Reconcile the network", 1.0, 4.0, "changed"],
+    ["demo", "clusterapi.aws.control_plane", "clusterapi.aws.control_plane : Reconcile machines", 5.5, 3.0, "ok"],
+    ["demo", "clusterapi.aws.control_plane", "clusterapi.aws.control_plane : Wait", 8.5, 1.0, "ok"],
+    ["demo-eks", "clusterapi.aws.eks_control_plane", "clusterapi.aws.eks_control_plane : Reconcile", 1.2, 30, "ok"],
+    ["demo-eks", "", "Reconcile the cluster", 0.5, 0.1, "ok"],
+]
+
+
+def results(scale: float = SCALE, walls: tuple[tuple[float, float], ...] = ((40, 200), (60, 180), (50, 100))) -> dict:
+    runs = []
+    for ours, peer in walls:
+        runs.append(
+            {
+                phase: {"ours": side(ours, TASKS), "peer": side(peer, [])}
+                for phase in ("create", "noop", "noop-sm", "check", "delete")
+            }
+        )
+    series = [{"ours": side(10), "peer": side(20)}] * 3
+    return {
+        "machine": {"nproc": "2", "python": "3.11"},
+        "command": "python bench/run.py --runs 3",
+        "latency": {"scale": scale, "phases": ["create", "delete"]},
+        "phases": runs,
+        "workers": [{"workers": n, "runs": series} for n in (2, 20)],
+        "clusters": [{"clusters": k, "runs": [{"ours": side(10 * k)}] * 3} for k in (1, 5)],
+    }
+
+
+def is_png(path: Path) -> bool:
+    data = path.read_bytes()
+    return len(data) > len(PNG) and data.startswith(PNG)
+
+
+# --- critical path at a scale -------------------------------------------------------------------------------------
+def test_limits_scale_every_phase_by_the_factor():
+    at_one, scaled = cp.limits(1.0), cp.limits(SCALE)
+    assert scaled.keys() == at_one.keys()
+    for key, value in at_one.items():
+        assert scaled[key] == pytest.approx(value * SCALE)
+
+
+def test_zeroed_steps_shorten_the_path_and_do_not_leak_into_the_next_call():
+    endpoint = cp.limits(1.0, zero=report.NOT_MODELLED)
+    # No node boot and no load balancer time: the NAT gateway, then three control-plane launches one after another.
+    assert endpoint[("self-managed", "create")] == sec("nat_gateway", "create") + 3 * sec("instance", "launch")
+    assert cp.limits(1.0)[("self-managed", "create")] == 546
+
+
+def test_phase_limits_take_the_longer_cluster_for_a_run_of_both():
+    limits = report.phase_limits(SCALE)
+    for phase in ("create", "upgrade", "delete"):
+        both = limits[phase]["aws"]
+        assert both == max(limits[f"{phase} demo"]["aws"], limits[f"{phase} demo-eks"]["aws"])
+        assert limits[phase]["endpoint"] <= both
+    assert limits["create demo-eks"]["aws"] == pytest.approx(740 * SCALE)
+
+
+# --- ratios -------------------------------------------------------------------------------------------------------
+def test_ratio_rounds_and_refuses_a_zero_denominator():
+    assert report._ratio(50, 200) == 0.25
+    assert report._ratio(1, 3) == 0.33
+    assert report._ratio(5, 0) is None
+
+
+def test_latency_table_medians_and_ratios():
+    rows = {(row["phase"], row["what"]): row for row in report.latency_table(results())}
+    both = rows[("create", "both clusters")]
+    limit = 740 * SCALE
+    assert both["ours"] == 50 and both["peer"] == 180
+    assert both["critical"] == round(limit, 2)
+    assert both["ours/critical"] == round(50 / limit, 2)
+    # ours/peer is the median of the within-run ratios (0.2, 0.33, 0.5), not the ratio of the medians (0.28)
+    assert both["ours/peer"] == 0.33
+    demo = rows[("create", "demo")]
+    assert demo["ours"] == 9.5  # the host's last task ends at 8.5 + 1.0
+    assert demo["peer"] is None and demo["ours/peer"] is None
+    assert demo["ours/critical"] == round(9.5 / (546 * SCALE), 2)
+    assert demo["ours/endpoint"] == round(9.5 / ((105 + 36) * SCALE), 2)
+    assert rows[("create", "demo-eks")]["ours"] == 31.2
+    assert {phase for phase, _what in rows} == {"create", "delete"}
+
+
+def test_no_latency_section_figures_when_the_model_was_off(tmp_path):
+    assert report.latency_section(results(scale=0.0), tmp_path)[2].startswith("Not measured")
+    assert not list(tmp_path.iterdir())
+
+
+# --- waterfall ----------------------------------------------------------------------------------------------------
+def test_waterfall_groups_tasks_per_host_and_role_in_order_of_start():
+    rows = report.waterfall(TASKS)
+    assert [(row["host"], row["role"]) for row in rows] == [
+        ("demo-eks", "(play)"),
+        ("demo", "network"),
+        ("demo-eks", "eks_control_plane"),
+        ("demo", "control_plane"),
+    ]
+    control_plane = rows[3]
+    assert (control_plane["start"], control_plane["end"], control_plane["busy"], control_plane["tasks"]) == (
+        5.5,
+        9.5,
+        4.0,
+        2,
+    )
+    assert (control_plane["longest"], control_plane["longest_s"]) == ("Reconcile machines", 3.0)
+
+
+def test_median_run_is_the_one_with_the_median_wall():
+    runs = results()["phases"]
+    assert report.median_run(runs, "create") is runs[2]
+
+
+# --- charts -------------------------------------------------------------------------------------------------------
+def test_charts_are_png_files(tmp_path):
+    data = results()
+    report.plot_phases(report.latency_table(data), tmp_path / "phases.png")
+    report.plot_waterfall(TASKS, {"demo": 18.2, "demo-eks": 24.6}, tmp_path / "waterfall.png", "create")
+    report.plot_workers(data["workers"], tmp_path / "workers.png")
+    report.plot_clusters(data["clusters"], tmp_path / "clusters.png")
+    for name in ("phases", "waterfall", "workers", "clusters"):
+        assert is_png(tmp_path / f"{name}.png"), name
+
+
+def test_write_makes_the_report_and_its_charts_from_results_alone(tmp_path):
+    report.write(results(), tmp_path)
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    charts = tmp_path / report.CHARTS
+    for name in ("phases", "waterfall-create", "waterfall-delete", "scale-workers", "scale-clusters"):
+        assert is_png(charts / f"{name}.png"), name
+        assert f"]({report.CHARTS}/{name}.png)" in text
+    assert "| create | both clusters | 50 | 180 | 24.67 | 24.67 | 2.03 | 2.03 | 0.33 | 7.3 |" in text
+    assert "| latency model | 0.0333333 (1/30 of AWS's time), in the create and delete phases |" in text
+
+
+def test_write_takes_a_run_of_fewer_phases(tmp_path):
+    data = results()
+    for one in data["phases"]:
+        for phase in ("noop", "noop-sm", "check"):
+            del one[phase]
+    del data["workers"], data["clusters"]
+    report.write(data, tmp_path)
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "3 runs of the phases create, delete." in text
+    assert "| noop" not in text
+
+
+# --- run.py's pure helpers ----------------------------------------------------------------------------------------
+def test_chosen_phases_keep_the_run_order_and_refuse_unknown_names():
+    assert run.chosen_phases("delete, create") == ["create", "delete"]
+    with pytest.raises(Exception, match="phases must be among"):
+        run.chosen_phases("create,upgrade")
+
+
+def test_read_timings_counts_from_the_playbook_start(tmp_path):
+    clock = tmp_path / "c.tasks.jsonl"
+    lines = [
+        {"host": "demo", "role": "r", "task": "b", "start": 1005.0, "end": 1007.5, "status": "ok"},
+        {"host": "demo", "role": "r", "task": "a", "start": 1001.0, "end": 1002.0, "status": "changed"},
+    ]
+    clock.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run.read_timings(clock, 1000.0) == [
+        ["demo", "r", "a", 1.0, 1.0, "changed"],
+        ["demo", "r", "b", 5.0, 2.5, "ok"],
+    ]
+    assert run.read_timings(tmp_path / "missing", 0) == []
