@@ -198,3 +198,44 @@ def test_read_timings_counts_from_the_playbook_start(tmp_path):
         ["demo", "r", "b", 5.0, 2.5, "ok"],
     ]
     assert run.read_timings(tmp_path / "missing", 0) == []
+
+
+# --- the task clock callback --------------------------------------------------------------------------------------
+class Named:
+    def __init__(self, name: str, **attrs: object) -> None:
+        self.name = name
+        self.__dict__.update(attrs)
+
+    def get_name(self) -> str:
+        return self.name
+
+
+class Result:
+    def __init__(self, host: Named, task: Named, changed: bool) -> None:
+        self._host, self._task, self._result = host, task, {"changed": changed}
+
+
+def test_task_clock_writes_one_line_per_task_and_host(tmp_path, monkeypatch):
+    sys.path.insert(0, str(Path(report.__file__).parent / "callback_plugins"))
+    import bench_timings
+
+    clock = tmp_path / "clock.jsonl"
+    monkeypatch.setenv("BENCH_TIMINGS_FILE", str(clock))
+    callback = bench_timings.CallbackModule()
+    host, other = Named("demo"), Named("demo-eks")
+    task = Named("network : Reconcile", _uuid="t1", _role=Named("clusterapi.aws.network"))
+    play_task = Named("Reconcile the cluster", _uuid="t2", _role=None)
+    callback.v2_runner_on_start(host, task)
+    callback.v2_runner_on_start(other, task)
+    callback.v2_runner_on_start(host, play_task)
+    callback.v2_runner_on_ok(Result(other, task, changed=True))
+    callback.v2_runner_on_skipped(Result(host, play_task, changed=False))
+    callback.v2_runner_on_failed(Result(host, task, changed=False))
+    callback.v2_runner_on_ok(Result(host, task, changed=False))  # no start left for it: not written twice
+    lines = [json.loads(line) for line in clock.read_text().splitlines()]
+    assert [(t["host"], t["role"], t["task"], t["status"]) for t in lines] == [
+        ("demo-eks", "clusterapi.aws.network", "network : Reconcile", "changed"),
+        ("demo", "", "Reconcile the cluster", "skipped"),
+        ("demo", "clusterapi.aws.network", "network : Reconcile", "failed"),
+    ]
+    assert all(t["end"] >= t["start"] for t in lines)
