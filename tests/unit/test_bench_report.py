@@ -121,6 +121,20 @@ def test_no_latency_section_figures_when_the_model_was_off(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_latency_targets_judge_against_the_critical_path_and_the_peer():
+    rows = report.latency_targets(results())
+    both = next(row for row in rows if row.startswith("| create ≤ 1.2 × critical path (both clusters"))
+    assert both.endswith("| 50 s / 24.67 s = 2.03 | **no** |")
+    assert any(
+        row.startswith("| create ≤ 0.5 × the peer's wall (both clusters") and row.endswith("| yes |") for row in rows
+    )
+    demo = next(row for row in rows if row.startswith("| create ≤ 1.2 × critical path (demo,"))
+    # 9.5 s is under the 18.2 s path only because no node boots here: the verdict says so
+    assert "= 0.52 | yes (but ours / endpoint-modelled path = 2.02: the endpoint boots no node) |" in demo
+    assert not any("delete ≤ 0.5" in row for row in rows)
+    assert report.latency_targets(results(scale=0.0)) == []
+
+
 # --- waterfall ----------------------------------------------------------------------------------------------------
 def test_waterfall_groups_tasks_per_host_and_role_in_order_of_start():
     rows = report.waterfall(TASKS)
