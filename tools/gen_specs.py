@@ -398,6 +398,20 @@ ROLES: dict[str, dict[str, Any]] = {
             "network_outputs": NETWORK_OUTPUTS,
             "capa_output_dir": OUTPUT_DIR,
             **state_switch("control_plane"),
+            "control_plane_phase": {
+                "type": "str",
+                "choices": ["all", "initialize", "machines"],
+                "default": "all",
+                "description": [
+                    "Which part of the control plane this inclusion reconciles: C(initialize) - the load balancer, "
+                    "the PKI, a new control plane's first machine and the addons (KubeadmControlPlane's "
+                    "initialized control plane; shares control_plane_outputs' endpoint, load_balancer and "
+                    "kubeconfig, and control_plane_initialized); C(machines) - every control-plane machine and the "
+                    "etcd snapshot, after an C(initialize) inclusion; C(all) - both.",
+                    "The cluster role includes the role twice and launches the machine deployments in between, so "
+                    "a new cluster's workers start while its other control-plane machines join.",
+                ],
+            },
             "control_plane_etcd_restore": {
                 "type": "dict",
                 "description": [
@@ -428,6 +442,19 @@ ROLES: dict[str, dict[str, Any]] = {
             "control_plane_outputs": CONTROL_PLANE_OUTPUTS,
             **state_switch("machine_deployment"),
             **names_switch("machine_deployment", "worker groups"),
+            "machine_deployment_wait": {
+                "type": "bool",
+                "default": True,
+                "description": [
+                    "Wait until the machines are available (capa_instance's I(wait)). C(false) launches each "
+                    "deployment's machines and returns (one rollout step); the next inclusion with C(true) waits "
+                    "for the machines that have not joined yet, those of the C(false) run included.",
+                    "The cluster role launches a new cluster's machine deployments with C(false) as soon as its "
+                    "control plane is initialized (its first machine and the addons), as Cluster API starts "
+                    "MachineDeployments once the control plane is initialized, and waits for them after the other "
+                    "control-plane machines joined.",
+                ],
+            },
         },
     },
     "machine_pool": {

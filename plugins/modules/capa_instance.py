@@ -261,6 +261,12 @@ notes:
   - With I(wait), a rolling replacement runs to its end within I(wait_timeout) (launch, wait until running,
     register, then deregister and terminate outdated machines, step by step); without it the run makes one step
     and reports. Check mode shows the whole rollout as if every new machine came up.
+  - A worker group's run with I(wait) also waits for the machines an earlier run launched without waiting that
+    have not joined yet, while they are inside I(node_startup_timeout) (600 seconds when that is C(0)); one past
+    it is the health check's to judge. The C(cluster) role launches a new cluster's machine deployments with
+    I(wait=false) as soon as its control plane is initialized, and waits for them after the other control-plane
+    machines joined. A control plane waits only for the machines its run launched - one of an earlier run that is
+    not available makes the preflight refuse the next step instead.
   - C(RunInstances) and every C(CreateSecret) carry an idempotency token of their own (new for each create), so a
     request resent after a lost answer creates nothing twice.
   - Machines stopped or terminated behind the module's back are reported with CAPA's C(InstanceReady) reasons

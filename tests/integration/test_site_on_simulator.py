@@ -3,9 +3,11 @@ brought back by restore.yml from an etcd snapshot after it lost quorum.
 
 The controller reaches the API server at the load balancer's own DNS name through the simulator's HTTP CONNECT proxy,
 given once for the inventory (``capa_kubernetes_api``, the roles' controller-wide setting). The control plane is
-initialized first (one machine), the addons follow, then the other control-plane machines join with the CNI already
-there - so every Node is Ready when the run ends and the status says so; the second run changes nothing, sends no
-mutating AWS request and writes nothing to the Kubernetes API (its etcd snapshot of the first run is fresh enough).
+initialized first (one machine), the addons follow, the worker is launched (Cluster API starts MachineDeployments
+once the control plane is initialized), then the other control-plane machines join with the CNI already there while
+the worker boots - so every Node is Ready when the run ends and the status says so; the second run changes nothing,
+sends no mutating AWS request and writes nothing to the Kubernetes API (its etcd snapshot of the first run is fresh
+enough).
 
 etcd_backup: a run takes a snapshot into the cluster's own bucket (SSE-KMS, versioned, public access blocked, owned)
 when the newest is older than last_snapshot_min_age. restore.yml refuses while etcd keeps quorum; with two of three
@@ -81,6 +83,17 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     # The bastion and the first control-plane machine come before the CNI; the others after (pools launch through
     # their auto scaling group and fleet, not RunInstances).
     assert len([t for t in launches if t < cni]) == 2 and len(launches) == 5, (launches, cni)
+    # Cluster API starts MachineDeployments once the control plane is initialized: the worker boots before the last
+    # control-plane machine (launched only once the one before it joined) and its Node registers meanwhile.
+    nodes = [e for e in timeline if e.get("source") == "node"]
+    booted = {e["machine"]: e["time"] for e in nodes if e.get("event") == "booted"}
+    registered = {e["machine"]: e["time"] for e in nodes if e.get("event") == "registered"}
+    control_plane_boots = sorted(t for m, t in booted.items() if "-control-plane-" in m)
+    worker_boots = [t for m, t in booted.items() if "-md-0-" in m]
+    assert len(control_plane_boots) == 3 and len(worker_boots) == 1, booted
+    assert control_plane_boots[0] < worker_boots[0] < control_plane_boots[-1], booted
+    worker_joined = [t for m, t in registered.items() if "-md-0-" in m]
+    assert worker_joined and worker_joined[0] < control_plane_boots[-1], (registered, booted)
     tunnels = {e["target"] for e in timeline if e.get("source") == "proxy" and e.get("status") == 200}
     assert tunnels and all(t.endswith(".elb.amazonaws.com:6443") for t in tunnels), tunnels
 

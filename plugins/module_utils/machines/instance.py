@@ -24,7 +24,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.ec2 import describe, tags_of
+from ..aws.ec2 import cluster_instances_request, describe, tags_of
 from ..aws.errors import error_code, is_not_found, missing_as_none
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
@@ -60,12 +60,12 @@ from .plan import (
     DELETION_POLICIES,
     HEALTH_OPTIONS,
     LEAVING_STATES,
-    LIVE_STATES,
     MIN_CERTIFICATES_EXPIRY_DAYS,
     HealthCheck,
     Machine,
     Remediation,
     Step,
+    awaited_joins,
     certificates_due,
     check_placement_inputs,
     check_replicas,
@@ -336,13 +336,9 @@ def refresh(machine: Machine, instance: Mapping[str, Any]) -> None:
 
 
 def observe(ctx: Context, group: str) -> list[Machine]:
-    filters = ctx.owner_filters() + [
-        {"Name": f"tag:{GROUP_TAG}", "Values": [group]},
-        {"Name": "instance-state-name", "Values": list(LIVE_STATES) + ["shutting-down"]},
-    ]
-    # The largest page AWS allows: a no-op costs the same for 2 machines and for 200.
-    reservations = describe(ctx, "describe_instances", "Reservations", Filters=filters, MaxResults=1000)
-    machines = [to_machine(i) for r in reservations for i in r.get("Instances", [])]
+    reservations = describe(ctx, "describe_instances", "Reservations", **cluster_instances_request(ctx))
+    found = [i for r in reservations for i in r.get("Instances", [])]
+    machines = [to_machine(i) for i in found if tags_of(i).get(GROUP_TAG) == group]
     return sorted(machines, key=lambda m: (m.launch_time, m.name))
 
 
@@ -718,10 +714,15 @@ class GroupRun:
 
     # steps -----------------------------------------------------------------------------------------------------
     def _joining(self) -> list[Machine]:
-        """Machines this run launched that are running but whose Node has not joined (or become ready) yet: the
-        rollout waits for them. (A machine of an earlier run that is not available is not waited for: on a control
-        plane the preflight refuses the next step instead, naming it.)"""
-        return [m for m in self.machines if m.created and not m.leaving and m.joining]
+        """Running machines whose Node has not joined (or become ready) yet that the run waits for: the ones it
+        launched, and on a worker group those an earlier run launched without waiting, still inside their startup
+        window (``plan.awaited_joins``; on a control plane the preflight names such a machine instead)."""
+        return awaited_joins(
+            self.machines,
+            control_plane=self.spec.control_plane,
+            node_startup_timeout=self.spec.health.node_startup_timeout,
+            now=datetime.datetime.now(datetime.timezone.utc),
+        )
 
     def _leaving_this_run(self) -> list[Machine]:
         """The machines a full reconcile would remove: outdated, to remediate, or beyond replicas."""
@@ -1030,12 +1031,13 @@ def _view(machine: Machine, regs: Registrations | None) -> dict[str, Any]:
 def _health_view(machine: Machine) -> dict[str, Any] | None:
     """What the health check said of the machine when the run started (None for a machine that is leaving). A
     machine this run launched was not judged: it is ``healthy`` once available (what the next run will find, so a
-    no-op's status says the same), ``starting`` until then."""
+    no-op's status says the same), ``starting`` until then; so is one found starting that became available while
+    the run waited for it."""
     if machine.leaving:
         return None
     if machine.health_reason:
         state = "unhealthy"
-    elif machine.starting or (machine.created and not machine.available):
+    elif (machine.starting or machine.created) and not machine.available:
         state = "starting"
     else:
         state = "healthy"

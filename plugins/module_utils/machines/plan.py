@@ -528,6 +528,41 @@ def order_for_deletion(
     return ordered
 
 
+# joining -----------------------------------------------------------------------------------------------------------
+def awaited_joins(
+    machines: Sequence[Machine], *, control_plane: bool, node_startup_timeout: int, now: datetime.datetime
+) -> list[Machine]:
+    """The machines a run waits for until they join: running and healthy but not available yet (``joining``), and
+    either launched by this run or - on a worker group - launched by an earlier run less than
+    ``node_startup_timeout`` ago (:data:`DEFAULT_NODE_STARTUP_TIMEOUT` when that is off).
+
+    An earlier run may launch a worker group without waiting (``wait: false``: the cluster role starts a new
+    cluster's workers as soon as its control plane is initialized, and waits for them after the other
+    control-plane machines): the next run waits for those machines as a MachineDeployment's status waits for its
+    replicas. A machine past its startup window is MachineHealthCheck's to judge, not the run's to wait for (a
+    broken machine must not hold every later run until its budget runs out). A control plane waits only for the
+    machines it launched: one of an earlier run that is not available is named by KubeadmControlPlane's preflight,
+    which refuses the next step instead."""
+    window = node_startup_timeout or DEFAULT_NODE_STARTUP_TIMEOUT
+    awaited = []
+    for machine in machines:
+        if machine.leaving or not machine.joining:
+            continue
+        if machine.created or (not control_plane and _launched_within(machine, window, now)):
+            awaited.append(machine)
+    return awaited
+
+
+def _launched_within(machine: Machine, seconds: int, now: datetime.datetime) -> bool:
+    try:
+        launched = datetime.datetime.fromisoformat(machine.launch_time.replace("Z", "+00:00"))
+    except ValueError:
+        return False  # no launch time known: not one to wait for
+    if launched.tzinfo is None:
+        launched = launched.replace(tzinfo=datetime.timezone.utc)
+    return (now - launched).total_seconds() < seconds
+
+
 # rollout ---------------------------------------------------------------------------------------------------------
 def plan_step(
     machines: Sequence[Machine],

@@ -282,3 +282,64 @@ def test_certificates_due(expiry, days, due):
     assert bool(reason) is due
     if due:
         assert expiry in reason and f"({days})" in reason
+
+
+# joining ---------------------------------------------------------------------------------------------------------
+class _Joined:
+    """A machine's readiness as the workload cluster says it (``lifecycle.Readiness``'s shape)."""
+
+    def __init__(self, available: bool) -> None:
+        self.available = available
+        self.reason = "" if available else "no Node yet"
+        self.node = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"available": self.available}
+
+
+NOW = datetime.datetime(2026, 12, 4, 12, 0, tzinfo=datetime.timezone.utc)
+
+
+def joiner(name: str, seconds_ago: float, available: bool = False, created: bool = False, **fields) -> Machine:
+    launched = (NOW - datetime.timedelta(seconds=seconds_ago)).isoformat()
+    machine = Machine(id=f"i-{name}", name=name, zone="a", launch_time=launched, created=created, **fields)
+    machine.readiness = _Joined(available)
+    return machine
+
+
+def awaited(machines, control_plane=False, timeout=600):
+    found = plan.awaited_joins(machines, control_plane=control_plane, node_startup_timeout=timeout, now=NOW)
+    return [machine.name for machine in found]
+
+
+def test_a_worker_group_waits_for_machines_an_earlier_run_launched_while_they_may_still_join():
+    # The cluster role's first pass launched these without waiting (wait: false); the next run waits for the ones
+    # inside their startup window, as for the machines it launched itself.
+    machines = [
+        joiner("launched-now", 0, created=True, state="running"),
+        joiner("earlier-young", 30, state="running"),
+        joiner("earlier-old", 900, state="running"),  # past node_startup_timeout: MHC's to judge, not waited for
+        joiner("earlier-joined", 30, available=True, state="running"),
+        joiner("earlier-pending", 30, state="pending"),  # waited for until running first (_wait_pending)
+        joiner("earlier-leaving", 30, state="shutting-down"),
+        joiner("earlier-unhealthy", 30, state="running", unhealthy="instance status check impaired"),
+    ]
+    assert awaited(machines) == ["launched-now", "earlier-young"]
+    # A shorter startup window leaves the earlier one out; with the check off the default window (600 s) applies.
+    assert awaited(machines, timeout=20) == ["launched-now"]
+    assert awaited(machines, timeout=0) == ["launched-now", "earlier-young"]
+
+
+def test_a_control_plane_waits_only_for_the_machines_it_launched():
+    # A control-plane machine of an earlier run that is not available is KubeadmControlPlane's preflight's to name
+    # (the next step is refused), never silently waited for.
+    machines = [joiner("cp-now", 0, created=True, state="running"), joiner("cp-earlier", 30, state="running")]
+    assert awaited(machines, control_plane=True) == ["cp-now"]
+
+
+def test_a_machine_without_a_launch_time_is_not_waited_for_unless_this_run_launched_it():
+    unknown = Machine(id="i-x", name="x", zone="a", state="running", launch_time="")
+    unknown.readiness = _Joined(False)
+    assert awaited([unknown]) == []
+    unknown.created = True
+    assert awaited([unknown]) == ["x"]
