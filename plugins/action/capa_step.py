@@ -15,6 +15,13 @@ group's defaults rather than merging them). So the step runs here, with the prec
 
 The module then runs as every module of the collection does: in the controller for a local target, as a module
 process otherwise (``plugin_utils/in_process.py``).
+
+Between steps the reads travel (``module_utils/kernel/shared_reads.py``): each step is given the host fact
+``capa_shared_reads`` as its ``shared_reads`` option and leaves what it hands forward in that fact - everything,
+when it changed nothing; the static reads (images, instance types) only, when it changed (or would change)
+anything; nothing, when it failed. A loop's items all see the fact as it was before the loop; once an item changed
+something, the items after it are given its static reads only (Ansible runs a host's items one after another in
+one worker process, where :data:`LOOPS_CHANGED` remembers it). The last item's reads are what the loop hands on.
 """
 
 from __future__ import annotations
@@ -22,15 +29,29 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import static_only
 
 # The modules a step may run: declared once, in the module whose documentation lists them.
 from ansible_collections.clusterapi.aws.plugins.modules.capa_step import STEP_MODULES
 from ansible_collections.clusterapi.aws.plugins.plugin_utils.in_process import CollectionModuleAction, Refused
 
 COLLECTION = "clusterapi.aws"
+SHARED_READS_FACT = "capa_shared_reads"
+# The loops (task uuid, host) in this worker process one of whose items changed (or would change) something.
+LOOPS_CHANGED: set[tuple[str, str]] = set()
 
 
 class ActionModule(CollectionModuleAction):
+    def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        handed = result.pop("shared_reads", None)
+        if result.get("failed") or not isinstance(handed, dict):
+            handed = {}  # the next step reads for itself
+        if self._in_loop() and (result.get("changed") or result.get("failed")):
+            LOOPS_CHANGED.add(self._loop_id(task_vars))
+        result.setdefault("ansible_facts", {})[SHARED_READS_FACT] = handed
+        return result
+
     def module_call(self, task_vars: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         group_defaults = dict(self._task.args)
         module = group_defaults.pop("module", None)
@@ -39,7 +60,17 @@ class ActionModule(CollectionModuleAction):
         if problem:
             raise Refused(problem)
         fqcn = f"{COLLECTION}.{module}"
-        return fqcn, {**group_defaults, **self._module_defaults(fqcn), **params}
+        call = {**group_defaults, **self._module_defaults(fqcn), **params}
+        given = dict(task_vars.get(SHARED_READS_FACT) or {})
+        changed_earlier = self._in_loop() and self._loop_id(task_vars) in LOOPS_CHANGED
+        call.setdefault("shared_reads", static_only(given) if changed_earlier else given)
+        return fqcn, call
+
+    def _in_loop(self) -> bool:
+        return self._task.loop is not None or bool(self._task.loop_with)
+
+    def _loop_id(self, task_vars: Any) -> tuple[str, str]:
+        return self._task._uuid, str((task_vars or {}).get("inventory_hostname", ""))
 
     @staticmethod
     def _refuse(module: Any, params: Any) -> str | None:

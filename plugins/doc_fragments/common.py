@@ -43,6 +43,20 @@ options:
       - Seconds the whole run may spend waiting, shared by every wait of the run.
     type: int
     default: 600
+  shared_reads:
+    description:
+      - Reads an earlier module run of the same cluster handed forward, as its result C(shared_reads) returned them.
+        A describe this run makes that is the identical request (same operation, parameters, region, endpoint and
+        I(identity)) of one made there at most 120 seconds ago is answered from it without a request, once per run
+        (the same request again is a poll and goes to AWS).
+      - Only descriptions of infrastructure travel (EC2, load balancer, Auto Scaling and EKS describes, the tagging
+        API, secret names), never a secret's value, user data or an instance attribute.
+      - When given, the result carries C(shared_reads) for the next run - everything given and read, or nothing once
+        the run made or planned a change (it may have changed any of it) - and C(reads_shared), the requests
+        answered from them per C(service:Operation) (not counted in C(api_calls)).
+      - The roles pass it from step to step (C(clusterapi.aws.capa_step) keeps it in the host fact
+        C(capa_shared_reads)), so a run that changes nothing reads each thing once.
+    type: dict
 notes:
   - Every result carries C(plan), the ordered mutating AWS calls the run made (in check mode, would make),
     and C(api_calls), the number of AWS requests per C(service:Operation).

@@ -29,6 +29,7 @@ from .kernel.context import Context
 from .kernel.errors import ReconcileError, SpecError
 from .kernel.operations import is_placeholder, placeholder, placeholders_in
 from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
+from .kernel.shared_reads import SharedReads
 from .kernel.tier import Outcome, Tier
 from .kernel.validation import check_cluster_name, check_tags
 
@@ -79,6 +80,7 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
         additional_tags=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=600),
+        shared_reads=dict(type="dict"),
     )
     if info:
         del spec["state"]
@@ -122,7 +124,18 @@ def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSessio
         except IdentityRefused as e:
             # Before the tier runs: nothing was asked of AWS but STS.
             raise ReconcileError(str(e)) from e
+    session.share_reads(SharedReads(params.get("shared_reads"), scope=_read_scope(region, endpoint_url, params)))
     return session
+
+
+def _read_scope(region: str, endpoint_url: str | None, params: dict[str, Any]) -> str:
+    """Whose AWS a read was made against: the same request under another role or endpoint is another read."""
+    roles = []
+    identity = params.get("identity")
+    while identity:
+        roles.append(identity["role_arn"])
+        identity = identity.get("source_identity")
+    return "|".join([region, endpoint_url or "", *roles])
 
 
 def run_tier(
@@ -185,6 +198,13 @@ def _exit_with_result(
     else:
         result[result_key] = after
     result.update(plan=ctx.ops.plan_as_list(), api_calls=session.recorder.as_dict())
+    shared = session.shared
+    if shared is not None:
+        handed = shared.handed_forward(planned_change=bool(ctx.ops.plan))
+        if handed is not None:
+            result["shared_reads"] = handed
+        if shared.served:
+            result["reads_shared"] = dict(sorted(shared.served.items()))
     if ctx.progress_log:
         result["progress"] = list(ctx.progress_log)
     if module._diff:

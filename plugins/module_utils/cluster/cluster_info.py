@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..aws import elb as _elb
 from ..aws.autoscaling import owned_groups
-from ..aws.ec2 import describe_by_ids, describe_kind
+from ..aws.ec2 import cluster_instances_request, describe_by_ids, describe_kind
 from ..aws.ec2 import kind as ec2_kind
 from ..aws.elbv2 import describe_load_balancers_by_name
 from ..kernel.conditions import condition
@@ -63,7 +63,6 @@ BASTION_GROUP = "bastion"
 SECRET_PREFIX = "aws.cluster.x-k8s.io/"
 SSM_PREFIX = "/cluster.x-k8s.io/"
 
-LIVE_INSTANCE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 # Deleted NAT gateways stay visible for about an hour; they are history, not resources.
 CONTROL_PLANE_PORT = 6443  # the load balancer's listener (CAPA's default API server port)
 LIVE_NAT_STATES = ["pending", "available", "failed"]
@@ -278,9 +277,9 @@ def _fetch_vpcs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
 
 
 def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
-    filters = scope.owner_filter() + [{"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}]
-    # The largest page AWS allows, so a no-op's request count stays flat as machines are added.
-    reservations = describe_kind(ctx, "instance", filters, MaxResults=1000)
+    # The machine groups' own request (machines/instance.py), so a run that changed nothing answers it once.
+    request = cluster_instances_request(ctx)
+    reservations = describe_kind(ctx, "instance", request["Filters"], MaxResults=request["MaxResults"])
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
 
 

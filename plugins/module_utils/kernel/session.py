@@ -22,6 +22,8 @@ except ImportError:
 
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
+from .shared_reads import SharedReads
+
 # Codes CAPA retries with backoff because AWS is eventually consistent: a resource just created may not be
 # visible to the next call yet (pkg/cloud/services/wait, awserrors). They are only retried on mutating calls:
 # a describe by id that says NotFound is an answer, not a race.
@@ -82,6 +84,9 @@ class ApiCallRecorder:
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
+        # Calls answered by an earlier run's identical read (kernel/shared_reads.py) pass before-parameter-build
+        # too, but send nothing: they are counted there and taken off here.
+        self.served: collections.Counter[str] = collections.Counter()
 
     def attach(self, session: Any) -> None:
         session.events.register("before-parameter-build", self._record)
@@ -96,7 +101,8 @@ class ApiCallRecorder:
         self.counts[name] += 1
 
     def as_dict(self) -> dict[str, int]:
-        return dict(sorted(self.counts.items()))
+        sent = self.counts - self.served
+        return dict(sorted(sent.items()))
 
     def mutating(self) -> dict[str, int]:
         return {k: v for k, v in self.as_dict().items() if not is_read_operation(k.split(":", 1)[1])}
@@ -293,6 +299,13 @@ class AwsSession:
         self._session = new_session(**{k: v for k, v in params.items() if v is not None})
         self.recorder.attach(self._session)
         self._clients: dict[str, RetryingClient] = {}
+        self.shared: SharedReads | None = None
+
+    def share_reads(self, shared: SharedReads) -> None:
+        """Answer reads from ``shared`` (an earlier run's identical requests) and record this run's for the next."""
+        self.shared = shared
+        self.recorder.served = shared.served
+        shared.attach(self._session.events)
 
     def client(self, service: str, region: str | None = None) -> RetryingClient:
         """The run's client for ``service``; ``region`` other than the run's region is for multi-region reads."""
@@ -330,6 +343,8 @@ class AwsSession:
                 aws_session_token=credentials["SessionToken"],
             )
             self.recorder.attach(self._session)
+            if self.shared is not None:
+                self.shared.attach(self._session.events)
             self._clients = {}
 
     def _assume_role(self, role: dict[str, Any], default_session_name: str) -> dict[str, Any]:

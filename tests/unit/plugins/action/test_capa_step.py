@@ -19,11 +19,14 @@ from ansible_collections.clusterapi.aws.plugins.modules import capa_step
 REPO = Path(__file__).resolve().parents[4]
 
 
-def run(args: dict, module_defaults: list | None = None) -> tuple[dict, list]:
+def run(
+    args: dict, module_defaults: list | None = None, task_vars: dict | None = None, answer: dict | None = None, loop=None
+) -> tuple[dict, list]:
     task = MagicMock()
     task.args = args
     task.async_val = 0
     task.module_defaults = module_defaults or []
+    task.loop, task.loop_with, task._uuid = loop, None, "task-1"
     templar = MagicMock()
     templar.template.side_effect = lambda value: dict(value) if isinstance(value, dict) else value
     action = ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=templar, shared_loader_obj=None)
@@ -31,10 +34,10 @@ def run(args: dict, module_defaults: list | None = None) -> tuple[dict, list]:
 
     def execute(module_name, module_args, task_vars, wrap_async):
         calls.append((module_name, module_args))
-        return {"changed": True, "vpc": {"id": "vpc-1"}}
+        return dict(answer or {"changed": True, "vpc": {"id": "vpc-1"}})
 
     action._execute_module = execute
-    return action.run(task_vars={}), calls
+    return action.run(task_vars=task_vars or {}), calls
 
 
 def test_params_win_over_the_modules_defaults_over_the_groups():
@@ -46,10 +49,36 @@ def test_params_win_over_the_modules_defaults_over_the_groups():
     assert calls == [
         (
             "clusterapi.aws.capa_vpc",
-            {"profile": "ops", "region": "us-east-1", "wait_timeout": 3, "cluster_name": "demo"},
+            {"profile": "ops", "region": "us-east-1", "wait_timeout": 3, "cluster_name": "demo", "shared_reads": {}},
         )
     ]
     assert result["changed"] is True and result["vpc"] == {"id": "vpc-1"}
+
+
+STATIC = {"k1": {"call": "ec2:DescribeImages", "taken": 1, "response": {}}}
+VPCS = {"k2": {"call": "ec2:DescribeVpcs", "taken": 1, "response": {}}}
+STEP = {"module": "capa_vpc", "params": {"cluster_name": "demo"}}
+
+
+def test_reads_travel_from_step_to_step_in_the_host_fact():
+    given = {"capa_shared_reads": {**STATIC, **VPCS}, "inventory_hostname": "demo"}
+    handed = {**STATIC, **VPCS, "k3": {"call": "ec2:DescribeSubnets", "taken": 2, "response": {}}}
+    result, calls = run(STEP, task_vars=given, answer={"changed": False, "shared_reads": handed})
+    assert calls[0][1]["shared_reads"] == {**STATIC, **VPCS}
+    assert result["ansible_facts"] == {"capa_shared_reads": handed} and "shared_reads" not in result
+    # a failed step hands nothing on: the next one reads for itself
+    failed, calls = run(STEP, task_vars=given, answer={"failed": True, "msg": "x", "shared_reads": handed})
+    assert failed["ansible_facts"] == {"capa_shared_reads": {}}
+
+
+def test_after_a_loop_item_changed_something_the_next_items_get_static_reads_only():
+    given = {"capa_shared_reads": {**STATIC, **VPCS}, "inventory_hostname": "loop-host"}
+    first, calls = run(STEP, task_vars=given, answer={"changed": True}, loop="{{ groups }}")
+    assert calls[0][1]["shared_reads"] == {**STATIC, **VPCS}  # no item changed anything yet
+    assert first["ansible_facts"] == {"capa_shared_reads": {}}
+    second, calls = run(STEP, task_vars=given, answer={"changed": False, "shared_reads": STATIC}, loop="{{ groups }}")
+    assert calls[0][1]["shared_reads"] == STATIC
+    assert second["ansible_facts"] == {"capa_shared_reads": STATIC}
 
 
 @pytest.mark.parametrize(

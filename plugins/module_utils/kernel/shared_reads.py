@@ -1,0 +1,169 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Private (kernel): reads one tier hands to the next, so a run reads each thing once while nothing changes.
+
+A cluster is reconciled by a chain of tiers (preflight, VPC, subnets, security groups, load balancer, machines,
+the status read-back), and each observes what it manages before it plans. On a run that changes nothing they ask
+AWS the same questions again and again: the VPC, its subnets, the cluster's instances, the machines' image and
+instance type. Cluster API's controllers do not pay for that: they read through a shared informer cache. This is
+the same idea at the boundary a playbook has, between two module runs:
+
+* a run that was given ``shared_reads`` answers a describe it makes from them when an earlier run of the chain
+  made **the identical request** (same service, operation, region, endpoint and parameters, page token included),
+  no more than :data:`MAX_AGE` seconds ago - the answer AWS gave then, without a request;
+* each read is served at most once per run: the same request again inside one run is a poll, and goes to AWS;
+* once a run makes (or, in check mode, plans) any mutating call, it serves nothing more and hands nothing
+  forward but :data:`STATIC` reads (images, instance types, zones: nothing a reconcile does changes them): what it
+  changed may be in any of the others. So a run that creates something starts the next one cold, and a no-op run
+  hands on everything (what it was given and what it read) - exactly where the reads repeat;
+* only descriptions of infrastructure are shared (:func:`shareable`): never a secret's value, a launch template's
+  user data or an instance attribute, so the handed-forward data can sit in a host fact and a task's result.
+
+It works below every tier, on botocore's ``before-call`` / ``after-call`` events, so the tiers read as they
+always do (and a run given no ``shared_reads`` behaves exactly as before). ``clusterapi.aws.capa_step`` carries
+the reads from one step of the roles to the next in the host fact ``capa_shared_reads``.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import datetime
+import json
+import time
+from typing import Any, Callable, Mapping
+
+try:
+    from botocore.awsrequest import AWSResponse
+except ImportError:
+    pass
+
+MAX_AGE = 120.0  # seconds a handed-forward read stays usable (a whole no-op of a large cluster fits in it)
+
+# Reads that describe infrastructure only. A service's reads outside these stay private to the run that made them.
+SHAREABLE_PREFIXES: Mapping[str, tuple[str, ...]] = {
+    "ec2": ("Describe",),
+    "elb": ("Describe",),
+    "elbv2": ("Describe",),
+    "autoscaling": ("Describe",),
+    "eks": ("Describe", "List"),
+    "resourcegroupstaggingapi": ("GetResources",),
+    "secretsmanager": ("ListSecrets",),  # names, tags and dates; never GetSecretValue
+}
+# Reads of those services that can carry what must not travel in a fact: user data, attributes that hold it.
+NEVER_SHARED = frozenset({"DescribeLaunchTemplateVersions", "DescribeInstanceAttribute", "DescribeImageAttribute"})
+
+# Reads no write of a reconcile can change: they survive a run's changes (and a loop's items).
+STATIC = frozenset({"ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeAvailabilityZones"})
+
+_DATETIME, _BYTES = "__capa_datetime__", "__capa_bytes__"
+
+
+def shareable(service: str, operation: str) -> bool:
+    """Whether answers to ``service:operation`` may be handed to the next run (see :data:`SHAREABLE_PREFIXES`)."""
+    if operation in NEVER_SHARED:
+        return False
+    return operation.startswith(SHAREABLE_PREFIXES.get(service, ()))
+
+
+def static_only(entries: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`STATIC` reads of ``entries`` (what may cross a change)."""
+    return {key: entry for key, entry in entries.items() if isinstance(entry, dict) and entry.get("call") in STATIC}
+
+
+def encode(value: Any) -> Any:
+    """A parsed botocore response as JSON data (datetimes and bytes tagged, so :func:`decode` restores them)."""
+    if isinstance(value, dict):
+        return {k: encode(v) for k, v in value.items() if k != "ResponseMetadata"}
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return {_DATETIME: value.isoformat()}
+    if isinstance(value, (bytes, bytearray)):
+        return {_BYTES: base64.b64encode(bytes(value)).decode()}
+    return value
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {_DATETIME}:
+            return datetime.datetime.fromisoformat(value[_DATETIME])
+        if set(value) == {_BYTES}:
+            return base64.b64decode(value[_BYTES])
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    return value
+
+
+class SharedReads:
+    """One run's side of the hand-over: what it was given, what it served from that, what it read itself."""
+
+    def __init__(self, given: Mapping[str, Any] | None, *, scope: str, clock: Callable[[], float] = time.time) -> None:
+        self.enabled = given is not None  # a run given nothing hands nothing on (its result stays as it was)
+        self.scope = scope  # region and endpoint: a read is only the same read against the same AWS
+        self._clock = clock
+        now = clock()
+        self._given = {
+            key: entry
+            for key, entry in (given or {}).items()
+            if isinstance(entry, dict) and 0 <= now - float(entry.get("taken", 0)) <= MAX_AGE
+        }
+        self._read: dict[str, dict[str, Any]] = {}
+        self._served_keys: set[str] = set()
+        self.served: collections.Counter[str] = collections.Counter()
+        self.wrote = False
+
+    # botocore's side ---------------------------------------------------------------------------------------------
+    def attach(self, events: Any) -> None:
+        # First in line, so a served read never reaches another handler that would send it.
+        events.register_first("before-call", self._before_call)
+        events.register("after-call", self._after_call)
+
+    def _before_call(self, model: Any = None, params: Any = None, context: Any = None, **_kw: Any) -> Any:
+        if model is None:
+            return None
+        service, operation = model.service_model.service_name, model.name
+        if not shareable(service, operation):
+            if not operation.startswith(("Describe", "List", "Get", "Head")):
+                self.wrote = True  # a mutating call: from here on, nothing is served or handed on
+            return None
+        call = f"{service}:{operation}"
+        if not self.enabled or (self.wrote and call not in STATIC):
+            return None
+        key = self._key(service, operation, params)
+        if isinstance(context, dict):
+            context["capa_read_key"] = key  # after-call is not given the request: it finds the key here
+        entry = self._given.get(key)
+        if entry is None or key in self._served_keys:
+            return None
+        self._served_keys.add(key)
+        self.served[call] += 1
+        if isinstance(context, dict):
+            context["capa_served"] = True
+        return AWSResponse(None, 200, {}, None), decode(entry["response"])
+
+    def _after_call(self, http_response: Any = None, parsed: Any = None, context: Any = None, **_kw: Any) -> None:
+        key = context.get("capa_read_key") if isinstance(context, dict) else None
+        if key is None or context.get("capa_served"):
+            return
+        call = key.split("|")[-2]
+        if self.wrote and call not in STATIC:
+            return
+        status = getattr(http_response, "status_code", 500)
+        if isinstance(parsed, dict) and status < 300 and "Error" not in parsed:
+            self._read[key] = {"taken": self._clock(), "call": call, "response": encode(parsed)}
+
+    def _key(self, service: str, operation: str, params: Any) -> str:
+        request = params if isinstance(params, dict) else {}
+        shape = {k: request.get(k) for k in ("url_path", "query_string", "body", "method")}
+        return f"{self.scope}|{service}:{operation}|{json.dumps(shape, sort_keys=True, default=str)}"
+
+    # the module's side -------------------------------------------------------------------------------------------
+    def handed_forward(self, planned_change: bool) -> dict[str, Any] | None:
+        """What the next run may use: what this run was given and still holds, with its own reads over it - only
+        the static ones after a change (made or planned). None when the run was given none (option not used)."""
+        if not self.enabled:
+            return None
+        everything = {**self._given, **self._read}
+        return static_only(everything) if planned_change or self.wrote else everything

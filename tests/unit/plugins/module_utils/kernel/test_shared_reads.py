@@ -1,0 +1,163 @@
+# Copyright: Contributors to clusterapi.aws
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Reads handed from one module run to the next (kernel/shared_reads.py), on a real boto3 session.
+
+AWS's side is a fake at the HTTP layer (botocore's ``before-send`` event): it answers EC2's XML for the few
+operations used here and records every request that actually went out, so "answered without a request" is what
+the wire saw. (botocore's Stubber cannot show it: it checks every call before any handler may answer it.)
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import urllib.parse
+
+import pytest
+from botocore.awsrequest import AWSResponse
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import shared_reads as sr
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+
+OWNED = [{"Name": "tag:sigs.k8s.io/cluster-api-provider-aws/cluster/c1", "Values": ["owned"]}]
+LAUNCHED = datetime.datetime(2026, 12, 1, 10, 0, tzinfo=datetime.timezone.utc)
+XML = {
+    "DescribeInstances": "<reservationSet><item><reservationId>r-1</reservationId><instancesSet><item>"
+    "<instanceId>i-1</instanceId><launchTime>2026-12-01T10:00:00.000Z</launchTime></item></instancesSet>"
+    "</item></reservationSet>",
+    "DescribeImages": "<imagesSet><item><imageId>ami-1</imageId></item></imagesSet>",
+    "CreateTags": "<return>true</return>",
+}
+
+
+class Wire:
+    """EC2 behind the session: answers from :data:`XML`, and keeps the Action of every request sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def __call__(self, request, **_kw):
+        body = request.body if isinstance(request.body, str) else request.body.decode()
+        action = urllib.parse.parse_qs(body)["Action"][0]
+        self.sent.append(action)
+        body = f'<{action}Response xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">{XML[action]}</{action}Response>'
+        return AWSResponse(request.url, 200, {}, _Raw(body.encode()))
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_kw):
+        yield self.body
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(given, clock, scope="us-east-1|"):
+    """One module run's session, sharing reads, its EC2 client and the wire it sends on."""
+    session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIAEXAMPLE", "aws_secret_access_key": "x"})
+    session.share_reads(sr.SharedReads(given, scope=scope, clock=clock))
+    client = session.client("ec2")
+    wire = Wire()
+    client.raw.meta.events.register("before-send", wire)
+    return session, client, wire
+
+
+def test_a_no_op_run_hands_its_reads_on_and_the_next_run_asks_aws_nothing_it_asked_already():
+    clock = Clock()
+    first, ec2, wire = run({}, clock)
+    ec2.describe_instances(Filters=OWNED)
+    # What travels is JSON (a host fact), datetimes tagged
+    handed = json.loads(json.dumps(first.shared.handed_forward(planned_change=False)))
+    assert [entry["call"] for entry in handed.values()] == ["ec2:DescribeInstances"]
+
+    clock.now += 30
+    second, ec2, wire = run(handed, clock)
+    answer = ec2.describe_instances(Filters=OWNED)
+    assert wire.sent == []
+    assert answer["Reservations"][0]["Instances"][0]["LaunchTime"] == LAUNCHED
+    assert second.recorder.as_dict() == {}
+    assert dict(second.shared.served) == {"ec2:DescribeInstances": 1}
+    # The same request again in one run is a poll: it goes to AWS
+    ec2.describe_instances(Filters=OWNED)
+    assert wire.sent == ["DescribeInstances"]
+    assert second.recorder.as_dict() == {"ec2:DescribeInstances": 1}
+
+
+def test_another_request_or_another_scope_is_another_read():
+    clock = Clock()
+    first, ec2, wire = run({}, clock)
+    ec2.describe_instances(Filters=OWNED)
+    handed = first.shared.handed_forward(False)
+    second, ec2, wire = run(handed, clock)
+    ec2.describe_instances(Filters=OWNED, MaxResults=1000)
+    assert wire.sent == ["DescribeInstances"]
+    # against another region, endpoint or identity the same request is another read too
+    third, ec2, wire = run(handed, clock, scope="eu-west-1|")
+    ec2.describe_instances(Filters=OWNED)
+    assert wire.sent == ["DescribeInstances"]
+
+
+def test_reads_older_than_max_age_are_not_used():
+    clock = Clock()
+    first, ec2, wire = run({}, clock)
+    ec2.describe_instances(Filters=OWNED)
+    clock.now += sr.MAX_AGE + 1
+    second, ec2, wire = run(first.shared.handed_forward(False), clock)
+    ec2.describe_instances(Filters=OWNED)
+    assert wire.sent == ["DescribeInstances"]
+
+
+def test_after_a_write_only_static_reads_are_served_and_handed_on():
+    clock = Clock()
+    first, ec2, wire = run({}, clock)
+    ec2.describe_instances(Filters=OWNED)
+    ec2.describe_images(ImageIds=["ami-1"])
+    # A planned change (check mode) hands on the static reads alone
+    assert {e["call"] for e in first.shared.handed_forward(True).values()} == {"ec2:DescribeImages"}
+
+    second, ec2, wire = run(first.shared.handed_forward(False), clock)
+    ec2.create_tags(Resources=["i-1"], Tags=[{"Key": "a", "Value": "b"}])
+    # The write may have changed the instance: asked again; the image it cannot have changed is not
+    ec2.describe_instances(Filters=OWNED)
+    ec2.describe_images(ImageIds=["ami-1"])
+    assert wire.sent == ["CreateTags", "DescribeInstances"]
+    assert {e["call"] for e in second.shared.handed_forward(False).values()} == {"ec2:DescribeImages"}
+
+
+def test_a_run_given_nothing_hands_nothing_on():
+    session, ec2, wire = run(None, Clock())
+    ec2.describe_instances(Filters=OWNED)
+    assert session.shared.handed_forward(False) is None
+    assert session.recorder.as_dict() == {"ec2:DescribeInstances": 1} and wire.sent == ["DescribeInstances"]
+
+
+@pytest.mark.parametrize(
+    "service, operation, shared",
+    [
+        ("ec2", "DescribeSubnets", True),
+        ("ec2", "DescribeLaunchTemplateVersions", False),  # user data
+        ("ec2", "DescribeInstanceAttribute", False),  # user data
+        ("secretsmanager", "ListSecrets", True),
+        ("secretsmanager", "GetSecretValue", False),
+        ("ssm", "GetParameter", False),
+        ("resourcegroupstaggingapi", "GetResources", True),
+        ("elb", "DescribeLoadBalancers", True),
+        ("iam", "GetRole", False),
+    ],
+)
+def test_only_descriptions_of_infrastructure_travel(service, operation, shared):
+    assert sr.shareable(service, operation) is shared
+
+
+def test_encoding_keeps_datetimes_and_bytes_and_drops_response_metadata():
+    value = {"When": LAUNCHED, "Blob": b"\x00\x01", "ResponseMetadata": {"RequestId": "r"}, "List": [LAUNCHED]}
+    encoded = json.loads(json.dumps(sr.encode(value)))
+    assert sr.decode(encoded) == {"When": LAUNCHED, "Blob": b"\x00\x01", "List": [LAUNCHED]}
