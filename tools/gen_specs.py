@@ -490,7 +490,21 @@ ROLES: dict[str, dict[str, Any]] = {
             "Each of capa_cluster.eks.node_groups (capa_eks_nodegroup) and eks.fargate_profiles "
             "(capa_eks_fargate_profile), in an existing EKS cluster.",
         ],
-        "options": {"network_outputs": NETWORK_OUTPUTS, **state_switch("eks_node_groups")},
+        "options": {
+            "network_outputs": NETWORK_OUTPUTS,
+            **state_switch("eks_node_groups"),
+            "eks_node_groups_together": {
+                "type": "bool",
+                "default": False,
+                "description": [
+                    "Create every node group without waiting, then the Fargate profiles (EKS creates one at a time "
+                    "per cluster) while the node groups come up, then wait for the node groups (C(ACTIVE), then "
+                    "their Nodes Ready: capa_eks_nodegroup's I(await_nodes)). C(false) - one after another.",
+                    "The cluster role sets it when the run created the EKS cluster (a new cluster's first build); "
+                    "a later run changes node groups one at a time, as before.",
+                ],
+            },
+        },
     },
     "cluster": {
         "short_description": "Reconcile or delete a whole cluster in CAPA's order",

@@ -188,9 +188,20 @@ options:
     description: Tags of the node group on top of I(additional_tags).
     type: dict
     default: {}
+  await_nodes:
+    description:
+      - With I(wait), wait until the node group's desired size of Nodes is Ready even when this run changes nothing -
+        for a run after one that created or changed the node group with I(wait=false). A run that creates, resizes
+        or updates the node group, or finds it C(CREATING) or C(UPDATING), waits for them anyway.
+      - The C(eks_node_groups) role creates every node group without waiting, then the Fargate profiles (EKS creates
+        one at a time per cluster), then waits for the node groups with this option, so they are created together.
+    type: bool
+    default: false
+    version_added: 0.3.0
 notes:
   - With I(wait), creation, every update and every deletion is waited for within I(wait_timeout); version upgrades
-    several minor versions away run step by step in one run. Without it, the run makes one step and reports.
+    several minor versions away run step by step in one run. Without it, the run makes one step and reports; a
+    later run with I(wait) that finds the node group C(CREATING) or C(UPDATING) waits for it and for its Nodes.
   - C(CreateNodegroup) carries an idempotency token derived from the cluster, node group name and template hash.
   - Tags are added or updated, never removed.
 extends_documentation_fragment:

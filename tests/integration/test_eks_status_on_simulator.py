@@ -3,7 +3,8 @@ control plane, its IAM role, OIDC provider, managed node group, Fargate profile 
 condition, the node group with its Ready Nodes (one Node list with a token signed in the run), in the run's summary,
 in the describe tree and in the topology picture. A status that left one of them out fails here.
 
-The controller reaches the EKS endpoint through the simulator's HTTP CONNECT proxy (``capa_kubernetes_api``).
+The controller reaches the EKS endpoint through the simulator's HTTP CONNECT proxy (``capa_kubernetes_api``). The
+node group is created without waiting, the Fargate profile meanwhile, and the node group's Nodes are awaited after it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,18 @@ def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws,
     result = run_playbook(SITE, inventory)
     assert result.rc == 0, result.describe()
     status = json.loads((tmp_path / "out" / NAME / "status.json").read_text())
+
+    # A new cluster's node groups are created without waiting, the Fargate profile follows while they come up, and
+    # their Nodes are awaited after it (EKS makes one Fargate profile at a time, node groups side by side).
+    timeline = kubesim.journal(cluster=NAME)
+    moto = {e["operation"]: e["time"] for e in reversed(timeline) if e.get("source") == "moto"}
+    node_reads = [
+        e["time"]
+        for e in timeline
+        if e.get("source") == "apiserver" and e.get("method") == "GET" and e.get("path") == "/api/v1/nodes"
+    ]
+    assert moto["CreateNodegroup"] < moto["CreateFargateProfile"], moto
+    assert node_reads and not [t for t in node_reads if t < moto["CreateFargateProfile"]], (node_reads, moto)
 
     assert {c: status["conditions"][c]["status"] for c in EKS_CONDITIONS} == dict.fromkeys(EKS_CONDITIONS, True)
     assert status["not_read"] == [], status["not_read"]

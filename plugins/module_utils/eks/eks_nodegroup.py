@@ -157,11 +157,14 @@ class _NodegroupRun:
         before = {"nodegroup": plan.summary(current or (old[0] if old else None))}
 
         calls = len(ctx.ops.plan)
+        # Found CREATING or UPDATING: an earlier run started it without waiting; this one waits as that one would.
+        settling = current is not None and current.get("status") in plan.BUSY_STATES
         if current is None:
             current = self.create(definition, digest, subnets, role_arn, version, found.taken, old)
         else:
             current = self.update(current, digest, version)
-        if cluster and len(ctx.ops.plan) > calls:  # created, resized or updated in this run: its Nodes are awaited
+        if cluster and (len(ctx.ops.plan) > calls or settling or spec.await_nodes):
+            # Created, resized or updated in this run or by one that did not wait: its Nodes are awaited.
             wait_for_nodes(ctx, spec, cluster, current)
         replaced = self.retire(current, old)
         if replaced and spec.node_role_arn and current.get("status") == plan.ACTIVE:
@@ -372,5 +375,6 @@ def module_argument_spec() -> dict[str, Any]:
         node_role_arn=dict(type="str"),
         subnets=dict(type="list", elements="dict", default=[]),
         tags=dict(type="dict", default={}),
+        await_nodes=dict(type="bool", default=False),
         **spec_of([KUBERNETES_API]),
     )

@@ -206,6 +206,9 @@ class NodegroupSpec:
     tags: dict[str, str] = field(default_factory=dict)
     # How the controller reaches the cluster's API, for the wait on the node group's Nodes.
     kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
+    # Wait for the Nodes even when this run changes nothing: an earlier run created or changed the group without
+    # waiting (the eks_node_groups role creates every node group first, then the Fargate profiles, then waits).
+    await_nodes: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> NodegroupSpec:
@@ -250,6 +253,7 @@ class NodegroupSpec:
             subnets=[dict(s) for s in params["subnets"]],
             tags=dict(params["tags"]),
             kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
+            await_nodes=params["await_nodes"],
         )
 
 

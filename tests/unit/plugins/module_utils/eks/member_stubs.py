@@ -49,6 +49,7 @@ def params(**over: Any) -> dict[str, Any]:
         "subnets": SUBNETS,
         "tags": {},
         "kubernetes_api": None,
+        "await_nodes": False,
     }
     base.update(over)
     return base

@@ -169,3 +169,33 @@ def test_ready_nodes_are_counted_by_the_node_group_label_eks_gives_them():
     nodes = [node("md-0", "True"), node("md-0", "False"), node("md-1", "True"), node("", "True")]
     assert nodegroup_tier.ready_nodes_of(nodes, "md-0") == 1
     assert nodegroup_tier.ready_nodes_of(nodes, "md-9") == 0
+
+
+@pytest.mark.parametrize(
+    "status, await_nodes, awaited",
+    [
+        ("ACTIVE", False, False),  # a no-op: its Nodes were awaited by the run that made it
+        ("ACTIVE", True, True),  # an earlier run created it without waiting (the eks_node_groups role)
+        ("CREATING", False, True),  # found creating: waited until ACTIVE, then for its Nodes, as its creator would
+    ],
+)
+def test_a_node_group_an_earlier_run_did_not_wait_for_is_waited_for_with_its_nodes(
+    eks, monkeypatch, status, await_nodes, awaited
+):
+    raw, stub = eks
+    waited: list[str] = []
+    monkeypatch.setattr(nodegroup_tier, "wait_for_nodes", lambda ctx, s, cluster, group: waited.append(group["status"]))
+    ctx = context(raw)
+    s = spec(node_role_arn=ROLE, eks_cluster_name="demo")
+    group = observed_from(s, tags=owned_tags(s, plan.definition_hash(definition(s)), ctx), status=status)
+    key = {"clusterName": "demo", "nodegroupName": "md-0"}
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": "demo"})
+    stub.add_response("list_nodegroups", {"nodegroups": ["md-0"]}, {"clusterName": "demo"})
+    stub.add_response("describe_nodegroup", {"nodegroup": group}, key)
+    if status != "ACTIVE":
+        stub.add_response("describe_nodegroup", {"nodegroup": {**group, "status": "ACTIVE"}}, key)
+    p = params(node_role_arn=ROLE, eks_cluster_name="demo", await_nodes=await_nodes)
+    _before, after = reconciled(nodegroup_tier.NodegroupTier(), ctx, p)
+    assert ctx.ops.plan == []  # nothing changed in this run either way
+    assert waited == (["ACTIVE"] if awaited else [])
+    assert after["nodegroup"]["status"] == "ACTIVE"
