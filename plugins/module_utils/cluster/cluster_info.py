@@ -40,6 +40,7 @@ from ..kernel.tags import (
     cloud_provider_tag_key,
     cluster_tag_key,
     dict_to_tags,
+    either_tag_filter,
     tags_to_dict,
     vpc_name,
 )
@@ -228,14 +229,9 @@ class Scope:
         return [{"Name": f"tag:{cluster_tag_key(self.cluster)}", "Values": [OWNED]}]
 
     def either_tag_filter(self) -> list[dict[str, Any]]:
-        """CAPA's owner tag or the cloud provider's tag, as one wildcard value.
-
-        AWS ORs the values of a filter, but moto requires a resource to carry all of several tag-key values (or
-        only them), so a resource with just one of the two keys would be missed there. Both keys end in
-        ``/cluster/<cluster>`` (cluster names hold no wildcard characters); other keys that happen to match are
-        told apart by :func:`ownership`.
-        """
-        return [{"Name": "tag-key", "Values": [f"*/cluster/{self.cluster}"]}]
+        """CAPA's owner tag or the cloud provider's tag (``kernel.tags.either_tag_filter``); other keys that
+        happen to match are told apart by :func:`ownership`."""
+        return either_tag_filter(self.cluster)
 
 
 Fetch = Callable[[Context, Scope], list[dict[str, Any]]]
@@ -281,6 +277,13 @@ def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     request = cluster_instances_request(ctx)
     reservations = describe_kind(ctx, "instance", request["Filters"], MaxResults=request["MaxResults"])
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
+
+
+def _fetch_nat_gateways(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    # Asked in every state, as the network tier asks (kernel/shared_reads.py: one request on a run that changes
+    # nothing); deleted ones stay visible for about an hour and are history, not resources.
+    found = describe_kind(ctx, "nat_gateway", scope.owner_filter())
+    return [nat for nat in found if nat.get("State") in LIVE_NAT_STATES]
 
 
 def _fetch_asgs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
@@ -447,7 +450,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "nat_gateway",
-        _ec2("nat_gateway", lambda s: s.owner_filter() + [{"Name": "state", "Values": LIVE_NAT_STATES}]),
+        _fetch_nat_gateways,
         _ec2_id("nat_gateway"),
         fields=lambda r: {
             "vpc_id": r.get("VpcId"),

@@ -49,6 +49,16 @@ def cloud_provider_tag_key(cluster: str) -> str:
     return f"kubernetes.io/cluster/{cluster}"
 
 
+def either_tag_filter(cluster: str) -> list[dict[str, Any]]:
+    """A describe filter for what carries CAPA's owner tag or the cloud provider's tag, as one wildcard value.
+
+    AWS ORs the values of a filter, but moto requires a resource to carry all of several tag-key values (or only
+    them), so a resource with just one of the two keys would be missed there. Both keys end in
+    ``/cluster/<cluster>`` (cluster names hold no wildcard characters); a reader tells them apart by the tags.
+    """
+    return [{"Name": "tag-key", "Values": [f"*/cluster/{cluster}"]}]
+
+
 def is_owned(tags: Mapping[str, str] | None, cluster: str) -> bool:
     return (tags or {}).get(cluster_tag_key(cluster)) == OWNED
 

@@ -17,7 +17,7 @@ import datetime
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 try:
     import botocore.exceptions
@@ -335,29 +335,38 @@ def refresh(machine: Machine, instance: Mapping[str, Any]) -> None:
     machine.private_dns_name = instance.get("PrivateDnsName") or machine.private_dns_name
 
 
-def observe(ctx: Context, group: str) -> list[Machine]:
+def observe(ctx: Context, group: str) -> tuple[list[Machine], list[str]]:
+    """The group's machines, and the ids of every running instance of the cluster (for :func:`observe_health`)."""
     reservations = describe(ctx, "describe_instances", "Reservations", **cluster_instances_request(ctx))
     found = [i for r in reservations for i in r.get("Instances", [])]
     machines = [to_machine(i) for i in found if tags_of(i).get(GROUP_TAG) == group]
-    return sorted(machines, key=lambda m: (m.launch_time, m.name))
+    running = sorted(i["InstanceId"] for i in found if (i.get("State") or {}).get("Name") == "running")
+    return sorted(machines, key=lambda m: (m.launch_time, m.name)), running
 
 
-def observe_health(ctx: Context, machines: list[Machine]) -> dict[str, str]:
+def observe_health(
+    ctx: Context, machines: list[Machine], cluster_running: Sequence[str] | None = None
+) -> dict[str, str]:
     """Why each unhealthy machine is unhealthy: one DescribeInstanceStatus (per 100) for the running machines.
 
     Stopped machines are known from DescribeInstances already; only running ones can have failed status checks,
-    so a group with none running costs no extra request.
+    so a group with none running costs no extra request. Given ``cluster_running`` (every running instance of the
+    cluster, sorted), the request asks for all of them: every machine group of a run then asks the identical
+    question, answered once on a run that changes nothing (kernel/shared_reads.py).
     """
     reasons = {m.id: health_reason(m.state, None) for m in machines if not m.leaving and not is_placeholder(m.id)}
     running = [m.id for m in machines if m.state == "running" and not is_placeholder(m.id)]
+    if not running:
+        return {k: v for k, v in reasons.items() if v}
+    asked = list(cluster_running) if cluster_running and set(running) <= set(cluster_running) else running
     by_id: dict[str, Any] = {}
     # DescribeInstanceStatus takes at most 100 instance ids: one request per 100 running machines.
-    for start in range(0, len(running), STATUS_IDS_MAX):
+    for start in range(0, len(asked), STATUS_IDS_MAX):
         statuses = (
             ctx.client("ec2")
             .paginate(
                 "describe_instance_status",
-                InstanceIds=running[start : start + STATUS_IDS_MAX],
+                InstanceIds=asked[start : start + STATUS_IDS_MAX],
                 IncludeAllInstances=True,
             )
             .get("InstanceStatuses", [])
@@ -500,7 +509,7 @@ class InstanceTier:
         validate(spec, region)
 
     def reconcile(self, ctx: Context, spec: GroupSpec) -> Outcome:
-        machines = observe(ctx, spec.name)
+        machines, cluster_running = observe(ctx, spec.name)
         before = self._result(spec, machines, None, Registrations())
         if spec.state == "absent":
             registrations = Registrations.observe(ctx, spec)
@@ -512,7 +521,7 @@ class InstanceTier:
         if spec.initialize and any(not m.leaving for m in machines):
             # Initialized already: the group is the full reconcile's (the next step), nothing is changed or asked.
             return Outcome(before, {**before, "health": Remediation().as_dict({}, spec.health), **INITIALIZED})
-        run = GroupRun(ctx, spec, self.rng, machines)
+        run = GroupRun(ctx, spec, self.rng, machines, cluster_running=cluster_running)
         try:
             run.reconcile()
         finally:
@@ -597,6 +606,7 @@ class GroupRun:
     registrations: Registrations = field(default_factory=Registrations)
     health: Remediation = field(default_factory=Remediation)
     names: dict[str, str] = field(default_factory=dict)
+    cluster_running: list[str] = field(default_factory=list)  # the cluster's running instances (all groups)
 
     def __post_init__(self) -> None:
         self.boot = NodeBootstrap(self.ctx, self.spec.machine)
@@ -613,7 +623,7 @@ class GroupRun:
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash
-        instance_reasons = observe_health(self.ctx, self.machines) if self.spec.replicas else {}
+        instance_reasons = observe_health(self.ctx, self.machines, self.cluster_running) if self.spec.replicas else {}
         self.registrations = Registrations.observe(self.ctx, self.spec)
         if self.spec.replicas:
             self.registrations.check_zones(self.spec.failure_domains)

@@ -26,6 +26,7 @@ from ..kernel.operations import is_placeholder, placeholder
 from ..kernel.tags import (
     OWNED,
     cloud_provider_tag_key,
+    either_tag_filter,
     is_owned,
     repair_tags,
     security_group_description,
@@ -514,11 +515,11 @@ class SecurityGroupTier:
         """The cluster's groups by name, from one describe (none can exist in a VPC still to be created)."""
         if is_placeholder(vpc_id):
             return {}
-        filters = ctx.owner_filters()
-        if vpc_id:
-            filters = [{"Name": "vpc-id", "Values": [vpc_id]}] + filters
-        found = describe(ctx, "describe_security_groups", "SecurityGroups", Filters=filters)
-        return {g["GroupName"]: _as_group(ctx, g, role=None) for g in found}
+        # The status read-back's request (the cluster's groups and the cloud provider's, anywhere), this VPC's owned
+        # ones picked here: a run that changes nothing asks it once (kernel/shared_reads.py).
+        found = describe(ctx, "describe_security_groups", "SecurityGroups", Filters=either_tag_filter(ctx.cluster))
+        owned = [g for g in found if is_owned(tags_of(g), ctx.cluster) and (not vpc_id or g.get("VpcId") == vpc_id)]
+        return {g["GroupName"]: _as_group(ctx, g, role=None) for g in owned}
 
     def _observe_overrides(self, ctx: Context, spec: SecurityGroupSpec, vpc_id: str | None) -> dict[str, _Group]:
         if not spec.overrides:

@@ -277,8 +277,11 @@ def observe_egress(ctx: Context, observed: Observed) -> None:
     vpc = observed.vpc
     if not vpc.managed or vpc.planned:
         return
-    nats = describe(ctx, "describe_nat_gateways", "NatGateways", Filter=_vpc_filter(vpc.id) + ctx.owner_filters())
-    observed.nats = [n for n in map(NatGateway.from_aws, nats) if n.live]
+    # The cluster's NAT gateways wherever they are, this VPC's picked here: the status read-back's request, so a
+    # run that changes nothing asks it once (kernel/shared_reads.py).
+    nats = describe(ctx, "describe_nat_gateways", "NatGateways", Filter=ctx.owner_filters())
+    here = [NatGateway.from_aws(n) for n in nats if n.get("VpcId") == vpc.id]
+    observed.nats = [n for n in here if n.live]
     addresses = describe(ctx, "describe_addresses", "Addresses", Filters=ctx.owner_filters())
     observed.addresses = [Address.from_aws(a) for a in addresses]
 
@@ -384,8 +387,10 @@ def _route_tables(ctx: Context, vpc: VpcView, states: Sequence[SubnetState]) -> 
         return []
     unowned = [s.id for s in states if not s.managed and s.observed and s.observed.tags.get(ROLE_TAG) != ROLE_PUBLIC]
     if vpc.managed and not unowned:
-        filters = _vpc_filter(vpc.id) + ctx.owner_filters()
-    elif vpc.managed:
+        # The cluster's tables, this VPC's picked here: the status read-back's request (kernel/shared_reads.py).
+        owned = describe(ctx, "describe_route_tables", "RouteTables", Filters=ctx.owner_filters())
+        return [t for t in owned if t.get("VpcId") == vpc.id]
+    if vpc.managed:
         filters = _vpc_filter(vpc.id)  # also the tables of subnets we do not own, for public detection
     elif unowned:
         filters = _vpc_filter(vpc.id) + [{"Name": "association.subnet-id", "Values": unowned}]

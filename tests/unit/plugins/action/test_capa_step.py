@@ -20,7 +20,11 @@ REPO = Path(__file__).resolve().parents[4]
 
 
 def run(
-    args: dict, module_defaults: list | None = None, task_vars: dict | None = None, answer: dict | None = None, loop=None
+    args: dict,
+    module_defaults: list | None = None,
+    task_vars: dict | None = None,
+    answer: dict | None = None,
+    loop: str | None = None,
 ) -> tuple[dict, list]:
     task = MagicMock()
     task.args = args

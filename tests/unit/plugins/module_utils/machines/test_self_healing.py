@@ -214,3 +214,29 @@ def test_observe_health_asks_for_at_most_100_ids_per_request():
         )
         assert observe_health(ctx, machines) == {ids[120]: "instance status check impaired"}
         stub.assert_no_pending_responses()
+
+
+def test_observe_health_asks_for_the_clusters_running_instances_so_every_group_asks_the_same():
+    session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"})
+    ctx = Context(session=session, cluster="heal", check_mode=False)
+    cluster_running = ["i-a", "i-other-group", "i-z"]
+    with Stubber(session.client("ec2").raw) as stub:
+        stub.add_response(
+            "describe_instance_status",
+            {
+                "InstanceStatuses": [
+                    {"InstanceId": "i-a", "InstanceStatus": IMPAIRED, "SystemStatus": OK},
+                    {"InstanceId": "i-other-group", "InstanceStatus": IMPAIRED, "SystemStatus": OK},
+                ]
+            },
+            {"InstanceIds": cluster_running, "IncludeAllInstances": True},
+        )
+        # only the group's own machines are judged
+        assert observe_health(ctx, [m("a")], cluster_running) == {"i-a": "instance status check impaired"}
+        stub.assert_no_pending_responses()
+    # a running machine the cluster's list does not hold (launched since): its group's own ids are asked
+    with Stubber(session.client("ec2").raw) as stub:
+        wanted = {"InstanceIds": ["i-new"], "IncludeAllInstances": True}
+        stub.add_response("describe_instance_status", {"InstanceStatuses": []}, wanted)
+        assert observe_health(ctx, [m("new")], cluster_running) == {}
+        stub.assert_no_pending_responses()
