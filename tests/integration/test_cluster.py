@@ -175,6 +175,24 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
         assert repeated == {}, (task.name, repeated)
     counted = Counter(f"{r['service']}:{r['operation']}" for r in aws.requests())
     print(f"no-op reconcile of the HA cluster: {sum(counted.values())} requests, {dict(counted)}")
+    # Across the whole run, too: the steps hand their reads on (kernel/shared_reads.py), so a question one tier
+    # asked is not asked again. What is still asked twice or more asks another question, or must not travel.
+    asked_again = {
+        "ec2:DescribeVpcAttribute": 2,  # two attributes, one per call
+        "secretsmanager:GetSecretValue": 4,  # the PKI, per tier that needs it: a secret never travels
+        "tagging:GetResources": 3,  # the preflight's types; the status's CAPA tag, then the cloud provider's
+        "ec2:DescribeImages": 2,  # the bastion's image is another one
+        "ec2:DescribeInstanceTypes": 2,  # ... and so is its instance type
+        "ec2:DescribeVpcs": 2,  # by the owner tag (capa_vpc, the status); by id (capa_subnet: the VPC may be brought)
+        "ec2:DescribeSubnets": 2,  # the VPC's (owned or not: capa_subnet); the cluster's anywhere (the status)
+        "elasticloadbalancing:DescribeLoadBalancers": 2,  # by name (capa_elb); the region's, for their tags (status)
+    }
+    repeated = {op: n for op, n in counted.items() if n > asked_again.get(op, 1)}
+    assert repeated == {}, repeated
+    shared = Counter()
+    for task in aws_tasks(again):
+        shared.update(task.result.get("reads_shared") or {})
+    assert shared["ec2:DescribeInstances"] >= 2 and shared["ec2:DescribeSecurityGroups"] == 1, dict(shared)
 
     # A key removed from additional_tags goes from everything the cluster owns (check mode shows each call first);
     # a tag someone else wrote stays. Bootstrap-data secrets are left: each lives until its node fetches it.
