@@ -8,6 +8,8 @@ the etcd CA - no shortcut to the etcd process.
 
 from __future__ import annotations
 
+import json
+
 import kubesim_helpers as h
 import pytest
 from kubernetes import client
@@ -16,6 +18,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context impo
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, RemoteError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.operations import Operations
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.session import AwsSession
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import SharedReads
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.waiting import Backoff
 from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_lifecycle as nl
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload import access as access_mod
@@ -355,3 +358,34 @@ def test_the_api_and_etcd_through_a_connect_proxy_at_the_endpoints_name(aws, kub
     )
     unreachable = elsewhere.observe()
     assert not unreachable.reachable and "502" in unreachable.reason, unreachable.reason
+
+
+def test_the_node_list_travels_to_the_next_run_until_a_write(aws, kubesim):
+    """kernel/shared_reads.py on the Kubernetes side: a run's Node list answers the next run's identical list (no
+    request reaches the API server), once; a write (here a cordon) ends it; Pods and Secrets never travel."""
+    sim, pki = boot(aws, kubesim)
+    first_calls: list[str] = []
+    first = api_for(sim, pki, first_calls)
+    first.shared = SharedReads({}, scope="us-east-1|")
+    nodes = first.nodes()
+    first.pods("kube-system")
+    handed = json.loads(json.dumps(first.shared.handed_forward(planned_change=False)))
+    assert [entry["call"] for entry in handed.values()] == ["k8s:ListNodes"]
+
+    calls: list[str] = []
+    second = api_for(sim, pki, calls)
+    second.shared = SharedReads(handed, scope="us-east-1|")
+    assert second.nodes() == nodes and calls == []  # answered from the first run's list
+    assert dict(second.shared.served) == {"k8s:ListNodes": 1}
+    second.nodes()  # the same list again in one run is a poll
+    assert calls == ["k8s:ListNodes"]
+    node = nodes[0]["metadata"]["name"]
+    Operations(check_mode=False).call(second, "cordon", resource=node, reason="drain", node=node)
+    assert second.shared.handed_forward(planned_change=False) == {}  # the write may have changed any Node
+
+    third_calls: list[str] = []
+    third = api_for(sim, pki, third_calls)
+    third.shared = SharedReads(handed, scope="us-east-1|")
+    Operations(check_mode=False).call(third, "cordon", resource=node, reason="drain", node=node)
+    third.nodes()  # after its own write a run asks again
+    assert third_calls == ["k8s:PatchNode", "k8s:ListNodes"]

@@ -134,7 +134,9 @@ def eks_kube_api(ctx: Context, settings: KubernetesApiSettings, name: str, clust
         proxy=settings.proxy,
     )
     token = credentials.eks_token(ctx.session.credentials(), ctx.region or "", name)
-    return KubeApi(target, token=token, count=ctx.session.recorder.count, timeout=settings.timeout)
+    return KubeApi(
+        target, token=token, count=ctx.session.recorder.count, timeout=settings.timeout, shared=ctx.session.shared
+    )
 
 
 def _loaded(text: str | None) -> list[dict[str, Any]]:

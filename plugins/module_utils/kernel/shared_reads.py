@@ -114,7 +114,32 @@ class SharedReads:
         self.served: collections.Counter[str] = collections.Counter()
         self.wrote = False
 
-    # botocore's side ---------------------------------------------------------------------------------------------
+    # any client's side ---------------------------------------------------------------------------------------
+    def serve(self, call: str, key: str) -> Any | None:
+        """The answer an earlier run got to this identical request (``key``), once per run; None: ask it."""
+        if not self.enabled or (self.wrote and call not in STATIC):
+            return None
+        entry = self._given.get(key)
+        if entry is None or key in self._served_keys:
+            return None
+        self._served_keys.add(key)
+        self.served[call] += 1
+        return decode(entry["response"])
+
+    def record(self, call: str, key: str, response: Any) -> None:
+        """This run's answer to ``key``, for the next run (only while it is still true: nothing written since)."""
+        if self.enabled and not (self.wrote and call not in STATIC):
+            self._read[key] = {"taken": self._clock(), "call": call, "response": encode(response)}
+
+    def note_write(self) -> None:
+        """A mutating request went out (to AWS or to the cluster): from here on only static reads hold."""
+        self.wrote = True
+
+    def key(self, call: str, request: Any) -> str:
+        """The identity of a request: this run's scope, the call and the request as sent (page tokens included)."""
+        return f"{self.scope}|{call}|{json.dumps(request, sort_keys=True, default=str)}"
+
+    # botocore's side -------------------------------------------------------------------------------------------
     def attach(self, events: Any) -> None:
         # First in line, so a served read never reaches another handler that would send it.
         events.register_first("before-call", self._before_call)
@@ -126,38 +151,26 @@ class SharedReads:
         service, operation = model.service_model.service_name, model.name
         if not shareable(service, operation):
             if not operation.startswith(("Describe", "List", "Get", "Head")):
-                self.wrote = True  # a mutating call: from here on, nothing is served or handed on
+                self.note_write()
             return None
         call = f"{service}:{operation}"
-        if not self.enabled or (self.wrote and call not in STATIC):
-            return None
-        key = self._key(service, operation, params)
+        request = params if isinstance(params, dict) else {}
+        key = self.key(call, {k: request.get(k) for k in ("url_path", "query_string", "body", "method")})
+        answer = self.serve(call, key)
         if isinstance(context, dict):
-            context["capa_read_key"] = key  # after-call is not given the request: it finds the key here
-        entry = self._given.get(key)
-        if entry is None or key in self._served_keys:
+            # after-call is not given the request: it finds what it needs here
+            context["capa_shared"] = (call, key, answer is not None)
+        if answer is None:
             return None
-        self._served_keys.add(key)
-        self.served[call] += 1
-        if isinstance(context, dict):
-            context["capa_served"] = True
-        return AWSResponse(None, 200, {}, None), decode(entry["response"])
+        return AWSResponse(None, 200, {}, None), answer
 
     def _after_call(self, http_response: Any = None, parsed: Any = None, context: Any = None, **_kw: Any) -> None:
-        key = context.get("capa_read_key") if isinstance(context, dict) else None
-        if key is None or context.get("capa_served"):
-            return
-        call = key.split("|")[-2]
-        if self.wrote and call not in STATIC:
-            return
+        shared = context.get("capa_shared") if isinstance(context, dict) else None
+        if shared is None or shared[2]:
+            return  # not a shareable read, or answered from the given reads
         status = getattr(http_response, "status_code", 500)
         if isinstance(parsed, dict) and status < 300 and "Error" not in parsed:
-            self._read[key] = {"taken": self._clock(), "call": call, "response": encode(parsed)}
-
-    def _key(self, service: str, operation: str, params: Any) -> str:
-        request = params if isinstance(params, dict) else {}
-        shape = {k: request.get(k) for k in ("url_path", "query_string", "body", "method")}
-        return f"{self.scope}|{service}:{operation}|{json.dumps(shape, sort_keys=True, default=str)}"
+            self.record(shared[0], shared[1], parsed)
 
     # the module's side -------------------------------------------------------------------------------------------
     def handed_forward(self, planned_change: bool) -> dict[str, Any] | None:

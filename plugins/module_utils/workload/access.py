@@ -138,7 +138,9 @@ class KubernetesAccess:
         identity = credentials.mint_client_certificate(
             ca_certificate, ca_key, credentials.API_CLIENT_NAME, credentials.API_CLIENT_GROUPS
         )
-        api = KubeApi(target, identity, count=ctx.session.recorder.count, timeout=settings.timeout)
+        api = KubeApi(
+            target, identity, count=ctx.session.recorder.count, timeout=settings.timeout, shared=ctx.session.shared
+        )
         etcd = None
         if etcd_ca_certificate and etcd_ca_key:
             etcd_identity = credentials.mint_client_certificate(

@@ -35,9 +35,13 @@ except ImportError:  # botocore depends on urllib3: wherever the AWS side import
     HAS_URLLIB3 = False
 
 from ..kernel.errors import RemoteError
+from ..kernel.shared_reads import SharedReads
 from .credentials import Identity, tls_context
 
 PAGE_SIZE = 500
+# Reads of the cluster that may travel to the next step (kernel/shared_reads.py): Nodes describe machines only.
+# Pods (an env value may hold anything) and Secrets never do.
+SHARED_CALLS = frozenset({"k8s:ListNodes"})
 FIELD_MANAGER = "clusterapi.aws"
 # What each write shows as in the plan and in api_calls.
 PLANNED = {
@@ -81,11 +85,13 @@ class KubeApi:
         token: str | None = None,
         count: Callable[[str], None] = lambda _name: None,
         timeout: float = 10.0,
+        shared: SharedReads | None = None,
     ) -> None:
         self.target = target
         self.identity = identity
         self.token = token
         self.count = count
+        self.shared = shared
         self.timeout = timeout
         self.ssl_context = tls_context(target.ca_certificate, identity)
         self._resources: dict[str, dict[str, Any]] = {}
@@ -218,7 +224,14 @@ class KubeApi:
 
     # the wire --------------------------------------------------------------------------------------------------
     def _get(self, path: str, name: str, **query: str) -> dict[str, Any]:
-        return self._request("GET", path, name, None, None, query)
+        if self.shared is None or name not in SHARED_CALLS:
+            return self._request("GET", path, name, None, None, query)
+        key = self.shared.key(name, {"url": self.target.url, "path": path, "query": query})
+        answer = self.shared.serve(name, key)
+        if answer is None:
+            answer = self._request("GET", path, name, None, None, query)
+            self.shared.record(name, key, answer)
+        return answer
 
     def _request(
         self,
@@ -230,6 +243,8 @@ class KubeApi:
         query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         self.count(name)
+        if method != "GET" and self.shared is not None:
+            self.shared.note_write()
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
