@@ -617,6 +617,16 @@ def write(results: dict[str, Any], root: Path) -> None:
                 + " |"
             )
         out += ["", f"![no-op reconcile by cluster count]({CHARTS}/scale-clusters.png)", ""]
+    if not workers or not clusters:
+        missing = " and ".join(n for n, rows in (("worker", workers), ("cluster", clusters)) if not rows)
+        out += [
+            "## Scale series",
+            "",
+            f"The {missing} series {'was' if ' and ' not in missing else 'were'} not measured in this run (`--workers "
+            "''` / `--clusters ''`, or the run ended before them): no figures or charts for "
+            f"{'it' if ' and ' not in missing else 'them'} here.",
+            "",
+        ]
     # The latency model's table and each phase's critical path: figures of the model, not of this run.
     out += critical_path.markdown()
     out += ["## Done-when targets", ""]

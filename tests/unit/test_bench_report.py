@@ -191,6 +191,8 @@ def test_write_takes_a_run_of_fewer_phases(tmp_path):
     text = (tmp_path / "BENCHMARKS.md").read_text()
     assert "3 runs of the phases create, delete." in text
     assert "| noop" not in text
+    assert "The worker and cluster series were not measured in this run" in text
+    assert not (tmp_path / report.CHARTS / "scale-workers.png").exists()
 
 
 # --- run.py's pure helpers ----------------------------------------------------------------------------------------
