@@ -452,7 +452,8 @@ ROLES: dict[str, dict[str, Any]] = {
                     "The cluster role launches a new cluster's machine deployments with C(false) as soon as its "
                     "control plane is initialized (its first machine and the addons), as Cluster API starts "
                     "MachineDeployments once the control plane is initialized, and waits for them after the other "
-                    "control-plane machines joined.",
+                    "control-plane machines joined. It deletes them with C(false) too: their instances terminate "
+                    "while the control plane's do, and the network's deletion waits for what they still hold.",
                 ],
             },
         },

@@ -18,6 +18,7 @@ from cluster_helpers import eks_spec, write_inventory
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
 DESCRIBE = REPO / "playbooks/describe.yml"
+DELETE = REPO / "playbooks/delete.yml"
 NAME = "stat-eks"
 EKS_CONDITIONS = (
     "EKSControlPlaneReady",
@@ -91,3 +92,12 @@ def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws,
     assert aws.mutating_requests() == []
     for row in (f"Cluster/{NAME}", "MachinePool - AWSManagedMachinePool/ng-0", "2/2 Nodes Ready"):
         assert row in described.stdout, row
+
+    # delete.yml: the node group's deletion starts before the Fargate profile's (EKS deletes one profile at a time,
+    # node groups side by side) and is waited for after it; then the cluster goes.
+    aws.reset_requests()
+    deleted = run_playbook(DELETE, inventory)
+    assert deleted.rc == 0, deleted.describe()
+    deletions = ("DeleteNodegroup", "DeleteFargateProfile", "DeleteCluster")
+    order = [r["operation"] for r in aws.mutating_requests() if r["operation"] in deletions]
+    assert order == list(deletions), order

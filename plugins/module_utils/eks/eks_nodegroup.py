@@ -268,7 +268,10 @@ class _NodegroupRun:
         ctx, cluster = self.ctx, self.spec.eks_cluster
         for group in groups:
             name = group["nodegroupName"]
-            if group.get("status") in plan.BUSY_STATES and ctx.wait and not ctx.check_mode:
+            if group.get("status") in plan.BUSY_STATES and not ctx.check_mode:
+                if not ctx.wait:  # EKS refuses to delete a node group while it is being created or updated
+                    ctx.warn(f"node group {name} is {group['status']}; a run with wait deletes it once it settles")
+                    continue
                 group = _wait_settled(ctx, cluster, name)
             if group.get("status") != "DELETING":
                 ctx.ops.call_unless_refused(

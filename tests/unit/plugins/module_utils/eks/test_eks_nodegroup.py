@@ -199,3 +199,29 @@ def test_a_node_group_an_earlier_run_did_not_wait_for_is_waited_for_with_its_nod
     assert ctx.ops.plan == []  # nothing changed in this run either way
     assert waited == (["ACTIVE"] if awaited else [])
     assert after["nodegroup"]["status"] == "ACTIVE"
+
+
+def test_without_wait_a_deletion_starts_and_a_busy_node_group_is_left_for_a_run_with_wait(eks, monkeypatch):
+    """The eks_node_groups role starts every node group's deletion without waiting (then deletes the Fargate profiles,
+    then waits): an ACTIVE group's DeleteNodegroup is sent at once, a CREATING one (EKS refuses its deletion) is left
+    to the run with wait, and the role the module owns stays until the groups are gone."""
+    raw, stub = eks
+    roles: list[str] = []
+    monkeypatch.setattr(nodegroup_tier, "delete_owned_role", lambda ctx, name: roles.append(name))
+    ctx = context(raw)
+    ctx.wait = False
+    s = spec(node_role_arn=ROLE)
+    tags = owned_tags(s, plan.definition_hash(definition(s)), ctx)
+    active = observed_from(s, tags=tags, status="ACTIVE")
+    creating = observed_from(s, tags=tags, status="CREATING", nodegroupName="md-0-a1b2")
+    stub.add_response("describe_cluster", ACTIVE_CLUSTER, {"name": CLUSTER})
+    stub.add_response("list_nodegroups", {"nodegroups": ["md-0", "md-0-a1b2"]}, {"clusterName": CLUSTER})
+    stub.add_response("describe_nodegroup", {"nodegroup": active}, {"clusterName": CLUSTER, "nodegroupName": "md-0"})
+    stub.add_response(
+        "describe_nodegroup", {"nodegroup": creating}, {"clusterName": CLUSTER, "nodegroupName": "md-0-a1b2"}
+    )
+    stub.add_response("delete_nodegroup", {"nodegroup": {**active, "status": "DELETING"}}, None)
+    _before, after = reconciled(nodegroup_tier.NodegroupTier(), ctx, params(node_role_arn=ROLE, state="absent"))
+    assert [(c.call, c.resource) for c in ctx.ops.plan] == [("eks:DeleteNodegroup", "md-0")]
+    assert roles == [] and after["conditions"]["EKSNodegroupReady"] == {"status": False, "reason": "Deleting"}
+    assert any("md-0-a1b2 is CREATING" in w for w in ctx.warnings), ctx.warnings
