@@ -180,7 +180,7 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     asked_again = {
         "ec2:DescribeVpcAttribute": 2,  # two attributes, one per call
         "secretsmanager:GetSecretValue": 4,  # the PKI, per tier that needs it: a secret never travels
-        "tagging:GetResources": 3,  # the preflight's types; the status's CAPA tag, then the cloud provider's
+        "tagging:GetResources": 2,  # the cluster's by CAPA's tag (preflight, status), the cloud provider's (status)
         "ec2:DescribeImages": 2,  # the bastion's image is another one
         "ec2:DescribeInstanceTypes": 2,  # ... and so is its instance type
         "ec2:DescribeVpcs": 2,  # by the owner tag (capa_vpc, the status); by id (capa_subnet: the VPC may be brought)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..kernel.context import Context
+from ..kernel.tags import OWNED, cluster_tag_key
 
 # AWS's largest pages: a cluster of a few hundred machines still costs few requests. A page also ends at its tag
 # limit (100 by default, moto applies it too): machines carry a dozen tags each.
@@ -30,3 +31,26 @@ def tagged_resources(ctx: Context, key: str, values: Sequence[str], types: Seque
         )
         .get("ResourceTagMappingList", [])
     )
+
+
+# What the collection finds of a cluster through the tagging API, by CAPA's owner tag: the preflight's existence
+# check (VPC, subnets, NAT gateways, instances, EKS) and the status read-back's load balancers, target groups,
+# bootstrap secrets and parameters. One question for both, so a run that changes nothing asks it once
+# (kernel/shared_reads.py); each reader picks the kinds it counts from the ARNs.
+OWNED_TYPES = (
+    "ec2:vpc",
+    "ec2:subnet",
+    "ec2:natgateway",
+    "ec2:instance",
+    "eks:cluster",
+    "eks:nodegroup",
+    "elasticloadbalancing:loadbalancer",
+    "elasticloadbalancing:targetgroup",
+    "secretsmanager:secret",
+    "ssm:parameter",
+)
+
+
+def cluster_owned(ctx: Context) -> list[dict[str, Any]]:
+    """Every resource of :data:`OWNED_TYPES` the cluster owns (all pages)."""
+    return tagged_resources(ctx, cluster_tag_key(ctx.cluster), [OWNED], OWNED_TYPES)

@@ -27,6 +27,7 @@ from ..aws.autoscaling import owned_groups
 from ..aws.ec2 import cluster_instances_request, describe_by_ids, describe_kind
 from ..aws.ec2 import kind as ec2_kind
 from ..aws.elbv2 import describe_load_balancers_by_name
+from ..aws.tagging import cluster_owned
 from ..kernel.conditions import condition
 from ..kernel.context import Context
 from ..kernel.errors import SpecError
@@ -309,28 +310,11 @@ def _fetch_classic_lbs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     return found
 
 
-TAGGED_TYPES = (
-    "elasticloadbalancing:loadbalancer",
-    "elasticloadbalancing:targetgroup",
-    "secretsmanager:secret",
-    "ssm:parameter",
-)
-
-
 def _tagged(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
-    """ONE tagging-API request for every CAPA-owned v2 LB, target group, bootstrap secret and SSM parameter."""
+    """ONE tagging-API request for every CAPA-owned v2 LB, target group, bootstrap secret and SSM parameter (the
+    preflight's request: ``aws.tagging.cluster_owned``)."""
     if "tagged" not in scope.shared:
-        scope.shared["tagged"] = (
-            ctx.client("resourcegroupstaggingapi")
-            .paginate(
-                "get_resources",
-                TagFilters=[{"Key": cluster_tag_key(scope.cluster), "Values": [OWNED]}],
-                ResourceTypeFilters=list(TAGGED_TYPES),
-                # AWS's largest page: one bootstrap secret per machine must not cost a request per 50 machines.
-                ResourcesPerPage=100,
-            )
-            .get("ResourceTagMappingList", [])
-        )
+        scope.shared["tagged"] = cluster_owned(ctx)
     return scope.shared["tagged"]
 
 

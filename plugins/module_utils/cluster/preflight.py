@@ -44,11 +44,11 @@ from ..aws.errors import cannot_read, error_code, is_not_found
 from ..aws.iam import caller_arn, get_instance_profile, principal_of, simulate_principal
 from ..aws.kms import describe_key
 from ..aws.servicequotas import quota_value
-from ..aws.tagging import tagged_resources
+from ..aws.tagging import cluster_owned
 from ..iam.policies import unscoped_needed
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
-from ..kernel.tags import OWNED, cluster_tag_key, tags_to_dict
+from ..kernel.tags import tags_to_dict
 from ..kernel.tier import Outcome
 from ..machines.ami import CAPA_OWNER, DEFAULT_BASE_OS, name_patterns
 from ..network.subnet_plan import NAT_NONE, NAT_SINGLE, choose_zones
@@ -62,8 +62,6 @@ ASG_NAME_TAG = "aws:autoscaling:groupName"
 NODE_GROUP_TAG = "clusterapi.aws/node-group"
 CONTROL_PLANE_GROUP = "control-plane"
 BASTION_GROUP = "bastion"
-# What the one cheap read asks for: the kinds whose presence says a section of the cluster exists.
-EXISTENCE_TYPES = ("ec2:vpc", "ec2:subnet", "ec2:natgateway", "ec2:instance", "eks:cluster", "eks:nodegroup")
 # Running On-Demand / Spot quotas count vCPUs of the standard families (A, C, D, H, I, M, R, T, Z).
 STANDARD_FAMILIES = frozenset("acdhimrtz")
 NOT_STANDARD = ("hpc", "inf", "dl", "trn", "mac", "u-", "vt")
@@ -963,10 +961,11 @@ class Reads:
 # Observe: one request per resource type, only for what the run would create
 # ---------------------------------------------------------------------------------------------------------------
 def observe_existing(ctx: Context, reads: Reads | None = None) -> Existing | None:
-    """The one read every run makes: what the cluster owns, by kind (tagging API, all pages); None when it cannot
-    be read (then nothing says what the run would create, and no check is made)."""
+    """The one read every run makes: what the cluster owns, by kind (tagging API, all pages: the status read-back's
+    request, ``aws.tagging.cluster_owned``; the VPC, subnets, NAT gateways, instances and EKS resources say which
+    sections exist); None when it cannot be read (then nothing says what the run would create, no check is made)."""
     reads = reads or Reads(ctx)
-    found = reads(EXISTING, tagged_resources, ctx, cluster_tag_key(ctx.cluster), [OWNED], EXISTENCE_TYPES)
+    found = reads(EXISTING, cluster_owned, ctx)
     return None if found is None else existing_from(found)
 
 

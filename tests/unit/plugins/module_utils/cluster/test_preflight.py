@@ -22,6 +22,7 @@ from botocore.stub import Stubber
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.aws.errors import cannot_read
 from ansible_collections.clusterapi.aws.plugins.module_utils.aws.iam import principal_of
+from ansible_collections.clusterapi.aws.plugins.module_utils.aws.tagging import OWNED_TYPES
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import preflight as pf
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.cluster_spec import module_argument_spec
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import compile_cluster
@@ -549,7 +550,7 @@ def stubs():
 def tagging_request(cluster: str) -> dict[str, Any]:
     return {
         "TagFilters": [{"Key": f"sigs.k8s.io/cluster-api-provider-aws/cluster/{cluster}", "Values": ["owned"]}],
-        "ResourceTypeFilters": list(pf.EXISTENCE_TYPES),
+        "ResourceTypeFilters": list(OWNED_TYPES),
         "ResourcesPerPage": 100,
         "TagsPerPage": 500,
     }
