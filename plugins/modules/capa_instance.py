@@ -263,7 +263,8 @@ notes:
     and reports. Check mode shows the whole rollout as if every new machine came up.
   - A worker group's run with I(wait) also waits for the machines an earlier run launched without waiting that
     have not joined yet, while they are inside I(node_startup_timeout) (600 seconds when that is C(0)); one past
-    it is the health check's to judge. The C(cluster) role launches a new cluster's machine deployments with
+    it, one the health check judged unhealthy, and one whose Node's kubelet stopped reporting (C(Ready) C(Unknown))
+    are the health check's to judge. The C(cluster) role launches a new cluster's machine deployments with
     I(wait=false) as soon as its control plane is initialized, and waits for them after the other control-plane
     machines joined. A control plane waits only for the machines its run launched - one of an earlier run that is
     not available makes the preflight refuse the next step instead.

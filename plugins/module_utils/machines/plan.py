@@ -37,6 +37,9 @@ class Availability(Protocol):
     @property
     def node(self) -> str | None: ...
 
+    @property
+    def node_ready(self) -> str | None: ...
+
     def as_dict(self) -> dict[str, Any]: ...
 
 
@@ -540,17 +543,28 @@ def awaited_joins(
     cluster's workers as soon as its control plane is initialized, and waits for them after the other
     control-plane machines): the next run waits for those machines as a MachineDeployment's status waits for its
     replicas. A machine past its startup window is MachineHealthCheck's to judge, not the run's to wait for (a
-    broken machine must not hold every later run until its budget runs out). A control plane waits only for the
-    machines it launched: one of an earlier run that is not available is named by KubeadmControlPlane's preflight,
-    which refuses the next step instead."""
+    broken machine must not hold every later run until its budget runs out), and so is one the health check
+    already judged unhealthy (its remediation held back by ``max_unhealthy``) or whose Node's kubelet stopped
+    reporting (``Ready`` ``Unknown``: a joining Node reports ``False`` until its network is up). A control plane
+    waits only for the machines it launched: one of an earlier run that is not available is named by
+    KubeadmControlPlane's preflight, which refuses the next step instead."""
     window = node_startup_timeout or DEFAULT_NODE_STARTUP_TIMEOUT
     awaited = []
     for machine in machines:
         if machine.leaving or not machine.joining:
             continue
-        if machine.created or (not control_plane and _launched_within(machine, window, now)):
+        if machine.created or (not control_plane and _on_its_way(machine, window, now)):
             awaited.append(machine)
     return awaited
+
+
+def _on_its_way(machine: Machine, window: int, now: datetime.datetime) -> bool:
+    """An earlier run's machine that may still join: young, not judged unhealthy, its kubelet not lost."""
+    if machine.health_reason:
+        return False
+    if machine.readiness is not None and machine.readiness.node_ready == "Unknown":
+        return False
+    return _launched_within(machine, window, now)
 
 
 def _launched_within(machine: Machine, seconds: int, now: datetime.datetime) -> bool:

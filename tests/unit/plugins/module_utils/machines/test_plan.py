@@ -288,10 +288,11 @@ def test_certificates_due(expiry, days, due):
 class _Joined:
     """A machine's readiness as the workload cluster says it (``lifecycle.Readiness``'s shape)."""
 
-    def __init__(self, available: bool) -> None:
+    def __init__(self, available: bool, node_ready: str | None = None) -> None:
         self.available = available
         self.reason = "" if available else "no Node yet"
         self.node = None
+        self.node_ready = node_ready
 
     def as_dict(self) -> dict[str, object]:
         return {"available": self.available}
@@ -328,6 +329,20 @@ def test_a_worker_group_waits_for_machines_an_earlier_run_launched_while_they_ma
     # A shorter startup window leaves the earlier one out; with the check off the default window (600 s) applies.
     assert awaited(machines, timeout=20) == ["launched-now"]
     assert awaited(machines, timeout=0) == ["launched-now", "earlier-young"]
+
+
+def test_a_worker_the_health_check_judged_or_whose_kubelet_went_silent_is_not_waited_for():
+    # Unhealthy with its remediation held back (max_unhealthy): MachineHealthCheck's, not the run's. A Node whose
+    # Ready is Unknown lost its kubelet (a joining Node reports False): waiting would only spend the run's budget.
+    judged = joiner("judged", 30, state="running", health_reason="Node Ready=Unknown for 3s (timeout 2s)")
+    silent = joiner("silent", 30, state="running")
+    silent.readiness = _Joined(False, node_ready="Unknown")
+    joining = joiner("joining", 30, state="running")
+    joining.readiness = _Joined(False, node_ready="False")
+    assert awaited([judged, silent, joining]) == ["joining"]
+    # What this run launched is waited for whatever it reports (the run's own machines must come up).
+    silent.created = True
+    assert awaited([judged, silent, joining]) == ["silent", "joining"]
 
 
 def test_a_control_plane_waits_only_for_the_machines_it_launched():
