@@ -71,6 +71,15 @@ def series_rc(row: dict[str, Any], side: str) -> int:
     return max(run[side]["rc"] for run in row["runs"])
 
 
+def series_ok(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The series points whose runs all succeeded on every side measured: the only ones charted and judged."""
+    return [r for r in rows if all(series_rc(r, side) == 0 for side in SIDES if side in r["runs"][0])]
+
+
+def _point(row: dict[str, Any], key: str) -> str:
+    return str(row[key]) + ("" if series_ok([row]) else " (failed: not charted or judged)")
+
+
 def series_runs(rows: list[dict[str, Any]]) -> int:
     return min(len(row["runs"]) for row in rows)
 
@@ -224,7 +233,7 @@ def targets(results: dict[str, Any]) -> list[str]:
     runs = results.get("phases", [])
     if "noop-sm" in measured_phases(runs):
         rows += phase_targets(runs, "noop-sm", "phase runs: the self-managed demo cluster with its pool mp-0")
-    workers = results.get("workers", [])
+    workers = series_ok(results.get("workers", []))
     if workers:
         rows += worker_targets(workers)
     if "create" in measured_phases(runs):
@@ -233,7 +242,7 @@ def targets(results: dict[str, Any]) -> list[str]:
         rows.append(
             f"| create: fewer requests than the peer (phase runs) | {pairs} | {_yes(all(o < p for o, p in create))} |"
         )
-    clusters = results.get("clusters", [])
+    clusters = series_ok(results.get("clusters", []))
     if len(clusters) > 1:
         rows += cluster_targets(clusters)
     rows += latency_targets(results)
@@ -578,7 +587,7 @@ def write(results: dict[str, Any], root: Path) -> None:
         out += latency_section(results, charts)
     workers = results.get("workers", [])
     if workers:
-        plot_workers(workers, charts / "scale-workers.png")
+        plot_workers(series_ok(workers), charts / "scale-workers.png")
         out += [
             "## Scale: worker machines in one cluster (no-op reconcile)",
             "",
@@ -593,11 +602,11 @@ def write(results: dict[str, Any], root: Path) -> None:
         ]
         for r in workers:
             cells = [series_value(r, side, key) for key in ("requests", "wall", "cpu", "mutating") for side in SIDES]
-            out.append(f"| {r['workers']} | " + " | ".join(_fmt(c) for c in cells) + " |")
+            out.append(f"| {_point(r, 'workers')} | " + " | ".join(_fmt(c) for c in cells) + " |")
         out += ["", f"![no-op reconcile by worker count]({CHARTS}/scale-workers.png)", ""]
     clusters = results.get("clusters", [])
     if clusters:
-        plot_clusters(clusters, charts / "scale-clusters.png")
+        plot_clusters(series_ok(clusters), charts / "scale-clusters.png")
         out += [
             "## Scale: clusters reconciled by one `ansible-playbook -f N` (ours, no-op reconcile)",
             "",
@@ -612,7 +621,7 @@ def write(results: dict[str, Any], root: Path) -> None:
             wall, cpu = series_value(r, "ours", "wall"), series_value(r, "ours", "cpu")
             rest = [series_value(r, "ours", key) for key in ("requests", "mutating", "maxrss_mb")]
             out.append(
-                f"| {k} | {_fmt(wall)} | {_fmt(cpu)} | {cpu / k:.2f} | {wall / k:.2f} | "
+                f"| {_point(r, 'clusters')} | {_fmt(wall)} | {_fmt(cpu)} | {cpu / k:.2f} | {wall / k:.2f} | "
                 + " | ".join(_fmt(c) for c in rest)
                 + " |"
             )

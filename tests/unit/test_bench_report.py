@@ -181,6 +181,16 @@ def test_write_makes_the_report_and_its_charts_from_results_alone(tmp_path):
     assert "| latency model | 0.0333333 (1/30 of AWS's time), in the create and delete phases |" in text
 
 
+def test_failed_series_points_are_flagged_and_left_out_of_charts_and_targets():
+    data = results()
+    failed = {"workers": 200, "runs": [{"ours": dict(side(10), rc=2), "peer": side(20)}] * 3}
+    data["workers"].append(failed)
+    assert report.series_ok(data["workers"]) == data["workers"][:2]
+    assert report._point(failed, "workers") == "200 (failed: not charted or judged)"
+    assert report._point(data["workers"][0], "workers") == "2"
+    assert "not measured at 200" in "".join(report.targets(data))
+
+
 def test_write_takes_a_run_of_fewer_phases(tmp_path):
     data = results()
     for one in data["phases"]:
