@@ -26,7 +26,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
 	AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
 
-.PHONY: help venv collection moto-start moto-stop kubesim-start kubesim-stop demo demo-installs demo-down unit integration sanity lint molecule \
+.PHONY: help coverage venv collection moto-start moto-stop kubesim-start kubesim-stop demo demo-installs demo-down unit integration sanity lint molecule \
 	test check tools-venvs clean system-deps sim-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
 	typecheck
 
@@ -57,7 +57,8 @@ help:
 	@echo "make floors       tests/unit + make demo's playbook (simulator) on the declared floors (tests/constraints/floor.txt, Python 3.11)"
 	@echo "make newest       the same on the newest release of every requirement, resolved when it runs (Python 3.13); prints them"
 	@echo "make test         everything: integration on one lane, lint unit sanity changelog-lint iam-lint galaxy-importer ee docs"
-	@echo "                  awx-job molecule on the other; coverage per package; report in .build/test-report.md"
+	@echo "                  awx-job molecule on the other; the unit tests' coverage per package; report in .build/test-report.md"
+	@echo "make coverage     make test with the integration lane under coverage too (the whole suite's coverage; slower)"
 	@echo "make check        the inner loop: lint, unit, and the integration tests marked check"
 	@echo "make clean        remove $(BUILD), .capa, caches (keeps $(VENV))"
 
@@ -312,11 +313,15 @@ molecule: venv collection
 	molecule test $(MOLECULE_ARGS)
 
 # Everything, in two lanes (tools/test_all.sh): the integration suite on one, every check that needs no server on
-# the other; unit and integration under coverage (tools/coverage.ini), reported per package; per-target times and the
-# 20 slowest tests in .build/test-report.md.
+# the other; the unit tests under coverage (tools/coverage.ini), reported per package; per-target times and the
+# 20 slowest tests in .build/test-report.md. `make coverage` runs the integration lane under coverage as well
+# (every process it starts: tools/test_all.sh says what that costs).
 INTEGRATION_WORKERS ?= 4
 test: venv collection system-deps tools-venvs
 	INTEGRATION_WORKERS=$(INTEGRATION_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/test_all.sh
+
+coverage: venv collection system-deps tools-venvs
+	COVERAGE_INTEGRATION=1 INTEGRATION_WORKERS=$(INTEGRATION_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/test_all.sh
 
 # Every tool venv at once (pip downloads overlap), before the lanes start.
 TOOL_STAMPS := $(patsubst tools/requirements/%.txt,$(TOOLS)/%/.stamp,$(wildcard tools/requirements/*.txt))

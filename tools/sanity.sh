@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Run `ansible-test sanity` on a copy of the working tree (make sanity).
+# Run `ansible-test sanity` on a copy of the collection as it ships (make sanity).
 #
 # ansible-test needs the collection at ansible_collections/<namespace>/<name> and its dependency
 # collections next to it, and takes its file list from git.  So the tracked and untracked,
-# not-ignored files (`git ls-files -co --exclude-standard`) are copied to
+# not-ignored files (`git ls-files -co --exclude-standard`) that galaxy.yml's build_ignore keeps are copied to
 # .build/sanity/ansible_collections/clusterapi/aws (its own throwaway git repository: the repo's
 # .gitignore hides .build from the outer one), amazon.aws is copied from the venv's site-packages,
 # and ansible-test runs there with --requirements: its per-test virtual environments live under
@@ -25,7 +25,20 @@ DEST="$BASE/$NAMESPACE/$NAME"
 
 rm -rf "$ROOT/.build/sanity"
 mkdir -p "$DEST"
-git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
+# What `ansible-galaxy collection build` puts in the artifact: galaxy.yml's build_ignore leaves out the harness (the
+# moto server, the simulator, the bench, the unit and integration tests), which ruff and mypy check (make lint).
+# Sanity checks the collection as it ships, as Automation Hub's certification runs it on the tarball.
+git ls-files -co --exclude-standard -z | "$PY" -c '
+import fnmatch, sys, yaml
+ignored = (yaml.safe_load(open("galaxy.yml")) or {}).get("build_ignore") or []
+def shipped(path):
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return not any(fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(parts[i], pattern)
+                   for i, p in enumerate(prefixes) for pattern in ignored)
+names = [n for n in sys.stdin.buffer.read().decode().split("\0") if n]
+sys.stdout.write("".join(n + "\0" for n in names if shipped(n)))
+' | while IFS= read -r -d '' f; do
     if [[ -e "$f" || -L "$f" ]]; then printf '%s\0' "$f"; fi
 done | xargs -0 --no-run-if-empty cp -P --parents -t "$DEST"
 

@@ -161,3 +161,6 @@ def test_build_ignore_leaves_out_the_harness():
     ):
         assert entry in ignored, f"galaxy.yml build_ignore lacks {entry}"
     assert "tests" not in ignored and "changelogs" not in ignored
+    # The harness' helpers at the top of tests/ (the module runner, the simulator's fixtures ...) do not ship either.
+    helpers = {f"tests/{path.name}" for path in (REPO / "tests").glob("*.py")}
+    assert helpers - ignored == set()
