@@ -112,6 +112,13 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     # One Node list for the whole run: the first machine group's is handed on to the other groups and to the status
     # (shared reads; capa_cluster_info judges every group by its Nodes).
     assert len([e for e in asked if e.get("path") == "/api/v1/nodes"]) == 1
+    # ... so the status reads no PKI secret and mints no client certificate: the trust is asked for when a request
+    # goes out (workload/kube.py), and none does. The machine groups each read it (a secret never travels).
+    (status_run,) = [
+        t.result for t in second.tasks if t.name.endswith("Read back what the cluster owns, its conditions and orphans")
+    ]
+    assert status_run["reads_shared"].get("k8s:ListNodes") == 1, status_run["reads_shared"]
+    assert "secretsmanager:GetSecretValue" not in status_run["api_calls"], status_run["api_calls"]
     assert kubesim.state()["clusters"][NAME]["quorum"]["failed_windows"] == []
     first_snapshot = status_of(tmp_path)["etcd_backup"]["newest"]
     assert first_snapshot["key"].startswith("etcd/") and first_snapshot["size"] > 0

@@ -70,22 +70,29 @@ def read_self_managed_nodes(
         return NodesRead.unread("kubernetes_api.mode is none")
     if endpoint is None:
         return NodesRead.unread("the control-plane endpoint is not known (no load balancer DNS name)")
-    pki = load_cluster_pki(ctx, cluster, missing_ok=True)
-    if pki is None:
-        return NodesRead.unread("the cluster has no PKI secret yet")
+
+    def cluster_ca() -> tuple[str, str]:
+        # Only when the Node list goes to the API server: the one an earlier step of the run read is handed on
+        # (kernel/shared_reads.py), and then neither the PKI secret is read nor a certificate minted.
+        pki = load_cluster_pki(ctx, cluster, missing_ok=True)
+        if pki is None:
+            raise _NoPki()
+        return pki.cluster_ca_cert, pki.cluster_ca_key
+
     access = KubernetesAccess.open(
-        ctx,
-        settings,
-        endpoint_host=endpoint[0],
-        endpoint_port=endpoint[1],
-        ca_certificate=pki.cluster_ca_cert,
-        ca_key=pki.cluster_ca_key,
+        ctx, settings, endpoint_host=endpoint[0], endpoint_port=endpoint[1], cluster_ca=cluster_ca
     )
     try:
         workload = access.observe()
+    except _NoPki:
+        return NodesRead.unread("the cluster has no PKI secret yet")
     finally:
         access.close()
     return NodesRead(workload.nodes) if workload.reachable else NodesRead.unread(workload.reason)
+
+
+class _NoPki(Exception):
+    """The cluster has no PKI secret (yet): its Nodes are not read."""
 
 
 def read_eks_nodes(

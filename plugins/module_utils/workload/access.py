@@ -18,7 +18,7 @@ cluster CA, etcd through the API server with one minted from the etcd CA - and r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
@@ -120,13 +120,17 @@ class KubernetesAccess:
         *,
         endpoint_host: str,
         endpoint_port: int,
-        ca_certificate: str,
-        ca_key: str,
+        ca_certificate: str = "",
+        ca_key: str = "",
+        cluster_ca: Callable[[], tuple[str, str]] | None = None,
         etcd_ca_certificate: str | None = None,
         etcd_ca_key: str | None = None,
     ) -> KubernetesAccess:
         """The clients of the API server (and of etcd, given its CA). Nothing is asked yet: the first read tells
-        whether the API answers (:meth:`observe`, :meth:`unreachable`)."""
+        whether the API answers (:meth:`observe`, :meth:`unreachable`).
+
+        The cluster CA is ``ca_certificate`` and ``ca_key``, or what ``cluster_ca()`` returns when the first request
+        goes out (a run whose reads an earlier step handed on reads no PKI and mints no certificate)."""
         if settings.mode == "none":
             return cls(settings, reason="kubernetes_api.mode is none")
         if not credentials.HAS_CRYPTOGRAPHY:
@@ -134,12 +138,22 @@ class KubernetesAccess:
         url = settings.server or f"https://{endpoint_host}:{endpoint_port}"
         # Reached at another address, the server is still checked for the endpoint's name.
         name = settings.tls_server_name or (endpoint_host if settings.server else None)
-        target = ApiTarget(url, ca_certificate, tls_server_name=name, proxy=settings.proxy)
-        identity = credentials.mint_client_certificate(
-            ca_certificate, ca_key, credentials.API_CLIENT_NAME, credentials.API_CLIENT_GROUPS
-        )
+        target = ApiTarget(url, tls_server_name=name, proxy=settings.proxy)
+        read_ca = cluster_ca or (lambda: (ca_certificate, ca_key))
+
+        def trust() -> tuple[str, credentials.Identity | None]:
+            certificate, key = read_ca()
+            identity = credentials.mint_client_certificate(
+                certificate, key, credentials.API_CLIENT_NAME, credentials.API_CLIENT_GROUPS
+            )
+            return certificate, identity
+
         api = KubeApi(
-            target, identity, count=ctx.session.recorder.count, timeout=settings.timeout, shared=ctx.session.shared
+            target,
+            count=ctx.session.recorder.count,
+            timeout=settings.timeout,
+            shared=ctx.session.shared,
+            trust=trust,
         )
         etcd = None
         if etcd_ca_certificate and etcd_ca_key:

@@ -62,7 +62,7 @@ class ApiTarget:
     """Where the API server is and how to trust it."""
 
     url: str  # https://host:port
-    ca_certificate: str
+    ca_certificate: str = ""  # PEM; empty when the client's ``trust`` gives it (KubeApi)
     tls_server_name: str | None = None  # the name the certificate must carry, when url's host is an address
     proxy: str | None = None  # an HTTP CONNECT proxy (http://host:port)
 
@@ -73,6 +73,12 @@ class ApiTarget:
     @property
     def verify_name(self) -> str:
         return self.tls_server_name or self.host
+
+
+# The CA a client trusts and the identity it presents, asked for when the first request goes out: reading the
+# cluster PKI is an AWS request and minting a certificate a key generation, and a run whose reads were all handed on
+# by an earlier step (kernel/shared_reads.py) needs neither.
+Trust = Callable[[], "tuple[str, Identity | None]"]
 
 
 class KubeApi:
@@ -86,31 +92,47 @@ class KubeApi:
         count: Callable[[str], None] = lambda _name: None,
         timeout: float = 10.0,
         shared: SharedReads | None = None,
+        trust: Trust | None = None,
     ) -> None:
+        """``trust``, when given, stands for ``target.ca_certificate`` and ``identity``: called once, before the first
+        request that goes out."""
         self.target = target
-        self.identity = identity
         self.token = token
         self.count = count
         self.shared = shared
         self.timeout = timeout
-        self.ssl_context = tls_context(target.ca_certificate, identity)
+        self._trust: Trust = trust or (lambda: (target.ca_certificate, identity))
+        self._ssl_context: ssl.SSLContext | None = None
+        self._pool: urllib3.PoolManager | None = None
         self._resources: dict[str, dict[str, Any]] = {}
-        # The pool trusts the cluster CA and presents the run's identity from memory (never from files), and
-        # checks the certificate for the endpoint's name when the API server is reached at an address.
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext:
+        """Trusts the cluster CA and presents the run's identity, from memory (never from files)."""
+        if self._ssl_context is None:
+            self._ssl_context = tls_context(*self._trust())
+        return self._ssl_context
+
+    @property
+    def pool(self) -> urllib3.PoolManager:
+        if self._pool is None:
+            self._pool = self._connect()
+        return self._pool
+
+    def _connect(self) -> urllib3.PoolManager:
+        # The certificate is checked for the endpoint's name when the API server is reached at an address.
         pool_args: dict[str, Any] = {
             "num_pools": 2,
             "maxsize": 4,
             "ssl_context": self.ssl_context,
-            "timeout": urllib3.Timeout(connect=timeout, read=timeout * 3),
+            "timeout": urllib3.Timeout(connect=self.timeout, read=self.timeout * 3),
             "retries": False,
         }
-        if target.tls_server_name:
-            pool_args.update(server_hostname=target.tls_server_name, assert_hostname=target.tls_server_name)
-        self.pool: urllib3.PoolManager
-        if target.proxy:
-            self.pool = urllib3.ProxyManager(target.proxy, **pool_args)
-        else:
-            self.pool = urllib3.PoolManager(**pool_args)
+        if self.target.tls_server_name:
+            pool_args.update(server_hostname=self.target.tls_server_name, assert_hostname=self.target.tls_server_name)
+        if self.target.proxy:
+            return urllib3.ProxyManager(self.target.proxy, **pool_args)
+        return urllib3.PoolManager(**pool_args)
 
     # reading -------------------------------------------------------------------------------------------------
     def probe(self) -> str | None:
@@ -242,6 +264,7 @@ class KubeApi:
         body: Any,
         query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        pool = self.pool  # the trust first: without it nothing goes out, and nothing is counted
         self.count(name)
         if method != "GET" and self.shared is not None:
             self.shared.note_write()
@@ -254,7 +277,7 @@ class KubeApi:
         if query:
             url += "?" + urllib.parse.urlencode(query)
         try:
-            response = self.pool.request(
+            response = pool.request(
                 method,
                 url,
                 body=None if body is None else json.dumps(body),
