@@ -94,6 +94,20 @@ class Moto:
     def requests(self) -> list[dict[str, str]]:
         return self._call("GET", "/_capa/requests")
 
+    def raise_quotas(self, quotas: dict[tuple[str, str], float], region: str = "us-east-1") -> None:
+        """Applied values for Service Quotas codes, as in an account whose quotas were raised (``/_capa/quotas``;
+        moto's reset forgets them)."""
+        for (service, code), value in quotas.items():
+            body = {"region": region, "service": service, "code": code, "value": value}
+            request = urllib.request.Request(
+                self.url + "/_capa/quotas",
+                method="POST",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+
     def set_latency(self, scale: float) -> float:
         """The latency model's scale from now on (0: off); the server's answer, which is what is in force."""
         request = urllib.request.Request(
@@ -203,6 +217,10 @@ def cluster_spec(name: str, workers: int) -> dict[str, Any]:
         "bastion": {"enabled": True, "allowed_cidr_blocks": ["203.0.113.0/24"]},
         "control_plane": {"replicas": 3, "instance_type": "t3.large"},
         "machine_deployments": [{"name": "md-0", "replicas": workers, "instance_type": "t3.large"}],
+        # Moto has no Kubernetes API, so a worker added later joins with kubeadm init's token, which no run can renew
+        # without one: it must outlive the workers series (grown in place over about 20 minutes), as it would for a
+        # cluster whose API the controller cannot reach. The largest lifetime the spec takes: a week.
+        "bootstrap_token_ttl": 7 * 24 * 3600,
     }
 
 
@@ -312,10 +330,25 @@ def run_workers(moto: Moto, env: dict[str, str], out: Path, counts: list[int], r
     return results
 
 
+def cluster_quotas(clusters: int) -> dict[tuple[str, str], float]:
+    """The quotas the preflight checks, raised for ``clusters`` of :func:`cluster_spec`'s (each: a VPC, a NAT gateway
+    and an Elastic IP per zone - three -, a classic ELB, 16 vCPUs), as a platform team running that many clusters in
+    one account and region has them raised; AWS's defaults (5 VPCs, 5 Elastic IPs, 5 NAT gateways per zone, 20
+    classic ELBs) refuse more than a few."""
+    return {
+        ("vpc", "L-F678F1CE"): max(5.0, clusters),  # VPCs per Region
+        ("ec2", "L-0263D0A3"): max(5.0, 3.0 * clusters),  # EC2-VPC Elastic IPs
+        ("vpc", "L-FE5A380F"): max(5.0, clusters),  # NAT gateways per Availability Zone
+        ("elasticloadbalancing", "L-E9E9831D"): max(20.0, clusters),  # Classic Load Balancers per Region
+        ("ec2", "L-1216C47A"): max(1152.0, 16.0 * clusters),  # Running On-Demand Standard instances (vCPUs)
+    }
+
+
 def run_clusters(moto: Moto, env: dict[str, str], out: Path, counts: list[int], runs: int) -> list[dict[str, Any]]:
     """Clusters added to one inventory up to each count (1, 5, ...), `ansible-playbook -f K`; `runs` no-ops each."""
     results = []
     fresh(moto, out)
+    moto.raise_quotas(cluster_quotas(max(counts, default=1)))
     for k in counts:
         print(f"clusters {k}", flush=True)
         inv = write_inventory(out / f"inventory-clusters-{k}.yml", [f"bench-{i:02d}" for i in range(k)], 2)

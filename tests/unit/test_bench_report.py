@@ -265,3 +265,23 @@ def test_task_clock_writes_one_line_per_task_and_host(tmp_path, monkeypatch):
         ("demo", "clusterapi.aws.network", "network : Reconcile", "failed"),
     ]
     assert all(t["end"] >= t["start"] for t in lines)
+
+
+def test_the_bench_cluster_is_a_valid_spec_whose_init_token_outlives_the_series():
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    from ansible_collections.clusterapi.aws.plugins.module_utils.cluster import cluster_spec
+
+    checked = ArgumentSpecValidator({"cluster": {"type": "dict", "options": cluster_spec.argument_spec()}}).validate(
+        {"cluster": run.cluster_spec("bench-00", 200)}
+    )
+    assert checked.error_messages == []
+    spec = cluster_spec.load(checked.validated_parameters["cluster"], None)
+    assert spec.bootstrap_token_ttl >= 4 * 3600  # the workers series grows one cluster over about 20 minutes
+
+
+def test_the_cluster_series_raises_every_quota_twenty_clusters_need():
+    quotas = run.cluster_quotas(20)
+    assert quotas[("ec2", "L-0263D0A3")] >= 60  # three NAT gateways, so three Elastic IPs, per cluster
+    assert quotas[("vpc", "L-F678F1CE")] >= 20 and quotas[("vpc", "L-FE5A380F")] >= 20
+    assert run.cluster_quotas(1)[("ec2", "L-0263D0A3")] == 5  # never below AWS's default
