@@ -17,7 +17,8 @@ The module then runs as every module of the collection does: in the controller f
 process otherwise (``plugin_utils/in_process.py``).
 
 Between steps the reads travel (``module_utils/kernel/shared_reads.py``): each step is given the host fact
-``capa_shared_reads`` as its ``shared_reads`` option and leaves what it hands forward in that fact - everything,
+``capa_shared_reads`` (one packed string: ``shared_reads.pack``) as its ``shared_reads`` option and leaves what it
+hands forward in that fact - everything,
 when it changed nothing; the static reads (images, instance types) only, when it changed (or would change)
 anything; nothing, when it failed. A loop's items all see the fact as it was before the loop; once an item changed
 something, the items after it are given its static reads only (Ansible runs a host's items one after another in
@@ -29,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import static_only
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import pack, static_only, unpack
 
 # The modules a step may run: declared once, in the module whose documentation lists them.
 from ansible_collections.clusterapi.aws.plugins.modules.capa_step import STEP_MODULES
@@ -49,7 +50,7 @@ class ActionModule(CollectionModuleAction):
             handed = {}  # the next step reads for itself
         if self._in_loop() and (result.get("changed") or result.get("failed")):
             LOOPS_CHANGED.add(self._loop_id(task_vars))
-        result.setdefault("ansible_facts", {})[SHARED_READS_FACT] = handed
+        result.setdefault("ansible_facts", {})[SHARED_READS_FACT] = pack(handed)
         return result
 
     def module_call(self, task_vars: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -61,7 +62,7 @@ class ActionModule(CollectionModuleAction):
             raise Refused(problem)
         fqcn = f"{COLLECTION}.{module}"
         call = {**group_defaults, **self._module_defaults(fqcn), **params}
-        given = dict(task_vars.get(SHARED_READS_FACT) or {})
+        given = unpack(task_vars.get(SHARED_READS_FACT))
         changed_earlier = self._in_loop() and self._loop_id(task_vars) in LOOPS_CHANGED
         call.setdefault("shared_reads", static_only(given) if changed_earlier else given)
         return fqcn, call

@@ -14,6 +14,7 @@ import yaml
 
 from ansible_collections.clusterapi.aws.plugins.action.capa_step import STEP_MODULES, ActionModule
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import ref
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import pack, unpack
 from ansible_collections.clusterapi.aws.plugins.modules import capa_step
 
 REPO = Path(__file__).resolve().parents[4]
@@ -65,24 +66,25 @@ STEP = {"module": "capa_vpc", "params": {"cluster_name": "demo"}}
 
 
 def test_reads_travel_from_step_to_step_in_the_host_fact():
-    given = {"capa_shared_reads": {**STATIC, **VPCS}, "inventory_hostname": "demo"}
+    given = {"capa_shared_reads": pack({**STATIC, **VPCS}), "inventory_hostname": "demo"}
     handed = {**STATIC, **VPCS, "k3": {"call": "ec2:DescribeSubnets", "taken": 2, "response": {}}}
     result, calls = run(STEP, task_vars=given, answer={"changed": False, "shared_reads": handed})
     assert calls[0][1]["shared_reads"] == {**STATIC, **VPCS}
-    assert result["ansible_facts"] == {"capa_shared_reads": handed} and "shared_reads" not in result
+    assert result["ansible_facts"] == {"capa_shared_reads": pack(handed)} and "shared_reads" not in result
+    assert unpack(result["ansible_facts"]["capa_shared_reads"]) == handed
     # a failed step hands nothing on: the next one reads for itself
     failed, calls = run(STEP, task_vars=given, answer={"failed": True, "msg": "x", "shared_reads": handed})
-    assert failed["ansible_facts"] == {"capa_shared_reads": {}}
+    assert unpack(failed["ansible_facts"]["capa_shared_reads"]) == {}
 
 
 def test_after_a_loop_item_changed_something_the_next_items_get_static_reads_only():
-    given = {"capa_shared_reads": {**STATIC, **VPCS}, "inventory_hostname": "loop-host"}
+    given = {"capa_shared_reads": pack({**STATIC, **VPCS}), "inventory_hostname": "loop-host"}
     first, calls = run(STEP, task_vars=given, answer={"changed": True}, loop="{{ groups }}")
     assert calls[0][1]["shared_reads"] == {**STATIC, **VPCS}  # no item changed anything yet
-    assert first["ansible_facts"] == {"capa_shared_reads": {}}
+    assert unpack(first["ansible_facts"]["capa_shared_reads"]) == {}
     second, calls = run(STEP, task_vars=given, answer={"changed": False, "shared_reads": STATIC}, loop="{{ groups }}")
     assert calls[0][1]["shared_reads"] == STATIC
-    assert second["ansible_facts"] == {"capa_shared_reads": STATIC}
+    assert unpack(second["ansible_facts"]["capa_shared_reads"]) == STATIC
 
 
 @pytest.mark.parametrize(

@@ -161,3 +161,14 @@ def test_encoding_keeps_datetimes_and_bytes_and_drops_response_metadata():
     value = {"When": LAUNCHED, "Blob": b"\x00\x01", "ResponseMetadata": {"RequestId": "r"}, "List": [LAUNCHED]}
     encoded = json.loads(json.dumps(sr.encode(value)))
     assert sr.decode(encoded) == {"When": LAUNCHED, "Blob": b"\x00\x01", "List": [LAUNCHED]}
+
+
+def test_packed_reads_are_one_string_that_unpacks_to_the_same_entries():
+    """The host fact's form (capa_step): one string, so Ansible's per-task copies of a host's facts cost nothing."""
+    entries = {"k": {"call": "ec2:DescribeVpcs", "taken": 1.5, "response": {"Vpcs": [{"VpcId": "vpc-1"}]}}}
+    packed = sr.pack(entries)
+    assert isinstance(packed, str) and packed.startswith(sr.PACKED_PREFIX) and "vpc-1" not in packed
+    assert sr.unpack(packed) == entries
+    assert sr.unpack(entries) == entries  # a registered result's shared_reads, as it is
+    for nothing in (None, "", "not packed", sr.PACKED_PREFIX + "!!", sr.PACKED_PREFIX + sr.pack([])[-8:], 3):
+        assert sr.unpack(nothing) == {}
