@@ -164,8 +164,7 @@ def access_for(ctx, sim, pki, mode: str = "auto", **reach: str) -> access_mod.Ku
         settings,
         endpoint_host=ENDPOINT,
         endpoint_port=6443,
-        ca_certificate=pki.ca_cert,
-        ca_key=pki.ca_key,
+        cluster_ca=lambda: (pki.ca_cert, pki.ca_key),
         etcd_ca_certificate=pki.etcd_cert,
         etcd_ca_key=pki.etcd_key,
     )
@@ -357,8 +356,7 @@ def test_the_api_and_etcd_through_a_connect_proxy_at_the_endpoints_name(aws, kub
         access_mod.KubernetesApiSettings(mode="auto", proxy=kubesim.proxy),
         endpoint_host="no-such-cluster.example.com",
         endpoint_port=6443,
-        ca_certificate=pki.ca_cert,
-        ca_key=pki.ca_key,
+        cluster_ca=lambda: (pki.ca_cert, pki.ca_key),
     )
     unreachable = elsewhere.observe()
     assert not unreachable.reachable and "502" in unreachable.reason, unreachable.reason

@@ -77,7 +77,7 @@ def read_self_managed_nodes(
         pki = load_cluster_pki(ctx, cluster, missing_ok=True)
         if pki is None:
             raise _NoPki()
-        return pki.cluster_ca_cert, pki.cluster_ca_key
+        return pki.cluster_ca()
 
     access = KubernetesAccess.open(
         ctx, settings, endpoint_host=endpoint[0], endpoint_port=endpoint[1], cluster_ca=cluster_ca

@@ -203,8 +203,7 @@ class AddonsTier:
             spec.kubernetes_api,
             endpoint_host=spec.endpoint_host,
             endpoint_port=spec.endpoint_port,
-            ca_certificate=pki.cluster_ca_cert,
-            ca_key=pki.cluster_ca_key,
+            cluster_ca=pki.cluster_ca,
         )
         try:
             record = self._read_record(access)

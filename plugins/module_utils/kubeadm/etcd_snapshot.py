@@ -469,8 +469,7 @@ def _open(ctx: Context, spec: SnapshotSpec, pki: ClusterPki) -> KubernetesAccess
         spec.kubernetes_api,
         endpoint_host=control_plane_host(ctx, spec),
         endpoint_port=spec.endpoint_port,
-        ca_certificate=pki.cluster_ca_cert,
-        ca_key=pki.cluster_ca_key,
+        cluster_ca=pki.cluster_ca,
         etcd_ca_certificate=pki.etcd_ca_cert,
         etcd_ca_key=pki.etcd_ca_key,
     )

@@ -101,6 +101,11 @@ class ClusterPki:
         """kubeadm's discovery hash of the cluster CA (public): ``sha256:<hex of the SubjectPublicKeyInfo>``."""
         return ca_cert_hash(self.cluster_ca_cert)
 
+    def cluster_ca(self) -> tuple[str, str]:
+        """The cluster CA (certificate, key) a client certificate of the API server is minted from
+        (``KubernetesAccess.open``'s ``cluster_ca``)."""
+        return self.cluster_ca_cert, self.cluster_ca_key
+
     def to_secret_string(self) -> str:
         body = {"format": SECRET_FORMAT_VERSION, **asdict(self)}
         del body["retired"]

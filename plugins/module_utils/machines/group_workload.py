@@ -202,8 +202,7 @@ class GroupWorkload:
                 self.settings.kubernetes_api,
                 endpoint_host=host,
                 endpoint_port=port,
-                ca_certificate=pki.cluster_ca_cert,
-                ca_key=pki.cluster_ca_key,
+                cluster_ca=pki.cluster_ca,
                 etcd_ca_certificate=pki.etcd_ca_cert if self.control_plane else None,
                 etcd_ca_key=pki.etcd_ca_key if self.control_plane else None,
             )

@@ -174,8 +174,7 @@ class PoolToken:
             self.settings,
             endpoint_host=host,
             endpoint_port=port,
-            ca_certificate=pki.cluster_ca_cert,
-            ca_key=pki.cluster_ca_key,
+            cluster_ca=pki.cluster_ca,
         )
         if self.access.api is None:
             self.reason = self.access.reason

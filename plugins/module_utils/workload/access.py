@@ -120,17 +120,15 @@ class KubernetesAccess:
         *,
         endpoint_host: str,
         endpoint_port: int,
-        ca_certificate: str = "",
-        ca_key: str = "",
-        cluster_ca: Callable[[], tuple[str, str]] | None = None,
+        cluster_ca: Callable[[], tuple[str, str]],
         etcd_ca_certificate: str | None = None,
         etcd_ca_key: str | None = None,
     ) -> KubernetesAccess:
         """The clients of the API server (and of etcd, given its CA). Nothing is asked yet: the first read tells
         whether the API answers (:meth:`observe`, :meth:`unreachable`).
 
-        The cluster CA is ``ca_certificate`` and ``ca_key``, or what ``cluster_ca()`` returns when the first request
-        goes out (a run whose reads an earlier step handed on reads no PKI and mints no certificate)."""
+        ``cluster_ca()`` gives the cluster CA (certificate, key) when the first request goes out, so a run whose reads
+        an earlier step handed on reads no PKI and mints no certificate (``ClusterPki.cluster_ca`` when it is read)."""
         if settings.mode == "none":
             return cls(settings, reason="kubernetes_api.mode is none")
         if not credentials.HAS_CRYPTOGRAPHY:
@@ -139,10 +137,9 @@ class KubernetesAccess:
         # Reached at another address, the server is still checked for the endpoint's name.
         name = settings.tls_server_name or (endpoint_host if settings.server else None)
         target = ApiTarget(url, tls_server_name=name, proxy=settings.proxy)
-        read_ca = cluster_ca or (lambda: (ca_certificate, ca_key))
 
         def trust() -> tuple[str, credentials.Identity | None]:
-            certificate, key = read_ca()
+            certificate, key = cluster_ca()
             identity = credentials.mint_client_certificate(
                 certificate, key, credentials.API_CLIENT_NAME, credentials.API_CLIENT_GROUPS
             )
