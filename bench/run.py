@@ -98,26 +98,23 @@ class Moto:
         """Applied values for Service Quotas codes, as in an account whose quotas were raised (``/_capa/quotas``;
         moto's reset forgets them)."""
         for (service, code), value in quotas.items():
-            body = {"region": region, "service": service, "code": code, "value": value}
-            request = urllib.request.Request(
-                self.url + "/_capa/quotas",
-                method="POST",
-                data=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            with urllib.request.urlopen(request, timeout=60) as response:
-                response.read()
+            self._post("/_capa/quotas", {"region": region, "service": service, "code": code, "value": value})
 
     def set_latency(self, scale: float) -> float:
         """The latency model's scale from now on (0: off); the server's answer, which is what is in force."""
+        return float(self._post("/_capa/latency", {"scale": scale})["scale"])
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        """A JSON body POSTed to the server's control API; its JSON answer."""
         request = urllib.request.Request(
-            self.url + "/_capa/latency",
+            self.url + path,
             method="POST",
-            data=json.dumps({"scale": scale}).encode(),
+            data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
-            return float(json.loads(response.read())["scale"])
+            answer = response.read()
+        return json.loads(answer) if answer else None
 
     def stop(self) -> None:
         self.process.terminate()

@@ -12,8 +12,9 @@
 # runs - through coverage's `patch = subprocess`. That costs: on Python 3.11 coverage's tracer sees every function
 # call of Ansible's own code, and one integration test took 31.5 s of CPU under it against 17.8 s without (+77 %),
 # which on a 2-core machine put make test at 26 minutes; so make test measures the unit tests' coverage and make
-# coverage the whole suite's. The data is combined and reported per package at the end. A target that fails fails the run, after both lanes finished (so one
-# failure does not hide another); each target's output is in .build/test-logs/<target>.log and printed on failure.
+# coverage the whole suite's. The data is combined and reported per package at the end. A target that fails fails
+# the run, after both lanes finished (so one failure does not hide another); each target's output is in
+# .build/test-logs/<target>.log and printed on failure.
 # The report - targets and their times, the 20 slowest tests, coverage per package - is .build/test-report.md.
 #
 # Environment: INTEGRATION_WORKERS (4), PYTEST_ARGS (passed to both pytest runs), COVERAGE (1; 0: none),
