@@ -11,6 +11,8 @@ the same idea at the boundary a playbook has, between two module runs:
 * a run that was given ``shared_reads`` answers a describe it makes from them when an earlier run of the chain
   made **the identical request** (same service, operation, region, endpoint and parameters, page token included),
   no more than :data:`MAX_AGE` seconds ago - the answer AWS gave then, without a request;
+* a read that asks only for ids (:data:`BY_ID`: the VPC by id after the VPC by its owner tag) is answered from the
+  items an earlier run's reads of the same call returned, when every id is among them;
 * each read is served at most once per run: the same request again inside one run is a poll, and goes to AWS;
 * once a run makes (or, in check mode, plans) any mutating call, it serves nothing more and hands nothing
   forward but :data:`STATIC` reads (images, instance types, zones: nothing a reconcile does changes them): what it
@@ -56,6 +58,22 @@ NEVER_SHARED = frozenset({"DescribeLaunchTemplateVersions", "DescribeInstanceAtt
 
 # Reads no write of a reconcile can change: they survive a run's changes (and a loop's items).
 STATIC = frozenset({"ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeAvailabilityZones"})
+
+# Reads by id that answer with the resources themselves: the id parameter, the answer's list, an item's id field.
+# Asked only for ids an earlier read of the chain returned whole (capa_vpc finds the VPC by its owner tag, capa_subnet
+# then asks for it by id), such a read is answered from those items: the same resources as AWS described them then.
+BY_ID: Mapping[str, tuple[str, str, str]] = {
+    "ec2:DescribeVpcs": ("VpcIds", "Vpcs", "VpcId"),
+    "ec2:DescribeSubnets": ("SubnetIds", "Subnets", "SubnetId"),
+    "ec2:DescribeSecurityGroups": ("GroupIds", "SecurityGroups", "GroupId"),
+    "ec2:DescribeInternetGateways": ("InternetGatewayIds", "InternetGateways", "InternetGatewayId"),
+    "ec2:DescribeRouteTables": ("RouteTableIds", "RouteTables", "RouteTableId"),
+    "ec2:DescribeNatGateways": ("NatGatewayIds", "NatGateways", "NatGatewayId"),
+    "ec2:DescribeImages": ("ImageIds", "Images", "ImageId"),
+    "ec2:DescribeInstanceTypes": ("InstanceTypes", "InstanceTypes", "InstanceType"),
+    "elb:DescribeLoadBalancers": ("LoadBalancerNames", "LoadBalancerDescriptions", "LoadBalancerName"),
+    "elbv2:DescribeLoadBalancers": ("Names", "LoadBalancers", "LoadBalancerName"),
+}
 
 _DATETIME, _BYTES = "__capa_datetime__", "__capa_bytes__"
 
@@ -154,6 +172,29 @@ class SharedReads:
         self.served[call] += 1
         return decode(entry["response"])
 
+    def serve_by_id(self, call: str, params: Any, key: str) -> Any | None:
+        """A read of :data:`BY_ID` asking only for ids (``params``, as the caller gave them) answered from the items
+        of the given reads of the same call, when every id is among them; once per run, as :meth:`serve`."""
+        by_id = BY_ID.get(call)
+        if by_id is None or not self.enabled or (self.wrote and call not in STATIC) or key in self._served_keys:
+            return None
+        id_param, list_key, id_field = by_id
+        ids = params.get(id_param) if isinstance(params, Mapping) and set(params) == {id_param} else None
+        if not isinstance(ids, list) or not ids:
+            return None
+        prefix = f"{self.scope}|{call}|"
+        found: dict[str, Any] = {}
+        for entry_key, entry in self._given.items():
+            if entry_key.startswith(prefix) and isinstance(entry.get("response"), dict):
+                for item in entry["response"].get(list_key) or []:
+                    if isinstance(item, dict) and item.get(id_field) in ids:
+                        found.setdefault(item[id_field], item)
+        if not set(ids) <= set(found):
+            return None
+        self._served_keys.add(key)
+        self.served[call] += 1
+        return {list_key: [decode(found[name]) for name in dict.fromkeys(ids)]}
+
     def record(self, call: str, key: str, response: Any) -> None:
         """This run's answer to ``key``, for the next run (only while it is still true: nothing written since)."""
         if self.enabled and not (self.wrote and call not in STATIC):
@@ -170,8 +211,15 @@ class SharedReads:
     # botocore's side -------------------------------------------------------------------------------------------
     def attach(self, events: Any) -> None:
         # First in line, so a served read never reaches another handler that would send it.
+        events.register("before-parameter-build", self._keep_params)
         events.register_first("before-call", self._before_call)
         events.register("after-call", self._after_call)
+
+    @staticmethod
+    def _keep_params(params: Any = None, context: Any = None, **_kw: Any) -> None:
+        # before-call is given the request as serialized for the wire: serve_by_id needs the caller's parameters
+        if isinstance(context, dict) and isinstance(params, dict):
+            context["capa_params"] = dict(params)
 
     def _before_call(self, model: Any = None, params: Any = None, context: Any = None, **_kw: Any) -> Any:
         if model is None:
@@ -185,6 +233,8 @@ class SharedReads:
         request = params if isinstance(params, dict) else {}
         key = self.key(call, {k: request.get(k) for k in ("url_path", "query_string", "body", "method")})
         answer = self.serve(call, key)
+        if answer is None and isinstance(context, dict):
+            answer = self.serve_by_id(call, context.get("capa_params"), key)
         if isinstance(context, dict):
             # after-call is not given the request: it finds what it needs here
             context["capa_shared"] = (call, key, answer is not None)

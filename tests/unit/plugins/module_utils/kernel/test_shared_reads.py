@@ -27,6 +27,8 @@ XML = {
     "</item></reservationSet>",
     "DescribeImages": "<imagesSet><item><imageId>ami-1</imageId></item></imagesSet>",
     "CreateTags": "<return>true</return>",
+    "DescribeVpcs": "<vpcSet><item><vpcId>vpc-1</vpcId><cidrBlock>10.0.0.0/16</cidrBlock></item>"
+    "<item><vpcId>vpc-2</vpcId><cidrBlock>10.1.0.0/16</cidrBlock></item></vpcSet>",
 }
 
 
@@ -130,6 +132,36 @@ def test_after_a_write_only_static_reads_are_served_and_handed_on():
     ec2.describe_images(ImageIds=["ami-1"])
     assert wire.sent == ["CreateTags", "DescribeInstances"]
     assert {e["call"] for e in second.shared.handed_forward(False).values()} == {"ec2:DescribeImages"}
+
+
+def test_a_read_by_id_is_answered_from_the_items_an_earlier_read_returned_whole():
+    """capa_vpc finds the VPC by its owner tag, capa_subnet asks for it by id: the second read needs no request."""
+    clock = Clock()
+    first, ec2, wire = run({}, clock)
+    ec2.describe_vpcs(Filters=OWNED)
+    ec2.describe_images(Owners=["self"])
+    handed = json.loads(json.dumps(first.shared.handed_forward(planned_change=False)))
+
+    second, ec2, wire = run(handed, clock)
+    assert ec2.describe_vpcs(VpcIds=["vpc-2"])["Vpcs"] == [{"VpcId": "vpc-2", "CidrBlock": "10.1.0.0/16"}]
+    assert [v["VpcId"] for v in ec2.describe_vpcs(VpcIds=["vpc-2", "vpc-1"])["Vpcs"]] == ["vpc-2", "vpc-1"]
+    assert wire.sent == [] and dict(second.shared.served) == {"ec2:DescribeVpcs": 2}
+    # An id the earlier reads did not return, an id with a filter, the same read again (a poll): asked
+    ec2.describe_vpcs(VpcIds=["vpc-3"])
+    ec2.describe_vpcs(VpcIds=["vpc-1"], Filters=[{"Name": "state", "Values": ["available"]}])
+    ec2.describe_vpcs(VpcIds=["vpc-2"])
+    assert wire.sent == ["DescribeVpcs"] * 3
+    # ... and against another region the items are another region's
+    third, ec2, wire = run(handed, clock, scope="eu-west-1|")
+    ec2.describe_vpcs(VpcIds=["vpc-1"])
+    assert wire.sent == ["DescribeVpcs"]
+
+    # After a write only the static items answer: the image, not the VPC the write may have changed
+    fourth, ec2, wire = run(handed, clock)
+    ec2.create_tags(Resources=["vpc-1"], Tags=[{"Key": "a", "Value": "b"}])
+    ec2.describe_vpcs(VpcIds=["vpc-1"])
+    assert ec2.describe_images(ImageIds=["ami-1"])["Images"] == [{"ImageId": "ami-1"}]
+    assert wire.sent == ["CreateTags", "DescribeVpcs"]
 
 
 def test_a_run_given_nothing_hands_nothing_on():
