@@ -33,7 +33,7 @@ from .eks_cluster_spec import EksClusterSpec
 from .kubeconfig import dump_yaml
 
 AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
-API_RETRY = Backoff(first=0.5, cap=3.0)  # reads while a required EKS API does not answer yet
+API_RETRY = Backoff(first=0.5, cap=3.0, factor=2.0)  # reads while a required EKS API does not answer yet
 
 
 def reconcile_access(

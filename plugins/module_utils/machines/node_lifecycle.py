@@ -26,7 +26,7 @@ from .lifecycle import EXCLUDE_DRAINING, EXCLUDE_VOLUME_WAIT, PodRef, pods_to_ev
 
 # How often a drain retries refused evictions and re-reads the Node's pods (CAPI: every 20 s; one run has less time):
 # quickly at first - an evicted pod is often gone in a second - then every 5 s.
-DRAIN_RETRY = Backoff(first=0.5, cap=5.0)
+DRAIN_RETRY = Backoff(first=0.5, cap=5.0, factor=2.0)  # retries of what was refused: no hurry to ask again
 VOLUME_POLL = Backoff(first=1.0, cap=5.0)
 # etcd refuses reconfiguration for ~5 s after any membership or leader change ("unhealthy cluster").
 RECONFIGURE_RETRY = 1.0
