@@ -8,7 +8,10 @@ ends with a cluster that serves, the status it reports says so, and the next run
 
 One wait polls one instance describe (the pool's instances by tag: ids, zones and private DNS names) and one Node
 list; a Node is an instance's by providerID once the cloud provider set it, else by the name the kubelet registered.
-Without the API (``kubernetes_api`` auto and no answer) the wait is skipped with a warning; ``required`` fails.
+Without the API (``kubernetes_api`` auto and no answer; an EKS pool's nodeadm nodes) the Nodes are not awaited (a
+warning says why) and the AWS side of the same wait is: ``desired`` running instances, what the status counts as in
+service - as a machine deployment without the API is judged by its instances running. So the run that launched them
+reports the pool as the next run will find it, and that run has nothing to write. ``required`` fails instead.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ def wait_for_pool_nodes(
         return
     if access is None or access.api is None:
         if unreached:
-            ctx.warn(f"pool {pool}: its Nodes were not awaited ({unreached})")
+            ctx.warn(f"pool {pool}: its Nodes were not awaited ({unreached}); its instances were, until running")
+        wait_for_running(ctx, tag, pool, desired)
         return
     api = access.api
 
@@ -87,4 +91,24 @@ def wait_for_pool_nodes(
         state=lambda ready: f"{max(ready, 0)} of {desired} Ready",
     )
     if found < 0:
-        ctx.warn(f"pool {pool}: the Kubernetes API stopped answering; its Nodes were not awaited")
+        ctx.warn(f"pool {pool}: the Kubernetes API stopped answering; its Nodes were not awaited, its instances are")
+        wait_for_running(ctx, tag, pool, desired)
+
+
+def wait_for_running(ctx: Context, tag: str, pool: str, desired: int) -> None:
+    """Wait until ``desired`` instances of the pool run. A miss is a warning, as a fleet's capacity is: the group
+    keeps launching on its own, and the status reports what runs."""
+
+    def running() -> int:
+        return sum(1 for i in pool_instances_by_tag(ctx, tag, pool) if i.get("State", {}).get("Name") == "running")
+
+    try:
+        wait_until(
+            running,
+            lambda count: count >= desired,
+            ctx,
+            f"{desired} running instances of pool {pool}",
+            state=lambda count: f"{count} of {desired} running",
+        )
+    except ReconcileError as e:
+        ctx.warn(f"pool {pool}: {e}")
