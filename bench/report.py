@@ -222,9 +222,10 @@ def cluster_targets(clusters: list[dict[str, Any]]) -> list[str]:
     last = clusters[-1]
     per = series_value(last, "ours", "cpu") / last["clusters"]
     factor = round(per / one, 2)
+    # Performance issue's goal: many clusters in one run share Ansible's fixed costs (0.7x of one cluster alone).
     return [
-        f"| CPU per cluster with {last['clusters']} in parallel ≤ 1.5× of one (median of {series_runs(clusters)} "
-        f"runs each) | {per:.2f} s vs {one:.2f} s = {factor}× | {_yes(factor <= 1.5)} |"
+        f"| CPU per cluster with {last['clusters']} in parallel ≤ 0.7× of one (median of {series_runs(clusters)} "
+        f"runs each) | {per:.2f} s vs {one:.2f} s = {factor}× | {_yes(factor <= 0.7)} |"
     ]
 
 

@@ -285,3 +285,15 @@ def test_the_cluster_series_raises_every_quota_twenty_clusters_need():
     assert quotas[("ec2", "L-0263D0A3")] >= 60  # three NAT gateways, so three Elastic IPs, per cluster
     assert quotas[("vpc", "L-F678F1CE")] >= 20 and quotas[("vpc", "L-FE5A380F")] >= 20
     assert run.cluster_quotas(1)[("ec2", "L-0263D0A3")] == 5  # never below AWS's default
+
+
+def test_the_cluster_series_target_is_the_performance_issues_0_7x():
+    """20 clusters in one run must cost at most 0.7x the CPU per cluster of one alone; 0.98x is not met."""
+    runs = [{"ours": {"cpu": 5.05}}]
+    many = [{"ours": {"cpu": 99.12}}]
+    (row,) = report.cluster_targets([{"clusters": 1, "runs": runs}, {"clusters": 20, "runs": many}])
+    assert "≤ 0.7× of one" in row and "4.96 s vs 5.05 s = 0.98×" in row and row.endswith("| **no** |")
+    (row,) = report.cluster_targets(
+        [{"clusters": 1, "runs": runs}, {"clusters": 20, "runs": [{"ours": {"cpu": 60.0}}]}]
+    )
+    assert "= 0.59×" in row and row.endswith("| yes |")
