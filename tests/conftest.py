@@ -263,6 +263,21 @@ def aws(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     yield AwsEnv(server=moto_server, env=env)
 
 
+@pytest.fixture
+def latency(aws: AwsEnv) -> Iterator[Any]:
+    """The moto server's AWS latency model (``/_capa/latency``) at a scale the test picks: ``latency(0.01)``
+    answers the server's ``{"scale": 0.01}``. Off again afterwards (a reset would turn it off too)."""
+
+    def scale(value: float) -> dict[str, Any]:
+        body = json.dumps({"scale": value}).encode()
+        request = urllib.request.Request(f"{aws.url}/_capa/latency", data=body, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return dict(json.loads(response.read()))
+
+    yield scale
+    scale(0)
+
+
 # --------------------------------------------------------------------------------------
 # ansible-playbook / modules
 # --------------------------------------------------------------------------------------

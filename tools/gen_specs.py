@@ -378,6 +378,18 @@ ROLES: dict[str, dict[str, Any]] = {
                 "description": "Write <capa_output_dir>/<cluster>/status.json with the network (the cluster role "
                 "writes its own).",
             },
+            "network_nat_wait": {
+                "type": "bool",
+                "default": True,
+                "description": [
+                    "Wait until new NAT gateways are available before the role returns (capa_subnet's "
+                    "I(nat_gateway_wait)).",
+                    "C(false) returns while they are pending, their private routes not made yet; C(tasks_from: "
+                    "settle) later waits for them and makes the routes. The cluster role creates a network this way, "
+                    "so the EKS control plane and the control-plane load balancer are asked for while the gateways "
+                    "settle, and settles it before any machine needs a way out.",
+                ],
+            },
         },
     },
     "bastion": {
@@ -386,7 +398,20 @@ ROLES: dict[str, dict[str, Any]] = {
             "capa_instance for capa_cluster.bastion: one machine in the first public subnet with only the bastion "
             "security group; removed when disabled.",
         ],
-        "options": {"network_outputs": NETWORK_OUTPUTS, **state_switch("bastion")},
+        "options": {
+            "network_outputs": NETWORK_OUTPUTS,
+            **state_switch("bastion"),
+            "bastion_wait": {
+                "type": "bool",
+                "default": True,
+                "description": [
+                    "Wait until the bastion runs, or is terminated (capa_instance's I(wait)). C(false) launches or "
+                    "terminates it and returns.",
+                    "The cluster role deletes the bastion with C(false) as it deletes the workers: it goes while the "
+                    "control plane does, and the network's deletion waits for what it still holds.",
+                ],
+            },
+        },
     },
     "control_plane": {
         "short_description": "Reconcile or delete a cluster's control plane: load balancer, PKI and machines",
@@ -503,6 +528,25 @@ ROLES: dict[str, dict[str, Any]] = {
                     "their Nodes Ready: capa_eks_nodegroup's I(await_nodes)). C(false) - one after another.",
                     "The cluster role sets it when the run created the EKS cluster (a new cluster's first build); "
                     "a later run changes node groups one at a time, as before.",
+                ],
+            },
+            "eks_node_groups_wait": {
+                "type": "bool",
+                "default": True,
+                "description": [
+                    "With I(eks_node_groups_together): wait for the node groups at the end of the inclusion. "
+                    "C(false) leaves them coming up; a later inclusion with C(tasks_from: wait) waits for them "
+                    "(C(ACTIVE), then their Nodes Ready). The cluster role brings a new EKS cluster's machine pools up "
+                    "in between.",
+                ],
+            },
+            "eks_node_groups_deletion_started": {
+                "type": "bool",
+                "default": False,
+                "description": [
+                    "With C(state: absent): the node groups' deletion was started already (C(tasks_from: "
+                    "start_deletion)); the inclusion deletes the Fargate profiles and waits for the node groups. The "
+                    "cluster role starts it first, before it deletes the machine pools, the workers and the bastion.",
                 ],
             },
         },

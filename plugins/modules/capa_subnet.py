@@ -19,6 +19,9 @@ description:
   - Each resource type is observed with one filtered describe, so a run that changes nothing makes only describes.
   - C(state=absent) deletes, in dependency order, the route tables, NAT gateways (waiting until they are gone),
     Elastic IPs and subnets the cluster owns, and removes the C(shared) cloud-provider tag from subnets it does not.
+    With I(wait=false) it deletes the route tables and starts the NAT gateways' deletion only, and returns; their
+    Elastic IPs and the subnets are freed once the gateways are gone, and a run that waits deletes them (the cluster
+    role releases a cluster's egress this way while its control plane is deleted).
 author:
   - clusterapi.aws maintainers (@clusterapi)
 options:
@@ -87,6 +90,18 @@ options:
     type: str
     choices: [per_az, single, none]
     default: per_az
+  nat_gateway_wait:
+    description:
+      - Wait until new NAT gateways are available before the private route tables are routed through them, as
+        CAPA does (C(NatGatewayAvailable), about 2 minutes on AWS).
+      - C(false) creates the NAT gateways and returns while they are C(pending); the private route tables are
+        created and associated, and get their C(0.0.0.0/0) route from the next run with C(true), which waits for the
+        gateways. The cluster role does this to create the EKS control plane and the control-plane load balancer
+        while the gateways settle, and runs the step again before any machine needs a way out.
+      - A route is only ever made to an available NAT gateway (also with I(wait=false)). Check mode does not wait;
+        it plans the routes with the gateways.
+    type: bool
+    default: true
   internet_gateway_id:
     description:
       - Target of the public route tables' C(0.0.0.0/0) route (from M(clusterapi.aws.capa_vpc); may be a
@@ -183,7 +198,10 @@ subnets:
       type: str
       sample: rtb-0a1b2c3d4e5f67890
     nat_gateway_id:
-      description: NAT gateway the private subnet's default route points at (C(null) for public subnets and none).
+      description:
+        - NAT gateway the private subnet's default route points at.
+        - C(null) for public subnets, without a NAT gateway, and while the gateway is pending
+          (I(nat_gateway_wait=false)).
       type: str
       sample: nat-0a1b2c3d4e5f67890
     map_public_ip_on_launch:

@@ -402,13 +402,6 @@ def _settles(read, settled: str, start: float, timeout: float = 30.0) -> float:
     raise AssertionError(f"never {settled} within {timeout} s")
 
 
-@pytest.fixture
-def latency(aws):
-    """Turns the model on at a scale the test picks; off again afterwards (a reset would turn it off too)."""
-    yield lambda scale: _latency(aws.url, scale)
-    _latency(aws.url, 0)
-
-
 def _vpc_with_subnets(ec2) -> tuple[str, list[str]]:
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnets = [

@@ -288,3 +288,66 @@ def test_unknown_zone_fails_after_the_zone_describe_only(aws, run_module):
     assert result.get("failed") is True and result["field"] == "subnets[0].availability_zone", result
     assert "ec2:DescribeAvailabilityZones" in result["api_calls"]
     assert aws.mutating_requests() == []
+
+
+def test_nat_gateways_left_pending_are_routed_by_the_run_that_waits_for_them(aws, latency, run_module):
+    """nat_gateway_wait=false (the cluster role's create, so the EKS control plane and the load balancer start
+    while the gateways settle): the gateways are created and left pending - under the latency model at 1/100 a NAT
+    gateway is pending 1.05 s - and no route is made to a gateway that is not available, as CAPA waits before it
+    routes. The next run (nat_gateway_wait true) waits for them and makes exactly the private routes; then a no-op."""
+    network = make_vpc(run_module)
+    latency(0.01)
+    ec2 = aws.client("ec2")
+
+    early = run_module(MODULE, subnet_args(network, nat_gateway_wait=False))
+    calls = [p["call"] for p in early["plan"]]
+    assert calls.count("ec2:CreateNatGateway") == 3 and calls.count("ec2:CreateRoute") == 3  # the public ones
+    assert early["api_calls"]["ec2:DescribeNatGateways"] == 1  # nothing waited
+    assert {n["state"] for n in early["nat_gateways"]} == {"pending"}
+    private = [s for s in early["subnets"] if not s["is_public"]]
+    assert len(private) == 3 and all(s["nat_gateway_id"] is None for s in private)
+    state = owned(ec2)
+    assert {n["State"] for n in state["nats"]} == {"pending"}  # still pending when the module returned
+    assert [default_route(table_of(state["tables"], s["id"])) for s in private] == [None, None, None]
+    assert all(table_of(state["tables"], s["id"])["Associations"] for s in private)
+
+    settled = run_module(MODULE, subnet_args(network))
+    assert settled["changed"] is True
+    assert [p["call"] for p in settled["plan"]] == ["ec2:CreateRoute"] * 3
+    assert {n["state"] for n in settled["nat_gateways"]} == {"available"}
+    nat_by_zone = {n["availability_zone"]: n["id"] for n in settled["nat_gateways"]}
+    state = owned(ec2)
+    for subnet in (s for s in settled["subnets"] if not s["is_public"]):
+        assert subnet["nat_gateway_id"] == nat_by_zone[subnet["availability_zone"]]
+        assert default_route(table_of(state["tables"], subnet["id"])) == subnet["nat_gateway_id"]
+
+    again = run_module(MODULE, subnet_args(network, nat_gateway_wait=False))
+    assert again["changed"] is False and again["plan"] == []
+
+
+def test_absent_without_waiting_releases_the_egress_and_leaves_the_rest_to_a_run_that_waits(aws, latency, run_module):
+    """state=absent, wait=false (the cluster role's deletion, while the control plane goes): the route tables are
+    deleted and the NAT gateways' deletion started - under the latency model at 1/100 a NAT gateway is deleting for
+    0.55 s - and the module returns; the Elastic IPs and subnets, which AWS frees only once the gateways are gone,
+    are left. The next run (wait) waits for the gateways and deletes the rest; then nothing is left."""
+    network = make_vpc(run_module)
+    run_module(MODULE, subnet_args(network))
+    ec2 = aws.client("ec2")
+    latency(0.01)
+    absent = {"cluster_name": CLUSTER, "vpc_id": network["vpc_id"], "state": "absent", "wait_timeout": 30}
+
+    early = run_module(MODULE, {**absent, "wait": False})
+    calls = [p["call"] for p in early["plan"]]
+    assert calls.count("ec2:DeleteRouteTable") == 6 and calls.count("ec2:DeleteNatGateway") == 3
+    assert "ec2:ReleaseAddress" not in calls and "ec2:DeleteSubnet" not in calls
+    assert early["api_calls"]["ec2:DescribeNatGateways"] == 1  # nothing waited
+    nats = ec2.describe_nat_gateways(Filter=[{"Name": f"tag:{OWNER}", "Values": ["owned"]}])["NatGateways"]
+    assert {n["State"] for n in nats} == {"deleting"}
+    left = owned(ec2)
+    assert left["tables"] == [] and len(left["subnets"]) == 6 and len(left["eips"]) == 3
+
+    rest = run_module(MODULE, absent)
+    calls = [p["call"] for p in rest["plan"]]
+    assert calls.count("ec2:ReleaseAddress") == 3 and calls.count("ec2:DeleteSubnet") == 6
+    assert "ec2:DeleteNatGateway" not in calls and "ec2:DeleteRouteTable" not in calls
+    assert owned(ec2) == {"subnets": [], "tables": [], "nats": [], "eips": []}

@@ -83,6 +83,7 @@ class SubnetSpec:
     zone_selection: str
     nat_mode: str
     internet_gateway_id: str | None
+    nat_wait: bool = True
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SubnetSpec:
@@ -95,6 +96,7 @@ class SubnetSpec:
             zone_selection=params["availability_zone_selection"],
             nat_mode=params["nat_gateways"],
             internet_gateway_id=params["internet_gateway_id"],
+            nat_wait=params["nat_gateway_wait"],
         )
 
 
@@ -628,7 +630,7 @@ class _Build:
         if free:
             ids = ", ".join(n.id for n in free)
             self.ctx.warn(f"NAT gateway(s) {ids} are owned by the cluster but no longer needed; they are kept")
-        if waiting and self.ctx.wait and not self.ctx.check_mode:
+        if waiting and self.ctx.wait and self.spec.nat_wait and not self.ctx.check_mode:
             wait_for_states(
                 self.ctx,
                 "describe_nat_gateways",
@@ -690,6 +692,9 @@ class _Build:
 
     # route tables ----------------------------------------------------------------------------------------------
     def _ensure_route_tables(self, observed: Observed, nat_by_zone: Mapping[str, str]) -> None:
+        # CAPA routes private subnets through NAT gateways that are available (it waits for them first). A gateway
+        # left pending (wait or nat_gateway_wait false) gets its routes from the run that finds it available.
+        unsettled = {("NatGatewayId", nat.id) for nat in observed.nats if not _routable(nat, self.ctx.check_mode)}
         for state in observed.states:
             if not state.managed:
                 continue
@@ -703,6 +708,8 @@ class _Build:
             target = route_target(
                 state.is_public, state.zone, self.spec.nat_mode, self.spec.internet_gateway_id, nat_by_zone
             )
+            if target != table.default_route and target in unsettled:
+                target = table.default_route  # routed once its NAT gateway is available (a later run)
             table = self._ensure_default_route(table, name, target)
             if not any(a.subnet_id == state.id for a in table.associations):
                 answer = self.ctx.ops.call(
@@ -763,6 +770,11 @@ class _Build:
         return replace(table, default_route=target)
 
 
+def _routable(nat: NatGateway, check_mode: bool) -> bool:
+    # A check does not wait: it plans the routes of the gateways it plans (or finds pending) as the apply makes them.
+    return nat.state == "available" or check_mode or is_placeholder(nat.id)
+
+
 def _adopt_unassociated(observed: Observed, name: str) -> RouteTable | None:
     # A table an interrupted run created but did not associate: reuse it rather than leave an orphan.
     for table in observed.unassociated_tables:
@@ -799,6 +811,10 @@ class _Deletion:
         }
         self._delete_route_tables([RouteTable.from_aws(t) for t in tables])
         self._delete_nat_gateways(nat_gateways)
+        if not ctx.wait and not ctx.check_mode:
+            # The Elastic IPs and subnets are only free once the gateways are gone: a run that waits deletes them
+            # (the cluster role releases the egress this way while the control plane goes).
+            return before, {**_empty(), "subnets": before["subnets"]}
         self._release_addresses(eips)
         self._delete_subnets([s for s in subnets if is_owned(s.tags, ctx.cluster)])
         self._untag_shared([s for s in subnets if not is_owned(s.tags, ctx.cluster)])
@@ -965,5 +981,6 @@ def module_argument_spec() -> dict[str, Any]:
         availability_zone_usage_limit=dict(type="int", default=3),
         availability_zone_selection=dict(type="str", default="Ordered", choices=["Ordered", "Random"]),
         nat_gateways=dict(type="str", default="per_az", choices=["per_az", "single", "none"]),
+        nat_gateway_wait=dict(type="bool", default=True),
         internet_gateway_id=dict(type="str"),
     )
