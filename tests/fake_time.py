@@ -3,6 +3,8 @@ test sleeps, so pacing, limits and budgets are asserted in seconds without any t
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class FakeTime:
     START = 1000.0
@@ -21,3 +23,18 @@ class FakeTime:
     @property
     def elapsed(self) -> float:
         return self.now - self.START
+
+    def context(self, wait_timeout: int = 600, check_mode: bool = False, **options: Any) -> Any:
+        """A run's Context on this clock (cluster ``demo``, no AWS session: the paths under test make no AWS call, or
+        their reads are replaced); ``options`` are Context's other ones (``wait``)."""
+        from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.context import Context
+
+        return Context(
+            session=None,  # type: ignore[arg-type]
+            cluster="demo",
+            check_mode=check_mode,
+            wait_timeout=wait_timeout,
+            clock=self.clock,
+            sleep=self.sleep,
+            **options,
+        )

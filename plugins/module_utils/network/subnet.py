@@ -694,7 +694,10 @@ class _Build:
     def _ensure_route_tables(self, observed: Observed, nat_by_zone: Mapping[str, str]) -> None:
         # CAPA routes private subnets through NAT gateways that are available (it waits for them first). A gateway
         # left pending (wait or nat_gateway_wait false) gets its routes from the run that finds it available.
-        unsettled = {("NatGatewayId", nat.id) for nat in observed.nats if not _routable(nat, self.ctx.check_mode)}
+        # A check does not wait: it plans the routes of the gateways it plans (or finds pending) as the apply makes
+        # them.
+        pending = [] if self.ctx.check_mode else [nat for nat in observed.nats if nat.state != "available"]
+        unsettled = {("NatGatewayId", nat.id) for nat in pending}
         for state in observed.states:
             if not state.managed:
                 continue
@@ -768,11 +771,6 @@ class _Build:
             **route_to,
         )
         return replace(table, default_route=target)
-
-
-def _routable(nat: NatGateway, check_mode: bool) -> bool:
-    # A check does not wait: it plans the routes of the gateways it plans (or finds pending) as the apply makes them.
-    return nat.state == "available" or check_mode or is_placeholder(nat.id)
 
 
 def _adopt_unassociated(observed: Observed, name: str) -> RouteTable | None:

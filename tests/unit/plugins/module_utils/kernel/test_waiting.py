@@ -18,9 +18,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.waiting impo
 
 
 def context(fake: FakeTime, wait_timeout: int = 600) -> Context:
-    return Context(
-        session=None, cluster="demo", check_mode=False, wait_timeout=wait_timeout, clock=fake.clock, sleep=fake.sleep
-    )  # type: ignore[arg-type]
+    return fake.context(wait_timeout)
 
 
 def test_backoff_starts_short_and_grows_to_its_cap():

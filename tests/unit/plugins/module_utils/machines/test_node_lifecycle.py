@@ -29,14 +29,7 @@ NODE = "ip-10-0-1-10.ec2.internal"
 
 
 def context(fake: FakeTime, check_mode: bool = False, wait_timeout: int = 600) -> Context:
-    return Context(
-        session=None,  # type: ignore[arg-type]  # no AWS call on this path
-        cluster="demo",
-        check_mode=check_mode,
-        wait_timeout=wait_timeout,
-        clock=fake.clock,
-        sleep=fake.sleep,
-    )
+    return fake.context(wait_timeout, check_mode=check_mode)  # no AWS call on this path
 
 
 def pod(name: str, namespace: str = "default", **metadata: Any) -> dict[str, Any]:

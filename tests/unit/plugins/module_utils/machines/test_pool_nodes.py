@@ -16,15 +16,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.machines import poo
 
 
 def context(fake: FakeTime, wait_timeout: int = 600, wait: bool = True) -> Context:
-    return Context(
-        session=None,  # type: ignore[arg-type]
-        cluster="demo",
-        check_mode=False,
-        wait=wait,
-        wait_timeout=wait_timeout,
-        clock=fake.clock,
-        sleep=fake.sleep,
-    )
+    return fake.context(wait_timeout, wait=wait)
 
 
 def instances(*states: str) -> list[dict]:
