@@ -222,7 +222,7 @@ demo-down:
 # time; 0 turns the model off). BENCH_ARGS: more bench/run.py options (--runs, --phases, --workers, --clusters ...).
 BENCH_LATENCY_SCALE ?= 0.0333
 BENCH_ARGS ?=
-bench: venv collection
+bench: venv collection sim-deps
 	$(PY) -m pip install --quiet -r bench/requirements.txt
 	$(PY) bench/run.py --latency-scale $(BENCH_LATENCY_SCALE) $(BENCH_ARGS)
 

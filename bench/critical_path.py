@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,23 @@ from aws_latencies import LATENCIES  # noqa: E402
 
 # Resources whose steps count 0 s while a phase's graph is built (see limits()).
 _ZEROED: ContextVar[frozenset[str]] = ContextVar("zeroed", default=frozenset())
+# The model's scale while a graph is built from measured durations (see scaled()); 1 otherwise.
+_SCALE: ContextVar[float] = ContextVar("scale", default=1.0)
 
 
 def seconds(resource: str, transition: str) -> float:
-    return 0.0 if resource in _ZEROED.get() else LATENCIES[(resource, transition)].seconds
+    return 0.0 if resource in _ZEROED.get() else LATENCIES[(resource, transition)].seconds * _SCALE.get()
+
+
+@contextmanager
+def scaled(scale: float) -> Iterator[None]:
+    """The table's durations at ``scale`` while graphs are built inside: for a graph that mixes them with durations
+    measured at that scale (an upgrade's launch-to-Ready times)."""
+    token = _SCALE.set(scale)
+    try:
+        yield
+    finally:
+        _SCALE.reset(token)
 
 
 @dataclass(frozen=True)
@@ -133,23 +147,45 @@ def self_managed_create(zones: int = 3, control_plane: int = 3, workers: int = 2
     return steps
 
 
-def self_managed_upgrade(control_plane: int = 3) -> list[Step]:
-    """A control-plane version upgrade replaces one machine at a time: launch the new one, wait until it has
-    joined, then remove an old one (its instance terminated) before the next."""
+def self_managed_upgrade(
+    control_plane: int = 3,
+    workers: int = 2,
+    joins: Sequence[float] | None = None,
+    worker_joins: Sequence[float] | None = None,
+) -> list[Step]:
+    """A Kubernetes version upgrade of the whole cluster: the control plane first, one machine at a time (a new one
+    launched and joined, then an old one removed and its instance terminated before the next: KubeadmControlPlane
+    scales up only without a deleting machine); then the workers (max_surge 1, max_unavailable 0): each new one
+    launched as soon as the one before it is Ready - the MachineSet counts no deleting machine - and each old one
+    terminated once its replacement is Ready. Drains count 0 s (how long pods take to leave is the workload's).
+
+    ``joins`` / ``worker_joins``: each new machine's seconds from launch to Ready, in launch order, where they were
+    measured (bench/run.py's upgrade runs: the simulator's nodes); the table's launch + kubeadm join otherwise."""
+    table = seconds("instance", "launch") + seconds("kubeadm", "join")
+    joins = list(joins) if joins is not None else [table] * control_plane
+    worker_joins = list(worker_joins) if worker_joins is not None else [table] * workers
     steps: list[Step] = []
     before: tuple[str, ...] = ()
-    for n in range(1, control_plane + 1):
+    for n, join in enumerate(joins, 1):
         steps += [
-            Step(f"new control plane {n} launch", seconds("instance", "launch"), before),
-            Step(f"new control plane {n} joined", seconds("kubeadm", "join"), (f"new control plane {n} launch",)),
+            Step(f"new control plane {n} ready", join, before),
             Step(
-                f"old control plane {n} terminated",
-                seconds("instance", "terminate"),
-                (f"new control plane {n} joined",),
+                f"old control plane {n} terminated", seconds("instance", "terminate"), (f"new control plane {n} ready",)
             ),
         ]
         before = (f"old control plane {n} terminated",)
+    for n, join in enumerate(worker_joins, 1):
+        steps += [
+            Step(f"new worker {n} ready", join, before),
+            Step(f"old worker {n} terminated", seconds("instance", "terminate"), (f"new worker {n} ready",)),
+        ]
+        before = (f"new worker {n} ready",)
     return steps
+
+
+def control_plane_steps(steps: list[Step]) -> list[Step]:
+    """The control-plane part of an upgrade's graph (its limit: how soon the control plane can be upgraded)."""
+    return [step for step in steps if "control plane" in step.name]
 
 
 def self_managed_delete(zones: int = 3, machines: int = 3 + 2 + 2 + 1) -> list[Step]:

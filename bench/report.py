@@ -247,6 +247,7 @@ def targets(results: dict[str, Any]) -> list[str]:
     if len(clusters) > 1:
         rows += cluster_targets(clusters)
     rows += latency_targets(results)
+    rows += upgrade_targets(results)
     if "noop" in measured_phases(runs):
         # Beyond the target's scope (the self-managed cluster): both demo clusters, EKS included.
         rows += [
@@ -490,6 +491,115 @@ def latency_section(results: dict[str, Any], charts: Path) -> list[str]:
     return out
 
 
+# --- the upgrade runs: ours on the simulator against the critical path ------------------------------------------------
+UPGRADE_GOAL = 1.3  # the issue's bound: a control-plane version upgrade within 1.3 x its critical path
+CONTROL_PLANE_TASK = "Reconcile the control-plane machines"
+WORKERS_TASK = "Reconcile the machine deployments"
+
+
+def task_span(tasks: list[list[Any]], name: str) -> tuple[float, float] | None:
+    """When the (last) task of that name started and ended, in seconds from the playbook's start."""
+    spans = [(t[3], t[3] + t[4]) for t in tasks if t[2].endswith(name)]
+    return spans[-1] if spans else None
+
+
+def upgrade_rows(upgrade: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per upgrade run: ours (the whole playbook, and until its control-plane machines were done) and the critical
+    path of both, with the ratios."""
+    rows = []
+    for number, run in enumerate(upgrade.get("runs", []), 1):
+        ours = run["upgrade"]
+        control_plane = task_span(ours.get("tasks", []), CONTROL_PLANE_TASK)
+        cp_done = control_plane[1] if control_plane else None
+        rows.append(
+            {
+                "run": number,
+                "rc": ours["rc"],
+                "ours": ours["wall"],
+                "critical": run["critical"],
+                "ours/critical": _ratio(ours["wall"], run["critical"]),
+                "ours cp": round(cp_done, 2) if cp_done is not None else None,
+                "critical cp": run["critical_control_plane"],
+                "ours/critical cp": _ratio(cp_done, run["critical_control_plane"]) if cp_done else None,
+                "requests": ours["requests"],
+                "mutating": ours["mutating"],
+                "changed": ours["changed"],
+                "joins": run["joins"],
+            }
+        )
+    return rows
+
+
+def upgrade_median(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("ours", "critical", "ours/critical", "ours cp", "critical cp", "ours/critical cp")
+    ok = [r for r in rows if r["rc"] == 0]
+    values = {k: [r[k] for r in ok if r[k] is not None] for k in keys}
+    return {k: _med(v) if v else None for k, v in values.items()}
+
+
+def upgrade_section(results: dict[str, Any]) -> list[str]:
+    upgrade = results.get("upgrade") or {}
+    rows = upgrade_rows(upgrade)
+    if not rows:
+        return [
+            "## Upgrade: ours against the critical path",
+            "",
+            "Not measured in this run (`--upgrade-runs 0`): no figures here.",
+            "",
+        ]
+    scale = upgrade["scale"]
+    median = upgrade_median(rows)
+    out = [
+        f"## Upgrade {upgrade['from']} -> {upgrade['to']}: ours against the critical path (simulator)",
+        "",
+        f"Ours alone (the peer playbook has no Kubernetes upgrade), {len(rows)} run{'s' if len(rows) != 1 else ''} "
+        f"({upgrade.get('date', '')}; `{upgrade.get('command', '')}`). Each run starts from an empty moto and "
+        "workload-cluster simulator (tools/kubesim: every instance boots from its user data, runs kubeadm join and a "
+        f"real etcd member), both at scale {scale:g}: the self-managed cluster (3 control-plane machines, md-0 with 2 "
+        "workers, addons) is created, then `site.yml` runs with the new `kubernetes_version` - the control plane one "
+        "machine at a time, then the workers (max_surge 1). The critical path is `bench/critical_path.py`'s upgrade "
+        "graph with each new machine's launch-to-Ready seconds as the simulator took them (its journal: the model's "
+        "EC2 launch, then boot, the node's AWS CLI fetching its user data - not time-scaled -, kubeadm join, etcd, "
+        "CNI) and the model's instance termination; drains count 0 s. So the ratio is what the reconciler adds: "
+        "polls, drains, etcd member moves, Ansible's start-up and the read-back.",
+        "",
+        "| run | ours s | critical path s | ours / critical path | control plane done s | its critical path s | "
+        "ours / critical path (control plane) | requests | mutating | changed | launch-to-Ready s (control plane; "
+        "workers) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        joins = "; ".join(", ".join(_fmt(j) for j in r["joins"][role]) for role in ("control-plane", "node"))
+        cells = [r[k] for k in ("ours", "critical", "ours/critical", "ours cp", "critical cp", "ours/critical cp")]
+        cells += [r["requests"], r["mutating"], r["changed"]]
+        status = "" if r["rc"] == 0 else f" (rc {r['rc']})"
+        out.append(f"| {r['run']}{status} | " + " | ".join(_fmt(c) for c in cells) + f" | {joins} |")
+    cells = [median[k] for k in ("ours", "critical", "ours/critical", "ours cp", "critical cp", "ours/critical cp")]
+    out.append("| median | " + " | ".join(_fmt(c) for c in cells) + " | | | | |")
+    out.append("")
+    return out
+
+
+def upgrade_targets(results: dict[str, Any]) -> list[str]:
+    rows = upgrade_rows(results.get("upgrade") or {})
+    if not rows:
+        return []
+    median = upgrade_median(rows)
+    where = f"simulator, scale {results['upgrade']['scale']:g}, median of {len(rows)}"
+    out = []
+    for label, key, ours, limit in (
+        ("control-plane version upgrade", "ours/critical cp", "ours cp", "critical cp"),
+        ("whole-cluster version upgrade (control plane, then workers)", "ours/critical", "ours", "critical"),
+    ):
+        ratio = median[key]
+        met = _yes(ratio is not None and ratio <= UPGRADE_GOAL)
+        out.append(
+            f"| {label} ≤ {UPGRADE_GOAL} × critical path ({where}) | {_fmt(median[ours])} s / "
+            f"{_fmt(median[limit])} s = {_fmt(ratio)} | {met} |"
+        )
+    return out
+
+
 # The issue's goals under the latency model: (phase, bound over the critical path, bound over the peer).
 LATENCY_GOALS = {"create": (1.2, 0.5), "delete": (1.2, None)}
 
@@ -586,6 +696,7 @@ def write(results: dict[str, Any], root: Path) -> None:
                 out += operation_rows(runs[0], phase)
         out += [""]
         out += latency_section(results, charts)
+    out += upgrade_section(results)
     workers = results.get("workers", [])
     if workers:
         plot_workers(series_ok(workers), charts / "scale-workers.png")

@@ -11,8 +11,17 @@ runs, each task's start and end per host from the task clock bench/callback_plug
 
 The create and delete phases of both sides run under the endpoint's AWS latency model (tools/moto_server.py fix 16)
 at ``--latency-scale`` (default 1/30 of AWS's time; 0 runs them with everything settling at once); the no-op and
-check phases and both scale series run with the model off, as they measure reads of what exists. There is no
-upgrade phase: the peer playbook has no control-plane upgrade to set ours against.
+check phases and both scale series run with the model off, as they measure reads of what exists.
+
+The upgrade runs (``--upgrade-runs``, ours alone: the peer playbook has no Kubernetes upgrade) need nodes that boot,
+join and run etcd: the workload-cluster simulator (tools/kubesim, ``make sim-deps``) runs beside moto at the same
+time scale as the latency model. Each run builds the self-managed cluster (3 control-plane machines, md-0 with 2
+workers, addons) and measures its upgrade from v1.31.2 to v1.32.0 - the control plane, then the workers - against
+the critical path of bench/critical_path.py with each new machine's launch-to-Ready time as the simulator took it
+(its journal), so that the ratio is what the reconciler adds.
+
+``--keep`` starts from the saved results.json and replaces only the sections this run measures (``--phases ''``,
+``--workers ''``, ``--clusters ''`` or ``--upgrade-runs 0`` skip theirs).
 """
 
 from __future__ import annotations
@@ -237,6 +246,123 @@ def sub(args: list[str], inv: Path) -> list[str]:
     return [a.replace("{inv}", str(inv)) for a in args]
 
 
+UPGRADE_FROM, UPGRADE_TO = "v1.31.2", "v1.32.0"
+
+
+class KubeSim:
+    """The workload-cluster simulator (tools/kubesim_ctl.py) watching ``moto``'s instances: it boots them."""
+
+    def __init__(self, out: Path, moto: Moto) -> None:
+        self.state = str(out / "kubesim")
+        self.ctl("stop")
+        self.ctl("start", "--moto", moto.url)
+        self.url = Path(self.state + ".url").read_text().strip()
+
+    def ctl(self, *args: str) -> str:
+        command = [PY, str(ROOT / "tools/kubesim_ctl.py"), args[0], "--state", self.state, *args[1:]]
+        done = subprocess.run(command, capture_output=True, text=True, check=args[0] != "stop")
+        return done.stdout
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer = response.read()
+        return json.loads(answer) if answer else None
+
+    def fresh(self, scale: float, inventory: Path, vars_file: Path) -> None:
+        """No cluster, no journal; ``scale`` as the time scale; the inventory's clusters watched."""
+        self.call("POST", "/reset")
+        self.call("POST", "/config", {"time_scale": scale})
+        self.ctl("register-inventory", "--inventory", str(inventory), "--vars", str(vars_file))
+
+    def journal(self, since: float) -> list[dict[str, Any]]:
+        return self.call("GET", f"/journal?since={since}")
+
+    def stop(self) -> None:
+        self.ctl("stop")
+
+
+def launch_to_ready(journal: list[dict[str, Any]], launch: float) -> dict[str, list[float]]:
+    """Each machine launched in the journal's window: seconds from its launch to its Node's Ready, per role
+    (``control-plane`` / ``node``), in launch order. EC2's launch is the latency model's (``launch``); the rest is
+    the simulator's boot, kubeadm join and CNI as its journal recorded them."""
+    running = {e["node"]: e for e in journal if e.get("event") == "instance-running"}
+    ready: dict[str, float] = {}
+    for e in journal:
+        if e.get("event") == "node-ready":
+            ready.setdefault(e["node"], e["time"])
+    joins: dict[str, list[float]] = {"control-plane": [], "node": []}
+    for node, event in sorted(running.items(), key=lambda item: item[1]["time"]):
+        if node in ready:
+            joins.setdefault(event.get("role_tag", ""), []).append(round(launch + ready[node] - event["time"], 2))
+    return joins
+
+
+def upgrade_inventory(path: Path, version: str) -> Path:
+    """The upgrade runs' cluster: the benchmark's self-managed cluster (no pool) with its addons (the CNI its
+    Nodes need to be Ready) at ``version``."""
+    spec = cluster_spec("demo", 2)
+    spec.update(kubernetes_version=version, addons={"enabled": True})
+    inventory = {
+        "capa_clusters": {
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+            "hosts": {"demo": {"capa_cluster": spec}},
+        }
+    }
+    path.write_text(json.dumps(inventory, indent=1))
+    return path
+
+
+def run_upgrades(moto: Moto, env: dict[str, str], out: Path, runs: int, scale: float) -> dict[str, Any]:
+    """Each run: empty moto and simulator, the cluster created at v1.31.2 (not measured against anything), then its
+    upgrade to v1.32.0 measured, with the critical path built from the launch-to-Ready times of its new machines."""
+    import critical_path
+
+    sim = KubeSim(out, moto)
+    results = []
+    try:
+        for run in range(1, runs + 1):
+            print(f"upgrade, run {run}/{runs}", flush=True)
+            before, after = out / "inventory-upgrade-from.yml", out / "inventory-upgrade-to.yml"
+            upgrade_inventory(before, UPGRADE_FROM)
+            upgrade_inventory(after, UPGRADE_TO)
+            extra = out / "kubesim-vars.json"
+            fresh(moto, out)
+            sim.fresh(scale, before, extra)
+            moto.set_latency(scale)
+            playbook = str(ROOT / "playbooks/site.yml")
+            create = measure(moto, env, ["-i", str(before), "-e", f"@{extra}", playbook], out / f"u{run}-create.log")
+            checked(create, "create ours")
+            since = time.time()
+            upgrade = measure(
+                moto, env, ["-i", str(after), "-e", f"@{extra}", playbook], out / f"u{run}-upgrade.log", timings=True
+            )
+            checked(upgrade, "upgrade ours")
+            joins = launch_to_ready(sim.journal(since), critical_path.LATENCIES[("instance", "launch")].seconds * scale)
+            with critical_path.scaled(scale):
+                steps = critical_path.self_managed_upgrade(
+                    len(joins["control-plane"]), len(joins["node"]), joins["control-plane"], joins["node"]
+                )
+                limit, chain = critical_path.critical_path(steps)
+                limit_cp, _ = critical_path.critical_path(critical_path.control_plane_steps(steps))
+            results.append(
+                {
+                    "create": create,
+                    "upgrade": upgrade,
+                    "joins": joins,
+                    "critical": round(limit, 2),
+                    "critical_control_plane": round(limit_cp, 2),
+                    "chain": chain,
+                }
+            )
+    finally:
+        sim.stop()
+    return {"scale": scale, "from": UPGRADE_FROM, "to": UPGRADE_TO, "runs": results}
+
+
 def fresh(moto: Moto, out: Path) -> None:
     """Empty moto and our local cluster state (PKI, status.json) with it: they describe the same clusters."""
     moto.reset_all()
@@ -277,10 +403,10 @@ def run_phases(
 
 def chosen_phases(text: str) -> list[str]:
     """``--phases``: a comma-separated subset of PHASES, run in PHASES' order (a no-op needs the create before it,
-    a delete something to delete: choose create with them)."""
+    a delete something to delete: choose create with them); empty: no phase runs."""
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in PHASES]
-    if unknown or not names:
+    if unknown or (not names and text.strip()):
         raise argparse.ArgumentTypeError(f"phases must be among {', '.join(PHASES)} (got {text!r})")
     return [phase for phase in PHASES if phase in names]
 
@@ -419,6 +545,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="2,20,100,200", help="worker counts for the machine series ('' skips)")
     parser.add_argument("--clusters", default="1,5,20", help="cluster counts for the parallel series ('' skips)")
     parser.add_argument("--series-runs", type=int, default=3, help="no-op runs per size in both series (default 3)")
+    parser.add_argument(
+        "--upgrade-runs",
+        type=int,
+        default=3,
+        help="upgrade runs on the workload-cluster simulator (default 3; 0 skips)",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the saved results of the sections this run does not measure"
+    )
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
     parser.add_argument("--report", action="store_true", help="only rewrite BENCHMARKS.md and plots from results")
     args = parser.parse_args(argv)
@@ -430,13 +565,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.latency_scale < 0:
             parser.error("--latency-scale must be >= 0")
         command = "python bench/run.py " + shlex.join(argv if argv is not None else sys.argv[1:])
-        results: dict[str, Any] = {"machine": machine(), "command": command.strip()}
-        results["latency"] = {"scale": args.latency_scale, "phases": [p for p in LATENCY_PHASES if p in args.phases]}
+        kept = json.loads(results_file.read_text()) if args.keep and results_file.exists() else None
+        results: dict[str, Any] = kept or {"machine": machine(), "command": command.strip()}
         moto = Moto(out)
         try:
             env = playbook_env(moto.url)
-            results["phases"] = run_phases(moto, env, out, args.runs, args.phases, args.latency_scale)
-            results_file.write_text(json.dumps(results, indent=1))
+            if args.phases:
+                # The machine and command at the top describe the phase runs (the upgrade runs carry their own).
+                results.update(machine=machine(), command=command.strip())
+                phases = [p for p in LATENCY_PHASES if p in args.phases]
+                results["latency"] = {"scale": args.latency_scale, "phases": phases}
+                results["phases"] = run_phases(moto, env, out, args.runs, args.phases, args.latency_scale)
+                results_file.write_text(json.dumps(results, indent=1))
+            if args.upgrade_runs:
+                scale = args.latency_scale or DEFAULT_LATENCY_SCALE  # the simulator's nodes need some time scale
+                results["upgrade"] = run_upgrades(moto, env, out, args.upgrade_runs, scale)
+                results["upgrade"].update(command=command.strip(), date=machine()["date"])
+                results_file.write_text(json.dumps(results, indent=1))
             if args.workers:
                 counts = [int(n) for n in args.workers.split(",")]
                 results["workers"] = run_workers(moto, env, out, counts, args.series_runs)

@@ -205,9 +205,71 @@ def test_write_takes_a_run_of_fewer_phases(tmp_path):
     assert not (tmp_path / report.CHARTS / "scale-workers.png").exists()
 
 
+# --- the upgrade runs ---------------------------------------------------------------------------------------------
+def upgrade_run(wall: float, cp_end: float, critical: float, critical_cp: float, rc: int = 0) -> dict:
+    tasks = [
+        ["demo", "clusterapi.aws.network", "clusterapi.aws.network : Reconcile the network", 0.5, 1.0, "ok"],
+        [
+            "demo",
+            "clusterapi.aws.control_plane",
+            f"clusterapi.aws.control_plane : {report.CONTROL_PLANE_TASK}",
+            2.0,
+            cp_end - 2.0,
+            "changed",
+        ],
+    ]
+    return {
+        "create": side(30),
+        "upgrade": dict(side(wall, tasks), rc=rc),
+        "joins": {"control-plane": [6.0, 6.2, 6.1], "node": [5.0, 5.1]},
+        "critical": critical,
+        "critical_control_plane": critical_cp,
+        "chain": [],
+    }
+
+
+def test_upgrade_section_sets_ours_against_the_measured_critical_path_and_judges_the_control_plane(tmp_path):
+    data = results()
+    runs = [upgrade_run(52, 30, 35, 23), upgrade_run(50, 29, 34, 23), upgrade_run(90, 80, 34, 23, rc=2)]
+    data["upgrade"] = {"scale": SCALE, "from": "v1.31.2", "to": "v1.32.0", "runs": runs, "date": "d", "command": "c"}
+    rows = report.upgrade_rows(data["upgrade"])
+    assert [r["ours/critical cp"] for r in rows] == [1.3, 1.26, 3.48]
+    median = report.upgrade_median(rows)  # the failed run is left out
+    assert median["ours"] == 51 and median["ours cp"] == 29.5 and median["ours/critical cp"] == 1.28
+    targets = report.upgrade_targets(data)
+    assert targets[0].startswith("| control-plane version upgrade ≤ 1.3 × critical path") and targets[0].endswith(
+        "| yes |"
+    )
+    assert targets[1].endswith("| **no** |")  # the whole upgrade: 51 / 34.5 = 1.48
+    report.write(data, tmp_path)
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Upgrade v1.31.2 -> v1.32.0: ours against the critical path (simulator)" in text
+    assert "| 3 (rc 2) | 90 |" in text and "| 6, 6.2, 6.1; 5, 5.1 |" in text
+
+
+def test_without_upgrade_runs_the_section_says_so(tmp_path):
+    report.write(results(), tmp_path)
+    assert "Not measured in this run (`--upgrade-runs 0`)" in (tmp_path / "BENCHMARKS.md").read_text()
+
+
+def test_launch_to_ready_pairs_each_launched_node_with_its_first_ready_per_role():
+    journal = [
+        {"event": "instance-running", "node": "a", "role_tag": "control-plane", "time": 10.0},
+        {"event": "instance-running", "node": "w", "role_tag": "node", "time": 11.0},
+        {"event": "node-ready", "node": "a", "time": 15.5},
+        {"event": "node-ready", "node": "a", "time": 19.0},  # Ready again later: the first one counts
+        {"event": "instance-running", "node": "b", "role_tag": "control-plane", "time": 20.0},
+        {"event": "node-ready", "node": "w", "time": 14.0},
+        {"event": "node-ready", "node": "b", "time": 26.0},
+        {"event": "instance-running", "node": "never", "role_tag": "node", "time": 21.0},
+    ]
+    assert run.launch_to_ready(journal, launch=0.4) == {"control-plane": [5.9, 6.4], "node": [3.4]}
+
+
 # --- run.py's pure helpers ----------------------------------------------------------------------------------------
 def test_chosen_phases_keep_the_run_order_and_refuse_unknown_names():
     assert run.chosen_phases("delete, create") == ["create", "delete"]
+    assert run.chosen_phases("") == []  # no phase run: the other sections alone
     with pytest.raises(Exception, match="phases must be among"):
         run.chosen_phases("create,upgrade")
 

@@ -73,8 +73,27 @@ def test_workers_join_after_the_first_control_plane_not_after_every_replica():
 
 def test_upgrade_replaces_one_control_plane_machine_at_a_time():
     per_machine = sec("instance", "launch") + sec("kubeadm", "join") + sec("instance", "terminate")
-    assert cp.critical_path(cp.self_managed_upgrade(control_plane=3))[0] == 3 * per_machine
-    assert cp.critical_path(cp.self_managed_upgrade(control_plane=5))[0] == 5 * per_machine
+    assert cp.critical_path(cp.self_managed_upgrade(control_plane=3, workers=0))[0] == 3 * per_machine
+    assert cp.critical_path(cp.self_managed_upgrade(control_plane=5, workers=0))[0] == 5 * per_machine
+    control_plane = cp.control_plane_steps(cp.self_managed_upgrade(control_plane=3, workers=2))
+    assert cp.critical_path(control_plane)[0] == 3 * per_machine
+
+
+def test_upgrade_workers_follow_the_control_plane_each_launched_once_the_one_before_is_ready():
+    """After the control plane, a worker's replacement is launched as soon as the one before it is Ready (the old
+    one's termination overlaps it); only the last old worker's termination is on the path."""
+    join = sec("instance", "launch") + sec("kubeadm", "join")
+    control_plane = 3 * (join + sec("instance", "terminate"))
+    total, chain = cp.critical_path(cp.self_managed_upgrade(control_plane=3, workers=4))
+    assert total == control_plane + 4 * join + sec("instance", "terminate")
+    assert chain[-2:] == ["new worker 4 ready", "old worker 4 terminated"]
+
+
+def test_upgrade_takes_measured_join_times_and_scales_the_table():
+    with cp.scaled(0.5):
+        steps = cp.self_managed_upgrade(control_plane=2, workers=1, joins=[10.0, 12.0], worker_joins=[8.0])
+    terminate = sec("instance", "terminate") * 0.5
+    assert cp.critical_path(steps)[0] == 10 + terminate + 12 + terminate + 8 + terminate
 
 
 def test_self_managed_delete_releases_addresses_after_their_nat_gateways():

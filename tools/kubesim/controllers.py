@@ -213,7 +213,7 @@ class ControllerManager:
             unknown = not alive and now - self._notready_since.get(name, now) >= grace
 
             def update(n: dict[str, Any], unknown: bool = unknown, runtime: Any = runtime) -> None:
-                ready = condition(n, "Ready")
+                was = (condition(n, "Ready") or {}).get("status")  # set_condition changes the dict in place
                 if unknown:
                     message = "Kubelet stopped posting node status."
                     for kind in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure"):
@@ -229,8 +229,12 @@ class ControllerManager:
                         ("PIDPressure", "KubeletHasSufficientPID"),
                     ):
                         set_condition(n, kind, "False", reason, f"kubelet has sufficient {kind[:-8].lower()}")
-                del ready
                 status = (condition(n, "Ready") or {}).get("status")
+                if status == "True" and was != "True":
+                    # When a machine became available to a reconciler: the benchmark's upgrade limit reads it.
+                    self.cluster.journal.record(
+                        "node", "node-ready", cluster=self.cluster.name, node=n["metadata"]["name"]
+                    )
                 taints = [t for t in n["spec"].get("taints") or [] if t.get("key") not in (NOT_READY, UNREACHABLE)]
                 if status == "False":
                     taints.append({"key": NOT_READY, "effect": "NoSchedule"})

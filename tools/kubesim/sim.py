@@ -46,7 +46,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "etcd_api_timeout": 40.0,
     "poll_interval": 0.2,
     # The instances are re-read when moto's state generation moved (GET /_capa/generation: some request that may
-    # change state arrived), when the registered clusters changed, and at the latest this often.
+    # change state arrived), when the registered clusters changed, while an instance is pending or shutting down
+    # (the AWS latency model moves it on by time alone), and at the latest this often.
     "full_poll_interval": 2.0,
     "quorum_interval": 0.2,
     "regions": ["us-east-1"],
@@ -63,6 +64,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "ccm_deletes_terminated_nodes": True,
     "apiserver_needs_quorum": True,
 }
+# EC2 states that end by themselves (under moto's latency model, tools/aws_latencies.py, after a time rather than on a
+# request): while an instance is in one, the instances are re-read every poll_interval, not when the generation moves.
+MOVING_STATES = ("pending", "shutting-down", "stopping")
 KNOB_KEYS = ("never_boot", "register_delay", "etcd_never_starts", "etcd_learner", "etcd_never_promoted")
 
 
@@ -167,6 +171,7 @@ class Simulator:
             self.knobs.clear()
             self.config = copy.deepcopy(DEFAULT_CONFIG)
         self._read_at = (None, (), 0.0)
+        self._moving = False  # the last read saw an instance in one of MOVING_STATES
         self.journal.clear()
 
     def stop(self) -> None:
@@ -260,11 +265,13 @@ class Simulator:
             and generation == last_generation
             and names == last_names
             and now - last_at < float(self.config["full_poll_interval"])
+            and not self._moving
         ):
             return  # nothing that could change an instance happened since the last read
         owner_tags = {n: owner_tags_of(c) for n, c in clusters.items()}
         wanted = sorted({t for tags in owner_tags.values() for t in tags})
         seen: set[str] = set()
+        moving = False
         for region in regions:
             pages = (
                 self.client("ec2", region)
@@ -275,6 +282,7 @@ class Simulator:
                 for reservation in page.get("Reservations", []):
                     for instance in reservation.get("Instances", []):
                         tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+                        moving = moving or instance.get("State", {}).get("Name") in MOVING_STATES
                         for name, cluster in clusters.items():
                             if any(tags.get(t) == "owned" for t in owner_tags[name]):
                                 seen.add(instance["InstanceId"])
@@ -291,6 +299,7 @@ class Simulator:
                 # The instance no longer exists at all (moto was reset): it is gone as if terminated.
                 self.power_off(cluster, runtime, "instance vanished", terminated=True)
         self._read_at = (generation, names, now)  # only a read that went through counts
+        self._moving = moving
 
     def observe(self, cluster: Cluster, instance: dict[str, Any], tags: dict[str, str], region: str) -> None:
         state = instance.get("State", {}).get("Name", "")

@@ -66,9 +66,12 @@ class Context:
         """Seconds left of the run's shared wait budget."""
         return max(0.0, self.wait_timeout - (self.clock() - self.started))
 
-    def wait_for(self, what: str, limit: float = 0.0, backoff: Backoff = POLL) -> Wait:
-        """A wait of this run (:mod:`.waiting`): paced by ``backoff``, within the run's budget and ``limit``."""
-        return Wait(what, self.remaining, self.progress, limit, backoff, self.clock, self.sleep)
+    def wait_for(
+        self, what: str, limit: float = 0.0, backoff: Backoff = POLL, sleep: Callable[[float], None] | None = None
+    ) -> Wait:
+        """A wait of this run (:mod:`.waiting`): paced by ``backoff``, within the run's budget and ``limit``;
+        ``sleep`` pauses it instead of the run's own (one that may end early: a watch that sees the change)."""
+        return Wait(what, self.remaining, self.progress, limit, backoff, self.clock, sleep or self.sleep)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)

@@ -136,12 +136,14 @@ def wait_until(
     delay: float = POLL.cap,
     failed: Callable[[Any], str | None] | None = None,
     state: Callable[[Any], str | None] | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> Any:
     """Poll ``describe`` until ``done`` holds, within the run's remaining budget; ``delay`` is the longest pause
     between two polls (the first ones are shorter: :class:`Backoff`). ``failed`` names a state that will never
     become done (the wait fails at once, with that reason); ``state`` says in a word or two what a poll saw, for
-    the progress reports (``CREATING``)."""
-    waiting = ctx.wait_for(what, backoff=Backoff(cap=delay))
+    the progress reports (``CREATING``); ``sleep`` pauses between polls instead of the run's own sleep (one that
+    returns early when a watch sees a change: the next poll then comes at once)."""
+    waiting = ctx.wait_for(what, backoff=Backoff(cap=delay), sleep=sleep)
     while True:
         observed = describe()
         if done(observed):

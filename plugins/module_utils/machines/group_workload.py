@@ -266,10 +266,30 @@ class GroupWorkload:
                 f"{names} to join the cluster",
                 JOIN_POLL,
                 state=still_joining,
+                sleep=lambda seconds: self._until_nodes_change(waiting, seconds),
             )
         except ReconcileError as e:
             detail = "; ".join(f"{m.name}: {_why(m)}" for m in waiting if m.joining)
             raise ReconcileError(f"{e} ({detail})" if detail else str(e)) from None
+
+    def _until_nodes_change(self, waiting: list[Machine], seconds: float) -> None:
+        """A pause of the join wait: a watch of the Nodes, over as soon as a Node of ``waiting`` is added or changes
+        (a Node turning Ready is seen at once, as Cluster API's watches see it, not at the next poll), at most
+        ``seconds``; without an API that answered, or when the watch ends early without such a change, the rest of
+        the pause is slept."""
+        started = self.ctx.clock()
+        api = self.access.api if self.access is not None and self.reachable else None
+        if api is not None:
+            nodes = {m.private_dns_name for m in waiting if m.private_dns_name}
+
+            def wanted(node: dict[str, Any]) -> bool:
+                return (node.get("metadata") or {}).get("name") in nodes
+
+            if nodes and api.watch_for("/api/v1/nodes", "k8s:WatchNodes", wanted, seconds):
+                return
+        left = seconds - (self.ctx.clock() - started)
+        if left > 0:
+            self.ctx.sleep(left)
 
     # the control plane's guard (KCP) ---------------------------------------------------------------------------
     def guard(self, step: Step, machines: list[Machine]) -> None:

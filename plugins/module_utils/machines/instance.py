@@ -746,23 +746,30 @@ class GroupRun:
         return all(m.updated for m in live) and len(live) == self.spec.replicas
 
     def _apply(self, step: Step) -> None:
-        # Removals first: the group then never exceeds replicas + max_surge, even for a moment.
+        # Removals start first (drained, terminated): the group's pending and running instances then never exceed
+        # replicas + max_surge, even for a moment. A control plane waits for them to be gone before it launches
+        # (KubeadmControlPlane scales up only without a deleting machine); a worker group launches while they
+        # shut down (a MachineSet counts no deleting machine), and waits for both in the same run.
         departures = self.cluster.retire(step.delete, self.machines)
         sick = [d for d in departures if d.machine.unhealthy]
         if sick:
             reason = "unhealthy: " + "; ".join(f"{d.machine.name} {d.machine.unhealthy}" for d in sick)
-            _remove(self.ctx, self.cluster, self.registrations, sick, reason)
+            _start_removal(self.ctx, self.cluster, self.registrations, sick, reason)
         healthy = [d for d in departures if not d.machine.unhealthy]
         expiring = [d for d in healthy if d.machine.certificates_due]
         if expiring:
-            _remove(self.ctx, self.cluster, self.registrations, expiring, expiring[0].machine.certificates_due)
+            _start_removal(self.ctx, self.cluster, self.registrations, expiring, expiring[0].machine.certificates_due)
         rest = [d for d in healthy if not d.machine.certificates_due]
-        _remove(self.ctx, self.cluster, self.registrations, rest, "outdated or beyond replicas")
+        _start_removal(self.ctx, self.cluster, self.registrations, rest, "outdated or beyond replicas")
+        if self.spec.control_plane:
+            _finish_removal(self.ctx, self.cluster, departures)
         # The result lists what stays; machines found leaving at the start are still reported.
         gone = {id(m) for m in step.delete}
         self.machines = [m for m in self.machines if id(m) not in gone]
         for _launch in range(step.create):
             self.machines.append(self._launch())
+        if not self.spec.control_plane:
+            _finish_removal(self.ctx, self.cluster, departures)
 
     def _launch(self) -> Machine:
         ctx, spec, machine_spec = self.ctx, self.spec, self.spec.machine
@@ -936,6 +943,14 @@ def _remove(
 ) -> None:
     """Deregister, remove the etcd members, terminate, and - once the instances are gone - delete their Nodes
     and bootstrap entries."""
+    _start_removal(ctx, cluster, regs, departures, reason)
+    _finish_removal(ctx, cluster, departures)
+
+
+def _start_removal(
+    ctx: Context, cluster: GroupWorkload, regs: Registrations, departures: list[Departure], reason: str
+) -> None:
+    """Deregistered from the load balancers, etcd members removed, ``TerminateInstances`` asked."""
     if not departures:
         return
     machines = [d.machine for d in departures]
@@ -943,6 +958,13 @@ def _remove(
         regs.deregister(ctx, machine)
     cluster.release(departures)
     _terminate(ctx, machines, reason)
+
+
+def _finish_removal(ctx: Context, cluster: GroupWorkload, departures: list[Departure]) -> None:
+    """Once the instances are gone (one wait for all of them): their Nodes and bootstrap entries deleted."""
+    if not departures:
+        return
+    machines = [d.machine for d in departures]
     waits = [m for m in machines if not m.leaving and not is_placeholder(m.id)]
     if waits and ctx.wait and not ctx.check_mode:
         _wait_for(ctx, waits, lambda s: s == "terminated", "to terminate")

@@ -595,19 +595,31 @@ def plan_step(
     are removed only as far as availability allows (unavailable outdated ones can always go). ``one_at_a_time``
     is the control-plane rule (KubeadmControlPlane): one machine per step - a removal alone, else a single launch,
     and a launch only when every new machine is available.
+
+    Without ``one_at_a_time`` the machines a step removes no longer count against the surge: the same step
+    launches their replacements (a MachineSet counts no deleting machine), which the caller starts once their
+    termination has been asked for, so the group's pending and running instances stay within the bound.
     """
     live = [m for m in machines if not m.leaving]
     new = [m for m in live if m.updated]
     old = [m for m in live if not m.updated]
-    step = Step()
-    if old:
-        step.create = max(0, min(replicas + max_surge - len(live), replicas - len(new)))
-    else:
-        step.create = max(0, replicas - len(new))
+    step = Step(create=_launches(replicas, max_surge, live, new, bool(old)))
     if one_at_a_time:
         step.create = min(step.create, 0 if any(not m.available for m in new) else 1)
         return _one_change(_plan_removals(step, live, new, old, replicas, max_unavailable, policy, rng, True))
-    return _plan_removals(step, live, new, old, replicas, max_unavailable, policy, rng, False)
+    step = _plan_removals(step, live, new, old, replicas, max_unavailable, policy, rng, False)
+    if step.delete:
+        going = {id(m) for m in step.delete}
+        staying = [m for m in live if id(m) not in going]
+        step.create = _launches(replicas, max_surge, staying, [m for m in new if id(m) not in going], bool(old))
+    return step
+
+
+def _launches(replicas: int, max_surge: int, live: Sequence[Machine], new: Sequence[Machine], rolling: bool) -> int:
+    """New machines a step may launch: up to ``replicas`` up-to-date ones, within the surge while rolling."""
+    if rolling:
+        return max(0, min(replicas + max_surge - len(live), replicas - len(new)))
+    return max(0, replicas - len(new))
 
 
 def _one_change(step: Step) -> Step:

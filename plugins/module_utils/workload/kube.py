@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import json
 import ssl
+import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -105,6 +106,7 @@ class KubeApi:
         self._ssl_context: ssl.SSLContext | None = None
         self._pool: urllib3.PoolManager | None = None
         self._resources: dict[str, dict[str, Any]] = {}
+        self.listed: dict[str, str] = {}  # path -> the resourceVersion of its last list (where a watch starts)
 
     @property
     def ssl_context(self) -> ssl.SSLContext:
@@ -154,7 +156,54 @@ class KubeApi:
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
+                self.listed[path] = (page.get("metadata") or {}).get("resourceVersion") or ""
                 return items
+
+    def watch_for(self, path: str, name: str, wanted: Callable[[dict[str, Any]], bool], seconds: float) -> bool:
+        """Follow a watch of ``path`` from its last list's resourceVersion for up to ``seconds``: True as soon as an
+        event carries an object ``wanted`` says changed, False when the time runs out first - or when the path was
+        never listed or the watch breaks (410 Gone, a dropped stream, an API that refuses it): the caller then
+        polls at its own pace, as it would without a watch. One counted request (``name``)."""
+        version = self.listed.get(path)
+        if not version or seconds <= 0:
+            return False
+        pool = self.pool
+        self.count(name)
+        query = {"watch": "1", "resourceVersion": version, "timeoutSeconds": str(max(1, int(seconds + 0.999)))}
+        url = f"{self.target.url.rstrip('/')}{path}?{urllib.parse.urlencode(query)}"
+        headers = {"Accept": "application/json", **({"Authorization": f"Bearer {self.token}"} if self.token else {})}
+        deadline = time.monotonic() + seconds
+        try:
+            response = pool.request(
+                "GET",
+                url,
+                headers=headers,
+                preload_content=False,
+                timeout=urllib3.Timeout(connect=self.timeout, read=max(seconds, 0.05)),
+                retries=False,
+            )
+        except (urllib3.exceptions.HTTPError, ssl.SSLError, OSError):
+            return False
+        try:
+            if response.status != 200:
+                return False
+            pending = b""
+            for chunk in response.stream(2**16):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    event = json.loads(line) if line.strip() else {}
+                    if event.get("type") == "ERROR":
+                        return False  # 410 Gone: the version is too old to follow
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and wanted(event.get("object") or {}):
+                        return True
+                if time.monotonic() >= deadline:
+                    return False
+        except (urllib3.exceptions.HTTPError, ssl.SSLError, OSError, ValueError):
+            return False  # the read timed out (nothing wanted came), the stream broke or carried no JSON
+        finally:
+            response.close()  # an unfinished stream is not handed back to the pool
+        return False
 
     # builtins.list: inside this class, ``list`` names the method above.
     def nodes(self) -> builtins.list[dict[str, Any]]:

@@ -107,6 +107,35 @@ def test_max_surge_0_takes_one_machine_away_before_its_replacement_comes(account
     assert {i["InstanceType"] for i in live(account)} == {"t3.xlarge"}
 
 
+class Timeline(Run):
+    """A Run that also records the DescribeInstances naming instances (launch and termination waits)."""
+
+    def _record(self, call: str, params: dict[str, Any]) -> None:
+        if call in MUTATING or (call == "ec2:DescribeInstances" and params.get("InstanceIds")):
+            self.sent.append((call, params))
+
+
+def test_a_worker_rollout_launches_the_replacement_before_it_waits_for_the_old_machine_to_go(account):
+    """A MachineSet counts no deleting machine: once the old machine's termination is asked for, its replacement
+    is launched, and only then does the run wait for the old instance to be terminated - so the pending and running
+    instances stay within replicas + max_surge while the termination and the boot overlap."""
+    Run(group(account, replicas=2))
+    rollout = Timeline(
+        group(account, replicas=2, instance_type="t3.xlarge", rollout={"max_surge": 0, "max_unavailable": 1})
+    )
+    sent = [(call, params) for call, params in rollout.sent if call != "ec2:CreateTags"]
+    for index, (call, params) in enumerate(sent):
+        if call != "ec2:TerminateInstances":
+            continue
+        (old,) = params["InstanceIds"]
+        assert sent[index + 1][0] == "ec2:RunInstances"
+        first_wait = next(
+            i for i, (c, p) in enumerate(sent) if c == "ec2:DescribeInstances" and old in p["InstanceIds"]
+        )
+        assert first_wait > index + 1
+    assert {i["InstanceType"] for i in live(account)} == {"t3.xlarge"}
+
+
 def test_scale_in_removes_a_machine_that_is_not_available_first_whatever_the_policy(account):
     Run(group(account, replicas=3))
     ec2 = boto3.client("ec2", region_name=REGION, **CREDENTIALS)

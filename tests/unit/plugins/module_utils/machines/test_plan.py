@@ -183,8 +183,22 @@ def test_a_surge_rollout_launches_before_it_removes():
 
 
 def test_an_unavailable_rollout_removes_before_it_launches():
+    # The removal and its replacement are one step (a MachineSet counts no deleting machine); the caller asks for
+    # the termination before the launch.
     history = simulate(3, 0, 1, outdated(3))[1]
-    assert history[0][:2] == (0, 1)
+    assert history[0][:2] == (1, 1)
+
+
+def test_a_removal_frees_its_surge_for_a_launch_in_the_same_step():
+    new = [m("new1", "a", launched="9")]
+    step = plan_step([*outdated(2), *new], 2, 1, 0, "Oldest", random.Random(0))
+    assert [x.name for x in step.delete] == ["old0"] and step.create == 1
+
+
+def test_a_control_plane_step_removes_alone():
+    new = [m("new1", "a", launched="9")]
+    step = plan_step([*outdated(3), *new], 3, 1, 0, "Oldest", random.Random(0), one_at_a_time=True)
+    assert len(step.delete) == 1 and step.create == 0
 
 
 def test_rollout_ends_spread_over_zones():
@@ -226,7 +240,7 @@ def test_stopped_outdated_machines_go_at_once():
     machines = [m("old1", state="stopped", updated=False), m("old2", updated=False)]
     step = plan_step(machines, 2, 1, 0, "Oldest", random.Random(0))
     assert [x.name for x in step.delete] == ["old1"]
-    assert step.create == 1
+    assert step.create == 2  # old2 and the two new ones: replicas + max_surge pending or running
 
 
 def test_scale_in_during_a_rollout_converges():
