@@ -399,3 +399,40 @@ def test_the_node_list_travels_to_the_next_run_until_a_write(aws, kubesim):
     Operations(check_mode=False).call(third, "cordon", resource=node, reason="drain", node=node)
     third.nodes()  # after its own write a run asks again
     assert third_calls == ["k8s:PatchNode", "k8s:ListNodes"]
+
+
+def test_a_node_watch_ends_at_the_change_it_waits_for_and_otherwise_at_its_pause(aws, kubesim):
+    """KubeApi.watch_for, the pause of a join wait: from the last list's resourceVersion it follows the API server's
+    watch of the Nodes, returns True as soon as a wanted Node changes (here a label added, as a Node turning Ready
+    changes it), ignores other events, and returns False when its time is up - or at once, without a request, when
+    the path was never listed (there is no version to start from)."""
+    import threading
+    import time
+
+    sim, pki = boot(aws, kubesim)
+    calls: list[str] = []
+    api = api_for(sim, pki, calls)
+    assert api.watch_for("/api/v1/nodes", "k8s:WatchNodes", lambda node: True, 2.0) is False
+    assert calls == []  # never listed: nothing to watch from
+    (node,) = [n["metadata"]["name"] for n in api.nodes()]
+    core = client.CoreV1Api(sim.api_client())
+
+    def label_later() -> None:
+        time.sleep(0.5)
+        core.patch_node(node, {"metadata": {"labels": {"clusterapi.aws/test": "watched"}}})
+
+    def named(name: str):
+        return lambda obj: (obj.get("metadata") or {}).get("name") == name
+
+    changer = threading.Thread(target=label_later)
+    started = time.monotonic()
+    changer.start()
+    assert api.watch_for("/api/v1/nodes", "k8s:WatchNodes", named(node), 10.0) is True
+    changer.join()
+    assert time.monotonic() - started < 5.0  # the change ended the watch, not its 10 s
+    assert calls == ["k8s:ListNodes", "k8s:WatchNodes"]
+
+    api.nodes()  # a fresh version: the label change is behind it
+    started = time.monotonic()
+    assert api.watch_for("/api/v1/nodes", "k8s:WatchNodes", named("ip-10-9-9-9.ec2.internal"), 1.5) is False
+    assert 1.0 <= time.monotonic() - started < 4.0  # its pause, then the poll goes on as before
