@@ -219,7 +219,8 @@ demo-down:
 
 # --- benchmark (not part of `make test`) -------------------------------------------------------
 # The create and delete phases of both sides run under the endpoint's AWS latency model at this scale (1/30 of AWS's
-# time; 0 turns the model off). BENCH_ARGS: more bench/run.py options (--runs, --phases, --workers, --clusters ...).
+# time; 0 turns the model off). BENCH_ARGS: more bench/run.py options (--runs, --phases, --workers, --clusters,
+# --upgrade-runs, --keep ...). The upgrade runs boot their machines on the workload-cluster simulator (sim-deps).
 BENCH_LATENCY_SCALE ?= 0.0333
 BENCH_ARGS ?=
 bench: venv collection sim-deps

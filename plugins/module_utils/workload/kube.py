@@ -171,7 +171,7 @@ class KubeApi:
         self.count(name)
         query = {"watch": "1", "resourceVersion": version, "timeoutSeconds": str(max(1, int(seconds + 0.999)))}
         url = f"{self.target.url.rstrip('/')}{path}?{urllib.parse.urlencode(query)}"
-        headers = {"Accept": "application/json", **({"Authorization": f"Bearer {self.token}"} if self.token else {})}
+        headers = self._headers(None)
         deadline = time.monotonic() + seconds
         try:
             response = pool.request(
@@ -317,11 +317,7 @@ class KubeApi:
         self.count(name)
         if method != "GET" and self.shared is not None:
             self.shared.note_write()
-        headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+        headers = self._headers(content_type)
         url = self.target.url.rstrip("/") + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -339,6 +335,14 @@ class KubeApi:
         if not 200 <= response.status < 300:
             raise _remote_error(response.status, response.reason, response.data)
         return json.loads(response.data) if response.data else {}
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
 
 
 class PlannedApi:
