@@ -412,7 +412,7 @@ def test_a_node_watch_ends_at_the_change_it_waits_for_and_otherwise_at_its_pause
     sim, pki = boot(aws, kubesim)
     calls: list[str] = []
     api = api_for(sim, pki, calls)
-    assert api.watch_for("/api/v1/nodes", "k8s:WatchNodes", lambda node: True, 2.0) is False
+    assert api.watch_for("/api/v1/nodes", "k8s:WatchNodes", lambda _kind, _node: True, 2.0) is False
     assert calls == []  # never listed: nothing to watch from
     (node,) = [n["metadata"]["name"] for n in api.nodes()]
     core = client.CoreV1Api(sim.api_client())
@@ -422,7 +422,7 @@ def test_a_node_watch_ends_at_the_change_it_waits_for_and_otherwise_at_its_pause
         core.patch_node(node, {"metadata": {"labels": {"clusterapi.aws/test": "watched"}}})
 
     def named(name: str):
-        return lambda obj: (obj.get("metadata") or {}).get("name") == name
+        return lambda _kind, obj: (obj.get("metadata") or {}).get("name") == name
 
     changer = threading.Thread(target=label_later)
     started = time.monotonic()

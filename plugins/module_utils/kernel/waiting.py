@@ -128,6 +128,17 @@ class Wait:
         )
 
 
+def watched_sleep(ctx: Context, seconds: float, watch: Callable[[float], bool]) -> None:
+    """A pause that a watch may end early: ``watch(seconds)`` follows what the wait is for and says whether it saw
+    it; if not (its time ran out, or it could not watch), the rest of the pause is slept."""
+    started = ctx.clock()
+    if watch(seconds):
+        return
+    left = seconds - (ctx.clock() - started)
+    if left > 0:
+        ctx.sleep(left)
+
+
 def wait_until(
     describe: Callable[[], Any],
     done: Callable[[Any], bool],

@@ -30,7 +30,7 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.operations import is_placeholder
 from ..kernel.options import Option, argument_spec
-from ..kernel.waiting import wait_until
+from ..kernel.waiting import wait_until, watched_sleep
 from ..kubeadm import bootstrap_tokens as tokens
 from ..kubeadm.cloud_init import cluster_configuration_version, normalise_version, with_kubernetes_version
 from ..kubeadm.pki import ClusterPki
@@ -275,21 +275,17 @@ class GroupWorkload:
     def _until_nodes_change(self, waiting: list[Machine], seconds: float) -> None:
         """A pause of the join wait: a watch of the Nodes, over as soon as a Node of ``waiting`` is added or changes
         (a Node turning Ready is seen at once, as Cluster API's watches see it, not at the next poll), at most
-        ``seconds``; without an API that answered, or when the watch ends early without such a change, the rest of
-        the pause is slept."""
-        started = self.ctx.clock()
+        ``seconds``; without an API that answered the pause is slept."""
         api = self.access.api if self.access is not None and self.reachable else None
-        if api is not None:
-            nodes = {m.private_dns_name for m in waiting if m.private_dns_name}
+        nodes = {m.private_dns_name for m in waiting if m.private_dns_name}
 
-            def wanted(node: dict[str, Any]) -> bool:
-                return (node.get("metadata") or {}).get("name") in nodes
+        def wanted(_kind: str, node: dict[str, Any]) -> bool:
+            return (node.get("metadata") or {}).get("name") in nodes
 
-            if nodes and api.watch_for("/api/v1/nodes", "k8s:WatchNodes", wanted, seconds):
-                return
-        left = seconds - (self.ctx.clock() - started)
-        if left > 0:
-            self.ctx.sleep(left)
+        def watch(pause: float) -> bool:
+            return bool(api is not None and nodes and api.watch_for("/api/v1/nodes", "k8s:WatchNodes", wanted, pause))
+
+        watched_sleep(self.ctx, seconds, watch)
 
     # the control plane's guard (KCP) ---------------------------------------------------------------------------
     def guard(self, step: Step, machines: list[Machine]) -> None:

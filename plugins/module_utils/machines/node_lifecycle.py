@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
-from ..kernel.waiting import Backoff
+from ..kernel.waiting import Backoff, watched_sleep
 from ..workload.etcd import Etcd, EtcdStatus
 from ..workload.kube import KubeApi
 from ..workload.observe import NodeView
@@ -81,9 +81,26 @@ def drain_node(
             _evict(ctx, api, pod, why)
             outcome.evicted.append(f"{pod.namespace}/{pod.name}")
         return outcome
-    waiting = ctx.wait_for(f"node {node.name} to drain", limit=timeout, backoff=DRAIN_RETRY)
     pending = {(p.namespace, p.name): p for p in pods}
     evicted: set[tuple[str, str]] = set()
+    selector = f"spec.nodeName={node.name}"
+
+    def left_the_node(kind: str, pod: dict[str, Any]) -> bool:
+        metadata = pod.get("metadata") or {}
+        key = (metadata.get("namespace", ""), metadata.get("name", ""))
+        return kind == "DELETED" and key in evicted and key in pending
+
+    def watch(seconds: float) -> bool:
+        # Between rounds, a watch of the Node's pods: an evicted pod that goes ends the pause (refused evictions
+        # are still asked again at DRAIN_RETRY's pace).
+        return bool(evicted & pending.keys()) and api.watch_pods(left_the_node, seconds, field_selector=selector)
+
+    waiting = ctx.wait_for(
+        f"node {node.name} to drain",
+        limit=timeout,
+        backoff=DRAIN_RETRY,
+        sleep=lambda seconds: watched_sleep(ctx, seconds, watch),
+    )
     while pending:
         for key, pod in pending.items():
             if key not in evicted and _evict(ctx, api, pod, why):
@@ -92,7 +109,7 @@ def drain_node(
         # One read per round: an evicted pod is waited for until it is gone, a refused one is asked again.
         on_node = {
             ((p.get("metadata") or {}).get("namespace", ""), (p.get("metadata") or {}).get("name", ""))
-            for p in api.pods(field_selector=f"spec.nodeName={node.name}")
+            for p in api.pods(field_selector=selector)
         }
         pending = {key: pod for key, pod in pending.items() if key in on_node}
         if not pending:

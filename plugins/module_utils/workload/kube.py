@@ -156,21 +156,25 @@ class KubeApi:
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
-                self.listed[path] = (page.get("metadata") or {}).get("resourceVersion") or ""
+                self.listed[_listed_key(path, query)] = (page.get("metadata") or {}).get("resourceVersion") or ""
                 return items
 
-    def watch_for(self, path: str, name: str, wanted: Callable[[dict[str, Any]], bool], seconds: float) -> bool:
-        """Follow a watch of ``path`` from its last list's resourceVersion for up to ``seconds``: True as soon as an
-        event carries an object ``wanted`` says changed, False when the time runs out first - or when the path was
-        never listed or the watch breaks (410 Gone, a dropped stream, an API that refuses it): the caller then
-        polls at its own pace, as it would without a watch. One counted request (``name``)."""
-        version = self.listed.get(path)
+    def watch_for(
+        self, path: str, name: str, wanted: Callable[[str, dict[str, Any]], bool], seconds: float, **query: str
+    ) -> bool:
+        """Follow a watch of ``path`` (with the selectors ``query`` of its list) from that list's last
+        resourceVersion for up to ``seconds``: True as soon as an event is one ``wanted(type, object)`` waits for,
+        False when the time runs out first - or when that list was never read or the watch breaks (410 Gone, a
+        dropped stream, an API that refuses it): the caller then polls at its own pace, as it would without a
+        watch. One counted request (``name``)."""
+        version = self.listed.get(_listed_key(path, query))
         if not version or seconds <= 0:
             return False
         pool = self.pool
         self.count(name)
-        query = {"watch": "1", "resourceVersion": version, "timeoutSeconds": str(max(1, int(seconds + 0.999)))}
-        url = f"{self.target.url.rstrip('/')}{path}?{urllib.parse.urlencode(query)}"
+        timeout = str(max(1, int(seconds + 0.999)))
+        watch = {**query, "watch": "1", "resourceVersion": version, "timeoutSeconds": timeout}
+        url = f"{self.target.url.rstrip('/')}{path}?{urllib.parse.urlencode(watch)}"
         headers = self._headers(None)
         deadline = time.monotonic() + seconds
         try:
@@ -195,7 +199,8 @@ class KubeApi:
                     event = json.loads(line) if line.strip() else {}
                     if event.get("type") == "ERROR":
                         return False  # 410 Gone: the version is too old to follow
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and wanted(event.get("object") or {}):
+                    kind = event.get("type") or ""
+                    if kind in ("ADDED", "MODIFIED", "DELETED") and wanted(kind, event.get("object") or {}):
                         return True
                 if time.monotonic() >= deadline:
                     return False
@@ -212,6 +217,17 @@ class KubeApi:
     def pods(self, namespace: str | None = None, **selectors: str) -> builtins.list[dict[str, Any]]:
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
         return self.list(path, "k8s:ListPods", **_selectors(selectors))
+
+    def watch_pods(
+        self,
+        wanted: Callable[[str, dict[str, Any]], bool],
+        seconds: float,
+        namespace: str | None = None,
+        **selectors: str,
+    ) -> bool:
+        """:meth:`watch_for` on the pods the same :meth:`pods` call listed last."""
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        return self.watch_for(path, "k8s:WatchPods", wanted, seconds, **_selectors(selectors))
 
     def secrets(self, namespace: str, **selectors: str) -> builtins.list[dict[str, Any]]:
         return self.list(f"/api/v1/namespaces/{namespace}/secrets", "k8s:ListSecrets", **_selectors(selectors))
@@ -360,6 +376,12 @@ class PlannedApi:
 
 
 _MERGE = "application/merge-patch+json"
+
+
+def _listed_key(path: str, query: dict[str, str]) -> str:
+    """Which list a watch continues: the path and its selectors (not its page size or continue token)."""
+    selectors = sorted((k, v) for k, v in query.items() if k not in ("limit", "continue"))
+    return f"{path}?{urllib.parse.urlencode(selectors)}"
 
 
 def _selectors(selectors: dict[str, str]) -> dict[str, str]:

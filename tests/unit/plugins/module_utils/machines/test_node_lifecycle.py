@@ -61,6 +61,7 @@ class FakeKube:
         self.leaving: dict[str, float] = {}  # pod -> when it is gone
         self.writes: list[str] = []
         self.reads = 0
+        self.watches = 0
         self.node = node
 
     # reads (KubeApi's surface the code uses)
@@ -75,6 +76,22 @@ class FakeKube:
         assert selectors == {"field_selector": f"spec.nodeName={NODE}"}, selectors
         self.reads += 1
         return self.pods_on_node()
+
+    def watch_pods(self, wanted: Any, seconds: float, namespace: str | None = None, **selectors: str) -> bool:
+        """The API server's watch of the Node's pods: it ends when a pod leaves (its DELETED event) that ``wanted``
+        waits for, else after ``seconds`` - the clock moves as long as the watch lasted."""
+        assert selectors == {"field_selector": f"spec.nodeName={NODE}"}, selectors
+        self.watches += 1
+        leaving = [
+            (gone_at, name)
+            for name, gone_at in self.leaving.items()
+            if name not in self.stuck and wanted("DELETED", self.on_node[name]) and gone_at <= self.time.now + seconds
+        ]
+        if not leaving:
+            self.time.sleep(seconds)
+            return False
+        self.time.sleep(max(0.0, min(leaving)[0] - self.time.now))
+        return True
 
     def get(self, path: str, name: str) -> dict[str, Any] | None:
         assert path == f"/api/v1/nodes/{NODE}" and name == "k8s:GetNode"
@@ -169,8 +186,10 @@ def test_refused_evictions_are_asked_again_paced_and_an_evicted_pod_is_waited_fo
         "evict web-2",
     ]
     assert outcome.evicted == ["default/web-1", "default/web-2"] and outcome.timed_out == []
-    # DRAIN_RETRY's pauses: short first, growing (0.5, 1, 2, ...), until web-2 was let go and terminated (2 s)
-    assert fake.slept == [0.5, 1.0, 2.0, 4.0]
+    # DRAIN_RETRY's pauses, short first and growing (0.5, 1, 2, 4), each a watch of the Node's pods that an evicted
+    # pod's leaving ends: web-1 left at 2 s (the third pause cut to 0.5 s; web-2 then evicted on its fourth ask),
+    # web-2 two seconds later (the fourth pause cut to 2 s) - the drain took 4 s, where polling alone took 7.5 s
+    assert fake.slept == [0.5, 1.0, 0.5, 2.0] and api.watches == 4
     # a refusal is not a change: the plan holds the cordon and one eviction per pod
     assert [p.call for p in ctx.ops.plan] == ["k8s:PatchNode", "k8s:CreateEviction", "k8s:CreateEviction"]
 
