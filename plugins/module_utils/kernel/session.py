@@ -8,6 +8,7 @@ Modules do not import this file; they use :mod:`capa` (the public facade).
 from __future__ import annotations
 
 import collections
+import functools
 from typing import Any, Callable, Mapping
 
 try:
@@ -15,6 +16,7 @@ try:
     import botocore.config
     import botocore.exceptions
     import botocore.loaders
+    import botocore.parsers
     import botocore.retries.standard
     import botocore.session
 except ImportError:
@@ -121,7 +123,26 @@ def _retry_decorator(operation: str, retries: int, consistency: bool = True) -> 
     extra = list(TRANSIENT_CODES)
     if consistency and not is_read_operation(operation):
         extra.extend(EVENTUAL_CONSISTENCY_CODES)
-    return AWSRetry.jittered_backoff(retries=retries, delay=1, max_delay=20, catch_extra_error_codes=extra)
+    backoff = AWSRetry.jittered_backoff(retries=retries, delay=1, max_delay=20, catch_extra_error_codes=extra)
+    if not is_read_operation(operation):
+        return backoff  # a write whose answer could not be read lost its answer: never resent blindly
+    return lambda call: backoff(_unreadable_as_internal_error(call, operation))
+
+
+def _unreadable_as_internal_error(call: Callable, operation: str) -> Callable:
+    """A read answered with something botocore cannot parse - an HTML 5xx page from a proxy or a failing server,
+    where AWS's own error would be XML or JSON - is a transient ``InternalError``: asked again like one, and
+    reported as one (not as a traceback) when the retries run out."""
+
+    @functools.wraps(call)
+    def read(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except botocore.parsers.ResponseParserError as e:
+            error = {"Error": {"Code": "InternalError", "Message": f"an answer that could not be read: {e}"}}
+            raise botocore.exceptions.ClientError(error, operation) from None
+
+    return read
 
 
 class RetryingClient:

@@ -163,6 +163,44 @@ class TestRetries:
             ec2.describe_vpcs(VpcIds=["vpc-12345678"])  # a NotFound answer to a read is final
         assert recorder.as_dict() == {"ec2:DescribeVpcs": 1}
 
+    def test_an_unreadable_answer_to_a_read_is_asked_again_and_to_a_write_is_not(self):
+        """A server's HTML error page (moto's own 500 page, a proxy's) makes botocore raise ResponseParserError, which
+        no retry of botocore's or AWSRetry's catches: a read takes it as a transient InternalError, a write (whose
+        answer is lost) raises it as it came. The answers come through botocore's real parser (a before-send hook
+        stands for the wire: Stubber hands over parsed answers)."""
+        from botocore.awsrequest import AWSResponse
+
+        class Raw:
+            def __init__(self, body: bytes) -> None:
+                self.body = body
+
+            def stream(self, *_args, **_kwargs):
+                yield self.body
+
+        html = b"<!doctype html><title>500 Internal Server Error</title><h1>Internal Server Error</h1>"
+        zones = (
+            b'<DescribeAvailabilityZonesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r'
+            b"</requestId><availabilityZoneInfo><item><zoneName>us-east-1a</zoneName></item></availabilityZoneInfo>"
+            b"</DescribeAvailabilityZonesResponse>"
+        )
+        answers = [(500, html), (500, html), (200, zones)]
+        session = boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name="us-east-1")
+        raw = session.client("ec2", config=_connection._client_config("test", None))
+        sent: list[str] = []
+
+        def wire(request, **_kwargs):
+            sent.append(request.url)
+            status, body = answers.pop(0) if answers else (500, html)
+            return AWSResponse(request.url, status, {}, Raw(body))
+
+        raw.meta.events.register("before-send.ec2", wire)
+        ec2 = RetryingClient(raw, retries=3)
+        assert [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]] == ["us-east-1a"]
+        assert len(sent) == 3
+        with pytest.raises(Exception, match="ResponseParserError|Unable to parse"):
+            ec2.create_vpc(CidrBlock="10.0.0.0/16")
+        assert len(sent) == 4  # the write went once
+
     def test_paginate_merges_pages(self):
         ec2, stubber, recorder = stubbed_ec2()
         stubber.add_response("describe_subnets", {"Subnets": [{"SubnetId": "subnet-1"}], "NextToken": "t"})
