@@ -9,6 +9,8 @@
 # also make no write to any Kubernetes API. DEMO_KUBESIM=0 runs on moto alone (no API server answers:
 # kubernetes_api's `auto` fallback), as `make floors` does.
 #
+# The account's IAM (playbooks/iam.yml) is bootstrapped first, as a user does once per account.
+#
 # Environment: VENV (default .venv), DEMO_INVENTORY (examples/inventory.yml),
 # DEMO_PLAYBOOK (playbooks/site.yml), DEMO_MOTO_STATE (.build/moto: the `make moto-start` server
 # is reused when running, otherwise one is started here and stopped on exit), DEMO_KUBESIM (1),
@@ -107,6 +109,11 @@ print_kept() {
 recap_changed() { # sum of changed=N over the PLAY RECAP lines of a log
     awk '/^PLAY RECAP/ {r=1; next} r && /changed=/ { for (i = 1; i <= NF; i++) if ($i ~ /^changed=/) { split($i, a, "="); s += a[2] } } END { print s + 0 }' "$1"
 }
+
+# Once per account, as a user starts (clusterawsadm bootstrap iam): CAPA's roles and instance profiles, among
+# them the nodes profile demo-eks's self-managed pool joins with. Not counted in the runs' requests.
+echo "=== demo: the account's IAM (ansible-playbook playbooks/iam.yml)"
+ansible-playbook playbooks/iam.yml 2>&1 | tee "$LOGDIR/iam.log"
 
 touch "$LOGDIR/run1.started"
 echo "=== demo: first run (ansible-playbook -i $INVENTORY $PLAYBOOK) against $URL"

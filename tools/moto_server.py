@@ -159,6 +159,12 @@ it more lenient than AWS)
     returns it; the environment variable ``CAPA_AWS_LATENCY_SCALE`` sets it at start, and ``/moto-api/reset`` returns to
     that. Fix 15's delay is the floor of an EKS cluster's modelled CREATING time.
 
+17. An instance launched from a launch template (``RunInstances`` with ``LaunchTemplate``, and an Auto Scaling
+    group's launches) carries the template's ``IamInstanceProfile`` on AWS; moto associates a profile only when the
+    ``RunInstances`` request itself names one, so an auto scaling group's instances had none. The template's profile
+    (by name or ARN) is now associated with every instance such a launch made, unless the request named its own.
+    (EC2 Fleet's launches still carry none: moto's fleet launches without the template.)
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -748,6 +754,7 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "service-quotas": _serve_service_quotas,
         "simulate-principal-policy": _serve_simulate_principal_policy,
         "iam-backends-on-demand": _fix_iam_backends_on_demand,
+        "launch-template-instance-profile": _fix_launch_template_instance_profile,
     }
     applied: list[str] = []
     for name, fix in fixes.items():
@@ -1386,6 +1393,36 @@ def _fix_iam_backends_on_demand() -> list[str]:
     iam.get_account_id_from = get_account_id_from
     iam.IAMBackend._init_aws_policies = _init_aws_policies
     return ["iam-backends-on-demand"]
+
+
+def _fix_launch_template_instance_profile() -> list[str]:
+    """Fix 17: instances launched from a launch template get the template's instance profile, as on AWS."""
+    from moto.ec2.models.instances import InstanceBackend
+
+    original = InstanceBackend.run_instances
+    if getattr(original, "_capa_template_profile", False):
+        return ["launch-template-instance-profile"]
+
+    def run_instances(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reservation = original(self, *args, **kwargs)
+        template = kwargs.get("launch_template")
+        named = kwargs.get("iam_instance_profile_name") or kwargs.get("iam_instance_profile_arn")
+        if not template or named:
+            return reservation
+        profile = self._get_template_from_args(template).data.get("IamInstanceProfile") or {}
+        if profile.get("Name") or profile.get("Arn"):
+            for instance in reservation.instances:
+                if instance.id not in self.iam_instance_profile_associations:
+                    self.associate_iam_instance_profile(
+                        instance_id=instance.id,
+                        iam_instance_profile_name=profile.get("Name"),
+                        iam_instance_profile_arn=profile.get("Arn"),
+                    )
+        return reservation
+
+    run_instances._capa_template_profile = True  # type: ignore[attr-defined]
+    InstanceBackend.run_instances = run_instances  # type: ignore[method-assign]
+    return ["launch-template-instance-profile"]
 
 
 # --------------------------------------------------------------------------------------

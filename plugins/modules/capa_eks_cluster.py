@@ -262,6 +262,17 @@ options:
     type: list
     elements: str
     default: []
+  node_instance_profiles:
+    description:
+      - Instance profiles of the cluster's self-managed nodes (machine pools). The role named like each profile
+        gets the node mapping, as a role of I(node_role_arns) does; this is how CAPA maps the instance profiles of
+        an EKS cluster's AWSMachinePools (C(clusterawsadm) and C(playbooks/iam.yml) name a profile and its role
+        alike). Without it, nodeadm on those nodes authenticates as a role the cluster does not know and the nodes
+        never join.
+      - Each role is read with C(iam:GetRole); a missing one is an error before any change.
+    type: list
+    elements: str
+    default: []
   output_dir:
     description: Directory of the cluster outputs; files go to C(<output_dir>/<cluster_name>/).
     type: path

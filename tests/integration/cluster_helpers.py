@@ -13,6 +13,9 @@ import yaml
 
 # moto's OIDC issuer cannot be reached for its CA certificate, so EKS specs name the thumbprint.
 OIDC_THUMBPRINT = "9e99a48a9960b14926bb7f3b02e22da2b0ab7280"
+# The account's IAM, as a user runs it once before the first cluster (examples/inventory.yml's EKS pool joins with
+# the nodes instance profile it creates).
+IAM_PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks/iam.yml"
 
 
 def write_inventory(

@@ -1,7 +1,12 @@
 """An EKS cluster's status through site.yml on the workload-cluster simulator: every EKS resource the spec makes -
-control plane, its IAM role, OIDC provider, managed node group, Fargate profile - is in ``status.json`` with CAPA's
-condition, the node group with its Ready Nodes (one Node list with a token signed in the run), in the run's summary,
-in the describe tree and in the topology picture. A status that left one of them out fails here.
+control plane, its IAM role, OIDC provider, managed node group, Fargate profile, self-managed pool - is in
+``status.json`` with CAPA's condition, the node group and the pool with their Ready Nodes (Node lists with a token
+signed in the run), in the run's summary, in the describe tree and in the topology picture. A status that left one of
+them out fails here.
+
+The pool's nodes join as the role of CAPA's nodes instance profile (the account's IAM bootstrapped first with
+playbooks/iam.yml, as a user does): the cluster's run maps that role in aws-auth, as CAPA maps the instance profiles of
+an EKS cluster's AWSMachinePools, and the pool's run waits for its Node, so the first run's status already counts it.
 
 The controller reaches the EKS endpoint through the simulator's HTTP CONNECT proxy (``capa_kubernetes_api``). The
 node group is created without waiting, the Fargate profile meanwhile, and the node group's Nodes are awaited after it.
@@ -13,7 +18,7 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree
 
-from cluster_helpers import eks_spec, write_inventory
+from cluster_helpers import IAM_PLAYBOOK, eks_spec, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
@@ -28,15 +33,33 @@ EKS_CONDITIONS = (
     "OIDCProviderReady",
 )
 SVG = "{http://www.w3.org/2000/svg}text"
+NODES_PROFILE = "nodes.cluster-api-provider-aws.sigs.k8s.io"
+POOL = {"name": "pool-0", "min_size": 1, "max_size": 2, "desired_capacity": 1, "iam_instance_profile": NODES_PROFILE}
 
 
 def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws, kubesim, run_playbook, tmp_path):
     kubesim.register(NAME, kind="eks")
-    spec = eks_spec(NAME, node_group={"scaling": {"min_size": 1, "max_size": 2, "desired_size": 2}})
+    assert run_playbook(IAM_PLAYBOOK).rc == 0
+    spec = eks_spec(
+        NAME, node_group={"scaling": {"min_size": 1, "max_size": 2, "desired_size": 2}}, machine_pools=[POOL]
+    )
     inventory = write_inventory(tmp_path, spec, extra_vars={"capa_kubernetes_api": {"proxy": kubesim.proxy}})
     result = run_playbook(SITE, inventory)
     assert result.rc == 0, result.describe()
     status = json.loads((tmp_path / "out" / NAME / "status.json").read_text())
+
+    # The pool's node joined as the nodes profile's role, which the cluster mapped; the run waited for its Node.
+    role = aws.client("iam").get_role(RoleName=NODES_PROFILE)["Role"]["Arn"]
+    joined = [e for e in kubesim.journal(cluster=NAME) if e.get("event") == "joined" and e.get("machine") == "pool-0"]
+    assert [e.get("role_arn") for e in joined] == [role], joined
+    pool = status["machine_pools"]["pool-0"]
+    assert (pool["kind"], pool["desired"], pool["in_service"], pool["nodes_ready"], pool["reason"]) == (
+        "asg",
+        1,
+        1,
+        1,
+        "ReplicasReady",
+    ), pool
 
     # A new cluster's node groups are created without waiting, the Fargate profile follows while they come up, and
     # their Nodes are awaited after it (EKS makes one Fargate profile at a time, node groups side by side).
@@ -66,6 +89,7 @@ def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws,
         "  EKS control plane: ACTIVE, Kubernetes 1.31 (Available)",
         "  node group ng-0: ACTIVE, 2 desired, 2/2 Nodes Ready",
         "  Fargate profile fp-0: ACTIVE",
+        "  pool-0 (asg pool): 1/1 in service, 1 Nodes Ready",
         f"  IAM role: {NAME}-iam-service-role (Available)",
         f"  OIDC provider: {eks['oidc_provider']}",
         "  not ready: none",
@@ -75,6 +99,7 @@ def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws,
         f"ControlPlane - AWSManagedControlPlane/{NAME}",
         "MachinePool - AWSManagedMachinePool/ng-0",
         "FargateProfile - AWSFargateProfile/fp-0",
+        "MachinePool - AWSMachinePool/pool-0",
         "IAMControlPlaneRolesReady",
         "OIDCProviderReady",
     ):

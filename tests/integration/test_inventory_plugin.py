@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cluster_helpers import write_inventory
+from cluster_helpers import IAM_PLAYBOOK, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
@@ -69,6 +69,7 @@ def demo(moto_server, tmp_path_factory) -> SimpleNamespace:
         aws = harness.AwsEnv(server=moto_server, env=env)
         specs = yaml.safe_load((REPO / "examples/inventory.yml").read_text())["capa_clusters"]["hosts"]
         inventory = write_inventory(tmp, *(host["capa_cluster"] for host in specs.values()))
+        harness.run_playbook_cmd(IAM_PLAYBOOK)
         harness.run_playbook_cmd(SITE, inventory=inventory)
         ec2 = aws.client("ec2")
         image = ec2.describe_images()["Images"][0]["ImageId"]

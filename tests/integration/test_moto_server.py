@@ -600,3 +600,45 @@ def test_latency_model_eks_deletes_stay_deleting_for_their_scaled_time(aws, late
     eks.create_cluster(name="quick", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]})
     eks.delete_cluster(name="quick")
     assert eks.list_clusters()["clusters"] == []
+
+
+def test_instances_launched_from_a_launch_template_carry_its_instance_profile(aws):
+    """Fix 17: an auto scaling group's instances (and a RunInstances with a template) get the template's instance
+    profile, as on AWS; a profile the request names itself wins."""
+    iam, ec2, asg = aws.client("iam"), aws.client("ec2"), aws.client("autoscaling")
+    trust = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
+    )
+    arns = {}
+    for name in ("pool-nodes", "other"):
+        iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust)
+        arns[name] = iam.create_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Arn"]
+        iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=name)
+    image = ec2.describe_images(Owners=[CANONICAL_OWNER])["Images"][0]["ImageId"]
+    template = ec2.create_launch_template(
+        LaunchTemplateName="pool",
+        LaunchTemplateData={"ImageId": image, "InstanceType": "t3.micro", "IamInstanceProfile": {"Name": "pool-nodes"}},
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    zone = ec2.describe_availability_zones()["AvailabilityZones"][0]["ZoneName"]
+    asg.create_auto_scaling_group(
+        AutoScalingGroupName="pool",
+        LaunchTemplate={"LaunchTemplateId": template, "Version": "$Latest"},
+        MinSize=2,
+        MaxSize=2,
+        AvailabilityZones=[zone],
+    )
+    launched = [i["InstanceId"] for i in asg.describe_auto_scaling_groups()["AutoScalingGroups"][0]["Instances"]]
+    direct = ec2.run_instances(LaunchTemplate={"LaunchTemplateId": template}, MinCount=1, MaxCount=1)
+    own = ec2.run_instances(
+        LaunchTemplate={"LaunchTemplateId": template}, MinCount=1, MaxCount=1, IamInstanceProfile={"Name": "other"}
+    )
+    ids = [*launched, direct["Instances"][0]["InstanceId"], own["Instances"][0]["InstanceId"]]
+    reservations = ec2.describe_instances(InstanceIds=ids)["Reservations"]
+    instances = [instance for reservation in reservations for instance in reservation["Instances"]]
+    profiles = {i["InstanceId"]: i.get("IamInstanceProfile", {}).get("Arn") for i in instances}
+    assert [profiles[i] for i in ids] == [arns["pool-nodes"]] * 3 + [arns["other"]]

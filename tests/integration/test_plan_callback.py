@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cluster_helpers import write_inventory
+from cluster_helpers import IAM_PLAYBOOK, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = REPO / "playbooks/site.yml"
@@ -157,6 +157,8 @@ def expected_summary(host: str, actions: list[str], check_mode: bool) -> str:
 
 def test_check_run_of_the_demo_table_matches_the_modules_plans(aws, run_playbook, tmp_path):
     plan_file = tmp_path / "plan.json"
+    run_playbook(IAM_PLAYBOOK)  # the account's IAM first, as a user does (the EKS pool's instance profile)
+    aws.reset_requests()
     result = run_playbook(
         SITE,
         inventory=DEMO_INVENTORY,

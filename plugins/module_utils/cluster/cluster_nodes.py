@@ -16,11 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..eks.access import eks_kube_api
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kubeadm.pki import load_cluster_pki
-from ..workload.access import KubernetesAccess, KubernetesApiSettings
+from ..workload.access import KubernetesAccess, KubernetesApiSettings, eks_kube_api
 from ..workload.observe import NodeView, provider_id
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"

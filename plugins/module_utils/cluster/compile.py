@@ -522,8 +522,8 @@ def _pool(spec: ClusterSpec, pool: MachinePool) -> dict[str, Any]:
         **_machine(spec, pool),
         "security_group_ids": groups + list(pool.additional_security_group_ids),
         "bootstrap": {**bootstrap, "backend": pool.bootstrap_backend},
-        # The pool's join token is minted in the cluster (kubeadm pools only; EKS nodes join with IAM).
-        "kubernetes_api": None if eks else plain(spec.kubernetes_api),
+        # kubeadm pools mint their join token through it; both kinds' Nodes are awaited through it.
+        "kubernetes_api": plain(spec.kubernetes_api),
     }
 
 
@@ -590,6 +590,10 @@ def eks_cluster_params(spec: ClusterSpec, output_dir: str) -> dict[str, Any]:
         associate_oidc_provider=eks.associate_oidc_provider,
         oidc_thumbprint=eks.oidc_thumbprint,
         iam_authenticator=plain(eks.iam_authenticator),
+        # CAPA maps the instance profile of every machine pool of an EKS cluster: their nodes join as its role.
+        node_instance_profiles=(
+            _unique(p.iam_instance_profile for p in spec.machine_pools if p.iam_instance_profile) if wanted else []
+        ),
         output_dir=output_dir,
         kubernetes_api=plain(spec.kubernetes_api) if wanted else None,
     )

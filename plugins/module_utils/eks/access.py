@@ -9,8 +9,6 @@ The authentication mode decides which: ``CONFIG_MAP`` reads aws-auth only, ``API
 
 from __future__ import annotations
 
-import base64
-import urllib.parse
 from typing import Any, Mapping, Sequence
 
 try:
@@ -19,38 +17,63 @@ except ImportError:  # PyYAML ships with ansible-core; the sanity import test ru
     yaml = None  # type: ignore[assignment]
 
 from ..aws import eks as aws_eks
+from ..aws.iam import get_role
 from ..kernel.conditions import condition
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import ROLE_COMMON
 from ..kernel.waiting import Backoff
-from ..workload import credentials
-from ..workload.access import KubernetesApiSettings
-from ..workload.kube import UNREACHABLE, ApiTarget, KubeApi, PlannedApi
+from ..workload.access import eks_kube_api
+from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import cluster_plan as plan
 from .eks_cluster_spec import EksClusterSpec
 from .kubeconfig import dump_yaml
 
 AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
 API_RETRY = Backoff(first=0.5, cap=3.0, factor=2.0)  # reads while a required EKS API does not answer yet
+# A cluster this run created may take a moment to serve once ACTIVE: with kubernetes_api.mode auto its API is asked
+# again for this long before aws-auth is left to the next run (required: within the run's whole wait budget).
+NEW_CLUSTER_API_WAIT = 120.0
+
+
+def node_roles(ctx: Context, spec: EksClusterSpec) -> list[str]:
+    """The node roles to map: ``node_role_arns``, then for each of ``node_instance_profiles`` the role of the same
+    name, as CAPA looks it up (``clusterawsadm`` names a profile and its role alike). Read before any change: a
+    missing role would leave the nodes launched with the profile unable to join, so it is refused."""
+    roles = list(spec.node_role_arns)
+    for name in spec.node_instance_profiles:
+        role = get_role(ctx, name)
+        if role is None:
+            raise ReconcileError(
+                f"node_instance_profiles: no IAM role {name} (the role of the instance profile of the same name), so "
+                "the nodes launched with it could not join the cluster (playbooks/iam.yml creates CAPA's "
+                "nodes.cluster-api-provider-aws.sigs.k8s.io)"
+            )
+        if role["Arn"] not in roles:
+            roles.append(role["Arn"])
+    return roles
 
 
 def reconcile_access(
-    ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any] | None, owned: bool
+    ctx: Context,
+    spec: EksClusterSpec,
+    cluster: Mapping[str, Any] | None,
+    owned: bool,
+    nodes: Sequence[str],
+    new: bool = False,
 ) -> tuple[str | None, dict[str, Any]]:
-    """The aws-auth manifest's path (``None`` when there is none) and IAMAuthenticatorConfigured."""
-    roles, users = plan.aws_auth_mappings(spec.map_roles, spec.map_users, spec.node_role_arns)
+    """The aws-auth manifest's path (``None`` when there is none) and IAMAuthenticatorConfigured; ``nodes`` are the
+    node roles (:func:`node_roles`); ``new``: the cluster was created in this run."""
+    roles, users = plan.aws_auth_mappings(spec.map_roles, spec.map_users, nodes)
     path = None
     configured = condition(True, "")
     if spec.authentication_mode != "API" and (roles or users):
         path = spec.paths.aws_auth
         ctx.ops.write_file(path, plan.render_aws_auth(roles, users, dump_yaml), "aws-auth mappings")
-        configured = apply_aws_auth(ctx, spec, cluster, roles, users)
+        configured = apply_aws_auth(ctx, spec, cluster, roles, users, new)
     if owned and plan.access_entries_allowed(spec.authentication_mode):
-        reconcile_access_entries(
-            ctx, spec.name, cluster, plan.desired_access_entries(spec.node_role_arns, spec.map_roles)
-        )
+        reconcile_access_entries(ctx, spec.name, cluster, plan.desired_access_entries(nodes, spec.map_roles))
     return (str(path) if path else None), configured
 
 
@@ -60,6 +83,7 @@ def apply_aws_auth(
     cluster: Mapping[str, Any] | None,
     roles: list[dict[str, Any]],
     users: list[dict[str, Any]],
+    new: bool = False,
 ) -> dict[str, Any]:
     """``kube-system/aws-auth`` in the cluster, as CAPA keeps it (its IAMAuthenticatorConfigured condition): the
     mappings of iam_authenticator added to what is there, through the API server with a token presigned from the
@@ -74,7 +98,8 @@ def apply_aws_auth(
         return condition(False, "ClusterNotReady", "the aws-auth mappings are applied once the cluster is active")
     api = _api(ctx, spec, cluster)
     try:
-        current = _read_aws_auth(ctx, api, wait=settings.mode == "required")
+        required = settings.mode == "required"
+        current = _read_aws_auth(ctx, api, wait=required or new, limit=0.0 if required else NEW_CLUSTER_API_WAIT)
     except RemoteError as e:
         if settings.mode == "required":
             raise ReconcileError(
@@ -102,10 +127,11 @@ def apply_aws_auth(
     return condition(True, "")
 
 
-def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool) -> dict[str, Any] | None:
+def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool, limit: float = 0.0) -> dict[str, Any] | None:
     """aws-auth as the cluster has it (None: none yet). An endpoint that does not answer raises; with ``wait`` it is
-    asked again within the run's wait budget first (a cluster just become ACTIVE may take a moment to serve)."""
-    waiting = ctx.wait_for("the EKS API to answer", backoff=API_RETRY)
+    asked again within the run's wait budget (and ``limit``) first: a cluster just become ACTIVE may take a moment
+    to serve."""
+    waiting = ctx.wait_for("the EKS API to answer", limit=limit, backoff=API_RETRY)
     while True:
         try:
             return api.get(AWS_AUTH_PATH, "k8s:GetConfigMap")
@@ -119,24 +145,6 @@ def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool) -> dict[str, Any] | N
 
 def _api(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any]) -> KubeApi:
     return eks_kube_api(ctx, spec.kubernetes_api, spec.name, cluster)
-
-
-def eks_kube_api(ctx: Context, settings: KubernetesApiSettings, name: str, cluster: Mapping[str, Any]) -> KubeApi:
-    """A client of EKS cluster ``name``'s API server (``DescribeCluster``'s answer): its CA, a token of the run's
-    credentials (presigned locally), and ``kubernetes_api``'s tunnel or proxy when set."""
-    endpoint = cluster["endpoint"]
-    ca = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
-    host = urllib.parse.urlparse(endpoint).hostname or ""
-    target = ApiTarget(
-        settings.server or endpoint,
-        ca,
-        tls_server_name=settings.tls_server_name or (host if settings.server else None),
-        proxy=settings.proxy,
-    )
-    token = credentials.eks_token(ctx.session.credentials(), ctx.region or "", name)
-    return KubeApi(
-        target, token=token, count=ctx.session.recorder.count, timeout=settings.timeout, shared=ctx.session.shared
-    )
 
 
 def _loaded(text: str | None) -> list[dict[str, Any]]:

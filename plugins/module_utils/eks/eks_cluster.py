@@ -26,7 +26,7 @@ from ..kernel.context import Context
 from ..kernel.tier import Outcome
 from . import addons, control_plane, oidc_provider
 from . import cluster_plan as plan
-from .access import reconcile_access
+from .access import node_roles, reconcile_access
 from .eks_cluster_spec import EksClusterSpec, kubernetes_api_argument_spec
 
 __all__ = ["EksClusterTier", "kubernetes_api_argument_spec"]
@@ -51,6 +51,7 @@ class EksClusterTier:
 def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCluster) -> tuple[Any, Any]:
     before = cluster_view(observed.cluster, None)
     conditions: dict[str, Any] = {}
+    nodes = node_roles(ctx, spec)
     role_arn, conditions["IAMControlPlaneRolesReady"] = control_plane.ensure_cluster_role(ctx, spec)
     cluster = control_plane.reconcile_cluster(ctx, spec, observed, role_arn)
     conditions["EKSControlPlaneReady"] = plan.ready_condition(cluster)
@@ -60,7 +61,9 @@ def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCl
     oidc = None
     if observed.owned and spec.associate_oidc_provider:
         oidc = oidc_provider.reconcile_oidc_provider(ctx, spec, cluster)
-    aws_auth, conditions["IAMAuthenticatorConfigured"] = reconcile_access(ctx, spec, cluster, observed.owned)
+    aws_auth, conditions["IAMAuthenticatorConfigured"] = reconcile_access(
+        ctx, spec, cluster, observed.owned, nodes, new=observed.cluster is None
+    )
     kubeconfigs = write_kubeconfigs(ctx, spec, cluster)
     after = {
         "cluster": cluster_view(cluster, oidc),
@@ -218,5 +221,6 @@ def module_argument_spec() -> dict[str, Any]:
             ),
         ),
         node_role_arns=dict(type="list", elements="str", default=[]),
+        node_instance_profiles=dict(type="list", elements="str", default=[]),
         output_dir=dict(type="path", default=".capa"),
     )

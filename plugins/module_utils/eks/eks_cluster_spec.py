@@ -63,6 +63,7 @@ class EksClusterSpec:
     map_roles: list[Mapping[str, Any]]
     map_users: list[Mapping[str, Any]]
     node_role_arns: list[str]
+    node_instance_profiles: list[str]
     output_dir: str
     kubernetes_api: KubernetesApiSettings = KubernetesApiSettings()
 
@@ -93,6 +94,7 @@ class EksClusterSpec:
             map_roles=list(authenticator["map_roles"]),
             map_users=list(authenticator["map_users"]),
             node_role_arns=list(params["node_role_arns"]),
+            node_instance_profiles=list(params["node_instance_profiles"]),
             output_dir=params["output_dir"],
             kubernetes_api=KubernetesApiSettings.from_params(params["kubernetes_api"]),
         )

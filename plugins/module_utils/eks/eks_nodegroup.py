@@ -27,12 +27,11 @@ from ..kernel.options import argument_spec as spec_of
 from ..kernel.tags import repair_tags
 from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
-from ..workload.access import KUBERNETES_API
+from ..workload.access import KUBERNETES_API, eks_kube_api
 from ..workload.kube import UNREACHABLE
 from ..workload.observe import NodeView
 from . import members
 from . import nodegroup_plan as plan
-from .access import eks_kube_api
 from .members import Members, member_subnets, member_tags, owned_members, pick_current, ready_cluster, service_role
 
 # The label EKS gives every Node of a managed node group.

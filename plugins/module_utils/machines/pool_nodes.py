@@ -8,10 +8,11 @@ ends with a cluster that serves, the status it reports says so, and the next run
 
 One wait polls one instance describe (the pool's instances by tag: ids, zones and private DNS names) and one Node
 list; a Node is an instance's by providerID once the cloud provider set it, else by the name the kubelet registered.
-Without the API (``kubernetes_api`` auto and no answer; an EKS pool's nodeadm nodes) the Nodes are not awaited (a
-warning says why) and the AWS side of the same wait is: ``desired`` running instances, what the status counts as in
-service - as a machine deployment without the API is judged by its instances running. So the run that launched them
-reports the pool as the next run will find it, and that run has nothing to write. ``required`` fails instead.
+Without the API (``kubernetes_api`` auto and no answer, or mode none; an EKS pool without an instance profile, whose
+nodes cannot authenticate) the Nodes are not awaited (a warning says why) and the AWS side of the same wait is:
+``desired`` running instances, what the status counts as in service - as a machine deployment without the API is
+judged by its instances running. So the run that launched them reports the pool as the next run will find it, and
+that run has nothing to write. ``required`` fails instead.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ def wait_for_pool_nodes(
     ctx: Context, access: KubernetesAccess | None, unreached: str, pool: str, tag: str, desired: int
 ) -> None:
     """Wait until ``desired`` instances of the pool have a Ready Node. No wait in check mode, without ``wait``, for
-    an empty pool, or without ``access`` (a pool whose nodes do not join with kubeadm: EKS's nodeadm nodes are
-    authorised by the cluster's access entries or aws-auth, which this run does not own); ``unreached`` says why
-    the API was not reached, for the warning."""
+    an empty pool, or without ``access`` (``unreached`` says why the API was not reached, for the warning): then
+    the wait is for the instances to run. An EKS pool's API is reached with a token of the run's credentials (its
+    nodes' role is mapped by the EKS cluster's run)."""
     if ctx.check_mode or not ctx.wait or desired < 1:
         return
     if access is None or access.api is None:

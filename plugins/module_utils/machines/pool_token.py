@@ -19,16 +19,17 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from ..aws.eks import describe_cluster
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kubeadm import bootstrap_tokens as tokens
 from ..kubeadm.bootstrap_tokens import JoinToken
 from ..kubeadm.pki import ClusterPki
-from ..workload.access import KubernetesAccess, KubernetesApiSettings
+from ..workload.access import KubernetesAccess, KubernetesApiSettings, eks_kube_api
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import asg_plan
 from .join_tokens import JoinTokens, recall_init_token
-from .machine_spec import KUBEADM, MachineSpec
+from .machine_spec import EKS, KUBEADM, MachineSpec
 
 # The token's id (public: kubeadm prints it, the API server names its Secret after it) on the instances a version
 # launches, so a run knows which token the latest version's entries carry.
@@ -198,11 +199,27 @@ class PoolToken:
 
     def node_access(self) -> tuple[KubernetesAccess | None, str]:
         """The cluster's API as this run reached it, for the pool's Node wait: (access, why not reached)."""
+        if self.machine.bootstrap.type == EKS:
+            return self._eks_access()
         if not self.applies:
             return None, ""
         if self.access is None and not self.reason:
             self._join_tokens()
         return self.access, self.reason or (self.access.reason if self.access else "")
+
+    def _eks_access(self) -> tuple[KubernetesAccess | None, str]:
+        """An EKS pool's nodes join as its instance profile's role, which the EKS cluster's run maps (capa_eks_cluster
+        node_instance_profiles): their Nodes are read with a token of this run's credentials, as a node group's."""
+        if self.settings.mode == "none":
+            return None, "kubernetes_api.mode is none"
+        if not self.machine.iam_instance_profile:
+            return None, "the pool has no iam_instance_profile, so its nodes cannot authenticate to EKS"
+        name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
+        cluster = describe_cluster(self.ctx, name)
+        if cluster is None or cluster.get("status") not in ("ACTIVE", "UPDATING") or not cluster.get("endpoint"):
+            return None, f"EKS cluster {name} is not active"
+        self.access = KubernetesAccess(self.settings, api=eks_kube_api(self.ctx, self.settings, name, cluster))
+        return self.access, ""
 
     def close(self) -> None:
         if self.access is not None:

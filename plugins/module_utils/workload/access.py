@@ -17,8 +17,10 @@ cluster CA, etcd through the API server with one minted from the etcd CA - and r
 
 from __future__ import annotations
 
+import base64
+import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
@@ -212,3 +214,21 @@ class KubernetesAccess:
     def close(self) -> None:
         if self.etcd is not None:
             self.etcd.close()
+
+
+def eks_kube_api(ctx: Context, settings: KubernetesApiSettings, name: str, cluster: Mapping[str, Any]) -> KubeApi:
+    """A client of EKS cluster ``name``'s API server (``DescribeCluster``'s answer): its CA, a token of the run's
+    credentials (presigned locally), and ``kubernetes_api``'s tunnel or proxy when set."""
+    endpoint = cluster["endpoint"]
+    ca = base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
+    host = urllib.parse.urlparse(endpoint).hostname or ""
+    target = ApiTarget(
+        settings.server or endpoint,
+        ca,
+        tls_server_name=settings.tls_server_name or (host if settings.server else None),
+        proxy=settings.proxy,
+    )
+    token = credentials.eks_token(ctx.session.credentials(), ctx.region or "", name)
+    return KubeApi(
+        target, token=token, count=ctx.session.recorder.count, timeout=settings.timeout, shared=ctx.session.shared
+    )

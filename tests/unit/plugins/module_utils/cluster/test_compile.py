@@ -378,7 +378,15 @@ EKS = {
         "node_groups": [{"name": "ng-0", "update_config": {"max_unavailable": 1}, "taints": [{"key": "gpu"}]}],
         "fargate_profiles": [{"name": "fp-0", "selectors": [{"namespace": "default"}]}],
     },
-    "machine_pools": [{"name": "eks-mp-0", "min_size": 1, "max_size": 2, "failure_domains": ["us-east-1a"]}],
+    "machine_pools": [
+        {
+            "name": "eks-mp-0",
+            "min_size": 1,
+            "max_size": 2,
+            "failure_domains": ["us-east-1a"],
+            "iam_instance_profile": "nodes.cluster-api-provider-aws.sigs.k8s.io",
+        }
+    ],
 }
 
 
@@ -406,6 +414,8 @@ def test_an_eks_cluster():
             "access_config": {"authentication_mode": "CONFIG_MAP", "bootstrap_cluster_creator_admin_permissions": True},
             "associate_oidc_provider": True,
             "iam_authenticator": {"map_roles": [], "map_users": []},
+            # The pool's nodes join as its instance profile's role: the cluster maps it, as CAPA does.
+            "node_instance_profiles": ["nodes.cluster-api-provider-aws.sigs.k8s.io"],
             "output_dir": "/out",
             "kubernetes_api": {"mode": "auto", "timeout": 10},  # aws-auth is applied through the API
         }
@@ -449,10 +459,13 @@ def test_an_eks_cluster():
             "name": "eks-mp-0",
             **POOL_COMMON,
             "failure_domains": ["us-east-1a"],
+            "iam_instance_profile": "nodes.cluster-api-provider-aws.sigs.k8s.io",
             "kubernetes_version": "1.30",
             "security_group_ids": groups("node-eks-additional")
             + [ref("eks_control_plane.cluster.security_group_id", optional=True)],
             "bootstrap": {"type": "eks", "eks_cluster_name": "demo", "backend": "secrets-manager"},
+            # Its Nodes are awaited through the API (a token of the run; the cluster maps the pool's profile).
+            "kubernetes_api": {"mode": "auto", "timeout": 10},
             "min_size": 1,
             "max_size": 2,
             "externally_managed_replicas": False,

@@ -53,6 +53,7 @@ def params(tmp_path: Path, **extra: Any) -> dict[str, Any]:
         "oidc_thumbprint": None,
         "iam_authenticator": {"map_roles": [], "map_users": []},
         "node_role_arns": [],
+        "node_instance_profiles": [],
         "output_dir": str(tmp_path / "out"),
         "kubernetes_api": None,
     }

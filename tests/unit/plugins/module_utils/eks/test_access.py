@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from botocore.stub import ANY
+
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError
 
 from .eks_stubs import ADMIN_POLICY, ADMIN_ROLE, CLUSTER, NODE_ROLE, OWNER, described, params, run, update
 
@@ -114,3 +117,54 @@ def test_existing_access_entries_only_get_missing_policies(aws_stub, tmp_path):
     eks.assert_no_pending_responses()
     assert [c.call for c in ctx.ops.plan if not c.call.startswith("file:")] == []
     assert after["aws_auth"] is None  # API mode: no ConfigMap
+
+
+def _role(arn: str) -> dict:
+    name = arn.rsplit("/", 1)[-1]
+    when = "2026-01-01T00:00:00Z"
+    return {"Role": {"Path": "/", "RoleName": name, "RoleId": "AROAEXAMPLEEXAMPLE01", "Arn": arn, "CreateDate": when}}
+
+
+def test_a_machine_pools_instance_profile_gets_its_roles_node_entry(aws_stub, tmp_path):
+    """CAPA maps the instance profile of every machine pool of an EKS cluster by the role of the same name (one
+    GetRole): it gets the EC2_LINUX entry a role of node_role_arns gets."""
+    session, eks, iam = aws_stub
+    eks.add_response("describe_cluster", described(accessConfig={"authenticationMode": "API"}), {"name": CLUSTER})
+    iam.add_response("get_role", _role(NODE_ROLE), {"RoleName": "nodes"})
+    eks.add_response("list_access_entries", {"accessEntries": []}, {"clusterName": CLUSTER})
+    tags = {OWNER: "owned", "sigs.k8s.io/cluster-api-provider-aws/role": "common"}
+    eks.add_response(
+        "create_access_entry",
+        {},
+        {
+            "clusterName": CLUSTER,
+            "principalArn": NODE_ROLE,
+            "type": "EC2_LINUX",
+            "tags": tags,
+            "clientRequestToken": ANY,
+        },
+    )
+    p = params(
+        tmp_path,
+        access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+        node_instance_profiles=["nodes"],
+    )
+    ctx, _after = run(session, p)
+    eks.assert_no_pending_responses()
+    iam.assert_no_pending_responses()
+    assert [c.call for c in ctx.ops.plan if c.call.startswith("eks:")] == ["eks:CreateAccessEntry"]
+
+
+def test_an_instance_profile_without_its_role_is_refused_before_any_change(aws_stub, tmp_path):
+    session, eks, iam = aws_stub
+    eks.add_response("describe_cluster", described(accessConfig={"authenticationMode": "API"}), {"name": CLUSTER})
+    iam.add_client_error("get_role", "NoSuchEntity", http_status_code=404)
+    p = params(
+        tmp_path,
+        access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+        node_instance_profiles=["pool-nodes"],
+    )
+    with pytest.raises(ReconcileError, match="no IAM role pool-nodes .* could not join the cluster"):
+        run(session, p)
+    eks.assert_no_pending_responses()
+    iam.assert_no_pending_responses()
