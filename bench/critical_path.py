@@ -242,9 +242,17 @@ def eks_create(nodegroups: int = 1, fargate_profiles: int = 1) -> list[Step]:
     return steps
 
 
-def eks_upgrade() -> list[Step]:
-    """EKS upgrades its control plane in one update (``UPDATING``); nothing of ours can shorten it."""
-    return [Step("control plane update", seconds("eks_cluster", "update"))]
+def eks_upgrade(nodegroups: int = 1, nodes: int = 2, max_unavailable: int = 1) -> list[Step]:
+    """EKS upgrades its control plane in one update (``UPDATING``); its node groups can follow only then (a node
+    group's version cannot pass the cluster's), side by side, each a rolling update of ``nodes`` at
+    ``max_unavailable`` a round. Nothing of ours can shorten either."""
+    rounds = max(1, -(-nodes // max(1, max_unavailable)))
+    steps = [Step("control plane update", seconds("eks_cluster", "update"))]
+    steps += [
+        Step(f"node group {n} update", seconds("eks_nodegroup", "update") * rounds, ("control plane update",))
+        for n in range(1, nodegroups + 1)
+    ]
+    return steps
 
 
 def eks_delete(nodegroups: int = 1, fargate_profiles: int = 1) -> list[Step]:

@@ -248,6 +248,7 @@ def targets(results: dict[str, Any]) -> list[str]:
         rows += cluster_targets(clusters)
     rows += latency_targets(results)
     rows += upgrade_targets(results)
+    rows += eks_upgrade_targets(results)
     if "noop" in measured_phases(runs):
         # Beyond the target's scope (the self-managed cluster): both demo clusters, EKS included.
         rows += [
@@ -580,6 +581,93 @@ def upgrade_section(results: dict[str, Any]) -> list[str]:
     return out
 
 
+# --- the EKS upgrade runs: ours on moto (fix 18) against the critical path -------------------------------------------
+EKS_CONTROL_PLANE_TASK = "Reconcile or delete the EKS control plane of "
+
+
+def eks_upgrade_rows(upgrade: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per EKS upgrade run: ours (the whole playbook, and until its control-plane task ended) against the critical
+    path of both (the control plane's update; then the node group's)."""
+    rows = []
+    for number, run in enumerate(upgrade.get("runs", []), 1):
+        ours = run["upgrade"]
+        spans = [(t[3], t[3] + t[4]) for t in ours.get("tasks", []) if EKS_CONTROL_PLANE_TASK in t[2]]
+        cp_done = spans[-1][1] if spans else None
+        rows.append(
+            {
+                "run": number,
+                "rc": ours["rc"],
+                "ours": ours["wall"],
+                "critical": run["critical"],
+                "ours/critical": _ratio(ours["wall"], run["critical"]),
+                "ours cp": round(cp_done, 2) if cp_done is not None else None,
+                "critical cp": run["critical_control_plane"],
+                "ours/critical cp": _ratio(cp_done, run["critical_control_plane"]) if cp_done else None,
+                "requests": ours["requests"],
+                "mutating": ours["mutating"],
+                "changed": ours["changed"],
+            }
+        )
+    return rows
+
+
+def eks_upgrade_section(results: dict[str, Any]) -> list[str]:
+    upgrade = results.get("eks_upgrade") or {}
+    rows = eks_upgrade_rows(upgrade)
+    if not rows:
+        return [
+            "## EKS upgrade: ours against the critical path",
+            "",
+            "Not measured in this run (`--eks-upgrade-runs 0`): no figures here.",
+            "",
+        ]
+    median = upgrade_median(rows)
+    out = [
+        f"## EKS upgrade {upgrade['from']} -> {upgrade['to']}: ours against the critical path (moto, latency model)",
+        "",
+        f"Ours alone, {len(rows)} run{'s' if len(rows) != 1 else ''} ({upgrade.get('date', '')}; "
+        f"`{upgrade.get('command', '')}`). Each run starts from an empty moto under the latency model at scale "
+        f"{upgrade['scale']:g}: the demo-eks cluster (control plane, node group ng-0 of 2 nodes, Fargate profile; "
+        "without its self-managed pool) is created, then `site.yml` runs with the new `eks.version`: the control "
+        "plane's `UpdateClusterVersion`, awaited by its update id, then the node group's `UpdateNodegroupVersion` "
+        "(tools/moto_server.py fix 18 answers both as EKS does, `UPDATING` for the model's time: 25 min for the "
+        "control plane, 5 min per node replaced). The critical path is `bench/critical_path.py`'s `eks_upgrade`: the "
+        "control plane's update, then the node group's. No node boots on moto: the node group's Nodes are not read.",
+        "",
+        "| run | ours s | critical path s | ours / critical path | control plane done s | its critical path s | "
+        "ours / critical path (control plane) | requests | mutating | changed |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    keys = ("ours", "critical", "ours/critical", "ours cp", "critical cp", "ours/critical cp")
+    for r in rows:
+        cells = [r[k] for k in keys] + [r["requests"], r["mutating"], r["changed"]]
+        status = "" if r["rc"] == 0 else f" (rc {r['rc']})"
+        out.append(f"| {r['run']}{status} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    out.append("| median | " + " | ".join(_fmt(median[k]) for k in keys) + " | | | |")
+    out.append("")
+    return out
+
+
+def eks_upgrade_targets(results: dict[str, Any]) -> list[str]:
+    rows = eks_upgrade_rows(results.get("eks_upgrade") or {})
+    if not rows:
+        return []
+    median = upgrade_median(rows)
+    where = f"moto, scale {results['eks_upgrade']['scale']:g}, median of {len(rows)}"
+    out = []
+    for label, key, ours, limit in (
+        ("EKS control-plane version upgrade", "ours/critical cp", "ours cp", "critical cp"),
+        ("EKS version upgrade (control plane, then node group)", "ours/critical", "ours", "critical"),
+    ):
+        ratio = median[key]
+        met = _yes(ratio is not None and ratio <= UPGRADE_GOAL)
+        out.append(
+            f"| {label} ≤ {UPGRADE_GOAL} × critical path ({where}) | {_fmt(median[ours])} s / "
+            f"{_fmt(median[limit])} s = {_fmt(ratio)} | {met} |"
+        )
+    return out
+
+
 def upgrade_targets(results: dict[str, Any]) -> list[str]:
     rows = upgrade_rows(results.get("upgrade") or {})
     if not rows:
@@ -697,6 +785,7 @@ def write(results: dict[str, Any], root: Path) -> None:
         out += [""]
         out += latency_section(results, charts)
     out += upgrade_section(results)
+    out += eks_upgrade_section(results)
     workers = results.get("workers", [])
     if workers:
         plot_workers(series_ok(workers), charts / "scale-workers.png")

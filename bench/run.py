@@ -21,7 +21,11 @@ plane, then the workers - against the critical path of bench/critical_path.py wi
 time as the simulator took it (its journal), so that the ratio is what the reconciler adds.
 
 ``--keep`` starts from the saved results.json and replaces only the sections this run measures (``--phases ''``,
-``--workers ''``, ``--clusters ''`` or ``--upgrade-runs 0`` skip theirs).
+``--workers ''``, ``--clusters ''``, ``--upgrade-runs 0`` or ``--eks-upgrade-runs 0`` skip theirs).
+
+The EKS upgrade runs (``--eks-upgrade-runs``, default 3, ours alone) run on moto under the latency model at
+``--upgrade-scale``: the demo-eks cluster (without its self-managed pool) is created at 1.31 and upgraded to 1.32 -
+the control plane's version update, then its node group's (moto fix 18).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -367,6 +373,56 @@ def run_upgrades(moto: Moto, env: dict[str, str], out: Path, runs: int, scale: f
     return {"scale": scale, "from": UPGRADE_FROM, "to": UPGRADE_TO, "runs": results}
 
 
+EKS_UPGRADE_FROM, EKS_UPGRADE_TO = "1.31", "1.32"
+
+
+def eks_upgrade_inventory(path: Path, version: str) -> Path:
+    """The EKS upgrade runs' cluster: the benchmark's demo-eks (control plane, node group ng-0 of 2 nodes, Fargate
+    profile) at ``version``, without its self-managed pool (no node boots on moto: its instances would only be
+    replaced, which is no part of the control plane's upgrade)."""
+    inventory = yaml.safe_load((BENCH / "inventory-ours.yml").read_text())
+    spec = inventory["capa_clusters"]["hosts"]["demo-eks"]["capa_cluster"]
+    spec["eks"]["version"] = version
+    spec.pop("machine_pools", None)
+    inventory["capa_clusters"]["hosts"] = {"demo-eks": {"capa_cluster": spec}}
+    path.write_text(json.dumps(inventory, indent=1))
+    return path
+
+
+def run_eks_upgrades(moto: Moto, env: dict[str, str], out: Path, runs: int, scale: float) -> dict[str, Any]:
+    """Each run: an empty moto under the latency model at ``scale``, the EKS cluster created at 1.31 (not measured
+    against anything), then its upgrade to 1.32 measured: the control plane's version update, then its node group's
+    (tools/moto_server.py fix 18 answers both as EKS does, for the model's time)."""
+    import critical_path
+
+    results = []
+    for run in range(1, runs + 1):
+        print(f"eks upgrade, run {run}/{runs}", flush=True)
+        before = eks_upgrade_inventory(out / "inventory-eks-upgrade-from.yml", EKS_UPGRADE_FROM)
+        after = eks_upgrade_inventory(out / "inventory-eks-upgrade-to.yml", EKS_UPGRADE_TO)
+        fresh(moto, out)
+        moto.set_latency(scale)
+        playbook = str(ROOT / "playbooks/site.yml")
+        create = checked(measure(moto, env, ["-i", str(before), playbook], out / f"e{run}-create.log"), "create ours")
+        upgrade = measure(moto, env, ["-i", str(after), playbook], out / f"e{run}-upgrade.log", timings=True)
+        checked(upgrade, "upgrade ours")
+        with critical_path.scaled(scale):
+            steps = critical_path.eks_upgrade(nodegroups=1, nodes=2, max_unavailable=1)
+            limit, chain = critical_path.critical_path(steps)
+            limit_cp, _ = critical_path.critical_path(critical_path.control_plane_steps(steps))
+        results.append(
+            {
+                "create": create,
+                "upgrade": upgrade,
+                "critical": round(limit, 2),
+                "critical_control_plane": round(limit_cp, 2),
+                "chain": chain,
+            }
+        )
+    moto.set_latency(0.0)
+    return {"scale": scale, "from": EKS_UPGRADE_FROM, "to": EKS_UPGRADE_TO, "runs": results}
+
+
 def fresh(moto: Moto, out: Path) -> None:
     """Empty moto and our local cluster state (PKI, status.json) with it: they describe the same clusters."""
     moto.reset_all()
@@ -556,6 +612,12 @@ def main(argv: list[str] | None = None) -> int:
         help="upgrade runs on the workload-cluster simulator (default 3; 0 skips)",
     )
     parser.add_argument(
+        "--eks-upgrade-runs",
+        type=int,
+        default=3,
+        help="EKS upgrade runs on moto under the latency model at --upgrade-scale (default 3; 0 skips)",
+    )
+    parser.add_argument(
         "--upgrade-scale",
         type=float,
         default=DEFAULT_UPGRADE_SCALE,
@@ -590,6 +652,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.upgrade_runs:
                 results["upgrade"] = run_upgrades(moto, env, out, args.upgrade_runs, args.upgrade_scale)
                 results["upgrade"].update(command=command.strip(), date=machine()["date"])
+                results_file.write_text(json.dumps(results, indent=1))
+            if args.eks_upgrade_runs:
+                results["eks_upgrade"] = run_eks_upgrades(moto, env, out, args.eks_upgrade_runs, args.upgrade_scale)
+                results["eks_upgrade"].update(command=command.strip(), date=machine()["date"])
                 results_file.write_text(json.dumps(results, indent=1))
             if args.workers:
                 counts = [int(n) for n in args.workers.split(",")]

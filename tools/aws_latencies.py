@@ -48,6 +48,10 @@ LATENCIES: dict[tuple[str, str], Latency] = {
     ("eks_cluster", "delete"): Latency("DELETING", "gone", 180, "Terraform destroy logs (n=9, 1m9s-8m42s)"),
     ("eks_nodegroup", "create"): Latency("CREATING", "ACTIVE", 120, "Terraform logs (n=7, 88-201 s)"),
     ("eks_nodegroup", "delete"): Latency("DELETING", "gone", 300, "Terraform destroy logs (n=5, 252-501 s)"),
+    # Per node replaced (maxUnavailable 1): a node group's rolling version update takes this times its nodes.
+    ("eks_nodegroup", "update"): Latency(
+        "UPDATING", "ACTIVE", 300, "~5 min per node (aws-quickstart/quickstart-amazon-eks#377; containers-roadmap#1560)"
+    ),
     ("eks_fargate_profile", "create"): Latency(
         "CREATING", "ACTIVE", 60, "est.; aws/containers-roadmap#2392 (26 s - 5m45s)"
     ),

@@ -165,6 +165,14 @@ it more lenient than AWS)
     (by name or ARN) is now associated with every instance such a launch made, unless the request named its own.
     (EC2 Fleet's launches still carry none: moto's fleet launches without the template.)
 
+18. EKS version updates: moto has no ``UpdateClusterVersion``, ``UpdateNodegroupVersion``, ``DescribeUpdate`` or
+    ``ListUpdates`` (HTTP 404). A WSGI layer (``EksUpdates``) answers them on moto's own clusters and node groups as
+    EKS does: one minor version up at a time (else ``InvalidParameterException``), one update at a time and only on
+    an ``ACTIVE`` cluster or node group (else ``ResourceInUseException``); the update is ``InProgress`` and its cluster
+    or node group ``UPDATING`` for the latency model's time (fix 16: ``eks_cluster``/``update``, ``eks_nodegroup``/
+    ``update`` per node at ``maxUnavailable``), then ``Successful`` with the new version and ``ACTIVE``. With the
+    model off an update settles by the next request, as a fast AWS update would.
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -179,12 +187,15 @@ import argparse
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import signal
 import sys
 import threading
 import time
+import urllib.parse
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -1586,6 +1597,181 @@ class EksClusterVersions:
         return [body]
 
 
+class EksUpdates:
+    """moto fix 18 (WSGI level): EKS version updates and their update records, on moto's own clusters and node groups.
+
+    A WSGI layer for the reason :class:`EksClusterVersions` is one. Every EKS request first settles the updates
+    that are due, so moto's own answers (DescribeCluster, DescribeNodegroup) see the new version and status."""
+
+    ROUTES = (
+        ("POST", re.compile(r"^/clusters/(?P<name>[^/]+)/updates$"), "UpdateClusterVersion"),
+        ("GET", re.compile(r"^/clusters/(?P<name>[^/]+)/updates$"), "ListUpdates"),
+        ("GET", re.compile(r"^/clusters/(?P<name>[^/]+)/updates/(?P<update>[^/]+)$"), "DescribeUpdate"),
+        (
+            "POST",
+            re.compile(r"^/clusters/(?P<name>[^/]+)/node-groups/(?P<nodegroup>[^/]+)/update-version$"),
+            "UpdateNodegroupVersion",
+        ),
+    )
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        # (account, region, cluster) -> update id -> the update record and what it changes once due.
+        self.updates: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        match = _CRED_RE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        if not match or match.group(2) != "eks":
+            return self.app(environ, start_response)
+        region = match.group(1)
+        with self.lock:
+            self._settle()
+        route = self._route(environ.get("REQUEST_METHOD", "GET").upper(), environ.get("PATH_INFO") or "")
+        if route is None:
+            return self.app(environ, start_response)
+        operation, found = route
+        refused = iam_refusal(environ, operation)
+        if refused:
+            return self._answer(start_response, 403, {"message": refused}, "AccessDeniedException")
+        try:
+            with self.lock:
+                answer = self._operate(operation, found, environ, region)
+        except _EksError as e:
+            return self._answer(start_response, e.status, {"message": e.message}, e.code)
+        return self._answer(start_response, 200, answer)
+
+    def _route(self, method: str, path: str) -> tuple[str, dict[str, str]] | None:
+        for verb, pattern, operation in self.ROUTES:
+            found = pattern.match(path)
+            if verb == method and found:
+                return operation, found.groupdict()
+        return None
+
+    # the operations ----------------------------------------------------------------------------------------------
+    def _operate(self, operation: str, path: dict[str, str], environ: dict[str, Any], region: str) -> dict[str, Any]:
+        from moto.iam.models import get_account_id_from
+
+        access_key = re.search(r"Credential=([^/,\s]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+        account = get_account_id_from(access_key.group(1) if access_key else "")
+        name = urllib.parse.unquote(path["name"])
+        cluster = self._cluster(account, region, name)
+        records = self.updates.setdefault((account, region, name), {})
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        if operation == "DescribeUpdate":
+            record = records.get(urllib.parse.unquote(path["update"]))
+            wanted = (query.get("nodegroupName") or [None])[0]
+            if record is None or record["nodegroup"] != wanted:
+                raise _EksError(404, "ResourceNotFoundException", f"No update found for ID: {path['update']}")
+            return {"update": record["update"]}
+        if operation == "ListUpdates":
+            wanted = (query.get("nodegroupName") or [None])[0]
+            return {"updateIds": [i for i, r in records.items() if r["nodegroup"] == wanted]}
+        body = json.loads(_read_body(environ) or b"{}")
+        if operation == "UpdateClusterVersion":
+            target: Any = cluster
+            seconds = scaled_seconds("eks_cluster", "update", LATENCY["scale"])
+            nodegroup = None
+        else:
+            nodegroup = urllib.parse.unquote(path["nodegroup"])
+            target = cluster.nodegroups.get(nodegroup)
+            if target is None:
+                raise _EksError(404, "ResourceNotFoundException", f"No node group found for name: {nodegroup}.")
+            seconds = scaled_seconds("eks_nodegroup", "update", LATENCY["scale"]) * self._rounds(target)
+        version = body.get("version") or (cluster.version if nodegroup else None)
+        self._check(cluster, target, nodegroup, version, records)
+        update = {
+            "id": str(uuid.uuid4()),
+            "status": "InProgress",
+            "type": "VersionUpdate",
+            "params": [{"type": "Version", "value": version}]
+            + ([{"type": "ReleaseVersion", "value": body["releaseVersion"]}] if body.get("releaseVersion") else []),
+            "createdAt": time.time(),
+            "errors": [],
+        }
+        records[update["id"]] = {
+            "update": update,
+            "nodegroup": nodegroup,
+            "target": target,
+            "version": version,
+            "release": body.get("releaseVersion"),
+            "due": _CLOCK.due(seconds),
+        }
+        target.status = "UPDATING"
+        return {"update": update}
+
+    @staticmethod
+    def _cluster(account: str, region: str, name: str) -> Any:
+        from moto.eks.models import eks_backends
+
+        cluster = eks_backends[account][region].clusters.get(name)
+        if cluster is None:
+            raise _EksError(404, "ResourceNotFoundException", f"No cluster found for name: {name}.")
+        return cluster
+
+    @staticmethod
+    def _rounds(nodegroup: Any) -> int:
+        """How many nodes at a time a rolling update replaces, in rounds: desired / maxUnavailable."""
+        desired = int((nodegroup.scaling_config or {}).get("desiredSize") or 1)
+        unavailable = int((nodegroup.update_config or {}).get("maxUnavailable") or 1)
+        return max(1, math.ceil(desired / max(1, unavailable)))
+
+    @staticmethod
+    def _check(
+        cluster: Any, target: Any, nodegroup: str | None, version: str | None, records: dict[str, dict[str, Any]]
+    ) -> None:
+        if any(r["update"]["status"] == "InProgress" for r in records.values()) or target.status != "ACTIVE":
+            raise _EksError(409, "ResourceInUseException", "An update is already in progress")
+        current = tuple(int(p) for p in str(target.version).split(".")[:2])
+        wanted = tuple(int(p) for p in str(version).split(".")[:2]) if version else current
+        if nodegroup is None and wanted != (current[0], current[1] + 1):
+            raise _EksError(
+                400,
+                "InvalidParameterException",
+                f"Unsupported Kubernetes minor version update from {target.version} to {version}",
+            )
+        if nodegroup is not None and (wanted > tuple(int(p) for p in str(cluster.version).split(".")[:2])):
+            raise _EksError(
+                400,
+                "InvalidParameterException",
+                f"Requested Kubernetes version {version} is newer than the cluster's {cluster.version}",
+            )
+
+    def _settle(self) -> None:
+        for records in self.updates.values():
+            for record in records.values():
+                if record["update"]["status"] == "InProgress" and _CLOCK.passed(record["due"]):
+                    target = record["target"]
+                    target.version = record["version"]
+                    if record["release"]:
+                        target.release_version = record["release"]
+                    target.status = "ACTIVE"
+                    record["update"]["status"] = "Successful"
+
+    @staticmethod
+    def _answer(start_response: Any, status: int, answer: dict[str, Any], error: str | None = None) -> list[bytes]:
+        body = json.dumps(answer).encode()
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        if error:
+            headers.append(("x-amzn-ErrorType", error))
+        reasons = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict"}
+        start_response(f"{status} {reasons[status]}", headers)
+        return [body]
+
+
+class _EksError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
+
+
 # AWS's default values of the quotas the cluster preflight reads (moto knows the vpc service's only).
 SERVICE_QUOTA_DEFAULTS: dict[tuple[str, str], tuple[str, float]] = {
     ("ec2", "L-0263D0A3"): ("EC2-VPC Elastic IPs", 5.0),
@@ -1904,7 +2090,9 @@ def build_app() -> FaultInjector:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     return FaultInjector(
-        RequestCounter(EksClusterVersions(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
+        RequestCounter(
+            EksClusterVersions(EksUpdates(ClientTokenCache(DomainDispatcherApplication(create_backend_app))))
+        )
     )
 
 

@@ -4,9 +4,10 @@
 
 The network comes from capa_vpc / capa_subnet / capa_security_group (kind eks). moto makes a cluster ACTIVE at
 once and implements CreateCluster, DescribeCluster, UpdateClusterConfig (endpoint access and logging),
-TagResource, DeleteCluster, ListNodegroups, ListFargateProfiles and the IAM role / OIDC provider calls. What moto
-lacks (addons, UpdateClusterVersion, AssociateEncryptionConfig, access entries, DescribeUpdate) is tested with
-botocore's Stubber in tests/unit/plugins/module_utils/eks/ (test_control_plane.py, test_addons.py, test_access.py).
+TagResource, DeleteCluster, ListNodegroups, ListFargateProfiles and the IAM role / OIDC provider calls; the test
+endpoint adds UpdateClusterVersion and DescribeUpdate (tools/moto_server.py fix 18). What moto lacks (addons,
+AssociateEncryptionConfig, access entries) is tested with botocore's Stubber in tests/unit/plugins/module_utils/eks/
+(test_control_plane.py, test_addons.py, test_access.py).
 """
 
 from __future__ import annotations
@@ -159,6 +160,23 @@ def test_create_noop_update_and_delete(aws, run_module, network, tmp_path):
     assert enabled == [{"types": ["api", "audit"], "enabled": True}]
     assert updated["cluster"]["logging"]["audit"] is True
     assert not run_module(MODULE, changed_args)["changed"]
+
+    # Kubernetes 1.31 -> 1.33, one minor at a time as EKS allows: two UpdateClusterVersion, each awaited by its
+    # update id (moto fix 18 in tools/moto_server.py answers them as EKS does), then nothing left to do.
+    upgrade_args = {**changed_args, "version": "1.33"}
+    planned = run_module(MODULE, upgrade_args, check=True)
+    assert calls(planned) == ["eks:UpdateClusterVersion", "eks:UpdateClusterVersion"], planned["plan"]
+    assert [p["reason"] for p in planned["plan"]] == ["version 1.32", "version 1.33"]
+    assert aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]["version"] == "1.31"
+    upgraded = run_module(MODULE, upgrade_args)
+    assert calls(upgraded) == ["eks:UpdateClusterVersion", "eks:UpdateClusterVersion"], upgraded
+    assert upgraded["api_calls"]["eks:DescribeUpdate"] == 2
+    assert upgraded["cluster"]["version"] == "1.33"
+    updates = aws.client("eks").list_updates(name=CLUSTER)["updateIds"]
+    statuses = [aws.client("eks").describe_update(name=CLUSTER, updateId=u)["update"]["status"] for u in updates]
+    assert statuses == ["Successful", "Successful"]
+    assert aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]["version"] == "1.33"
+    assert not run_module(MODULE, upgrade_args)["changed"]
 
     # A downgrade is refused before any request.
     refused = run_module(MODULE, {**args, "version": "1.30"})

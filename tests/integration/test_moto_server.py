@@ -642,3 +642,61 @@ def test_instances_launched_from_a_launch_template_carry_its_instance_profile(aw
     instances = [instance for reservation in reservations for instance in reservation["Instances"]]
     profiles = {i["InstanceId"]: i.get("IamInstanceProfile", {}).get("Arn") for i in instances}
     assert [profiles[i] for i in ids] == [arns["pool-nodes"]] * 3 + [arns["other"]]
+
+
+def test_eks_version_updates_one_minor_at_a_time_for_their_modelled_time(aws, latency):
+    """Fix 18: UpdateClusterVersion and UpdateNodegroupVersion, with DescribeUpdate and ListUpdates. Scale 1/1000:
+    the cluster is UPDATING 1.5 s, then ACTIVE at the new minor; a skipped minor and a second update meanwhile are
+    refused as EKS refuses them; the node group (2 nodes, one at a time) UPDATING 0.6 s, then at the cluster's."""
+    import time
+
+    ec2 = aws.client("ec2")
+    _vpc, subnets = _vpc_with_subnets(ec2)
+    role = aws.client("iam").create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks = aws.client("eks")
+    eks.create_cluster(name="up", version="1.31", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+    eks.create_nodegroup(
+        clusterName="up",
+        nodegroupName="ng",
+        nodeRole=role,
+        subnets=subnets,
+        version="1.31",
+        scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 2},
+    )
+    latency(0.001)
+    with pytest.raises(ClientError, match="InvalidParameterException.*from 1.31 to 1.33"):
+        eks.update_cluster_version(name="up", version="1.33")
+    start = time.monotonic()
+    update = eks.update_cluster_version(name="up", version="1.32")["update"]
+    assert (update["status"], update["type"], update["params"][0]) == (
+        "InProgress",
+        "VersionUpdate",
+        {"type": "Version", "value": "1.32"},
+    )
+    assert eks.describe_cluster(name="up")["cluster"]["status"] == "UPDATING"
+    with pytest.raises(ClientError, match="ResourceInUseException"):
+        eks.update_cluster_version(name="up", version="1.32")
+
+    def update_status() -> str:
+        return eks.describe_update(name="up", updateId=update["id"])["update"]["status"]
+
+    assert 1.5 <= _settles(update_status, "Successful", start) < 8
+    cluster = eks.describe_cluster(name="up")["cluster"]
+    assert (cluster["status"], cluster["version"]) == ("ACTIVE", "1.32")
+    assert eks.list_updates(name="up")["updateIds"] == [update["id"]]
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        eks.describe_update(name="up", updateId=update["id"], nodegroupName="ng")
+
+    start = time.monotonic()
+    group_update = eks.update_nodegroup_version(clusterName="up", nodegroupName="ng")["update"]
+    assert group_update["params"][0] == {"type": "Version", "value": "1.32"}
+
+    def nodegroup() -> dict:
+        return eks.describe_nodegroup(clusterName="up", nodegroupName="ng")["nodegroup"]
+
+    assert nodegroup()["status"] == "UPDATING"
+    assert 0.6 <= _settles(lambda: nodegroup()["status"], "ACTIVE", start) < 8
+    assert nodegroup()["version"] == "1.32"
+    described = eks.describe_update(name="up", updateId=group_update["id"], nodegroupName="ng")["update"]
+    assert described["status"] == "Successful"
+    assert eks.list_updates(name="up", nodegroupName="ng")["updateIds"] == [group_update["id"]]

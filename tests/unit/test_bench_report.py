@@ -252,6 +252,45 @@ def test_without_upgrade_runs_the_section_says_so(tmp_path):
     assert "Not measured in this run (`--upgrade-runs 0`)" in (tmp_path / "BENCHMARKS.md").read_text()
 
 
+def eks_upgrade_run(wall: float, cp_end: float, critical: float, critical_cp: float, rc: int = 0) -> dict:
+    task = f"clusterapi.aws.eks_control_plane : {report.EKS_CONTROL_PLANE_TASK}demo-eks"
+    tasks = [["demo-eks", "clusterapi.aws.eks_control_plane", task, 3.0, cp_end - 3.0, "changed"]]
+    return {
+        "create": side(40),
+        "upgrade": dict(side(wall, tasks), rc=rc),
+        "critical": critical,
+        "critical_control_plane": critical_cp,
+        "chain": [],
+    }
+
+
+def test_eks_upgrade_section_sets_ours_against_the_critical_path_and_judges_both(tmp_path):
+    data = results()
+    runs = [
+        eks_upgrade_run(230, 160, 210, 150),
+        eks_upgrade_run(240, 170, 210, 150),
+        eks_upgrade_run(9, 5, 210, 150, 2),
+    ]
+    data["eks_upgrade"] = {"scale": 0.1, "from": "1.31", "to": "1.32", "runs": runs, "date": "d", "command": "c"}
+    rows = report.eks_upgrade_rows(data["eks_upgrade"])
+    assert [r["ours cp"] for r in rows] == [160, 170, 5]
+    assert [r["ours/critical"] for r in rows] == [1.1, 1.14, 0.04]
+    median = report.upgrade_median(rows)  # the failed run is left out
+    assert median["ours"] == 235 and median["ours cp"] == 165 and median["ours/critical cp"] == 1.1
+    targets = report.eks_upgrade_targets(data)
+    assert targets[0].startswith("| EKS control-plane version upgrade ≤ 1.3 × critical path (moto, scale 0.1")
+    assert targets[0].endswith("| yes |") and targets[1].endswith("| yes |")
+    report.write(data, tmp_path)
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## EKS upgrade 1.31 -> 1.32: ours against the critical path (moto, latency model)" in text
+    assert "| 3 (rc 2) | 9 |" in text and targets[0] in text
+
+
+def test_without_eks_upgrade_runs_the_section_says_so(tmp_path):
+    report.write(results(), tmp_path)
+    assert "Not measured in this run (`--eks-upgrade-runs 0`)" in (tmp_path / "BENCHMARKS.md").read_text()
+
+
 def test_launch_to_ready_pairs_each_launched_node_with_its_first_ready_per_role():
     journal = [
         {"event": "instance-running", "node": "a", "role_tag": "control-plane", "time": 10.0},

@@ -123,7 +123,20 @@ def test_eks_delete_waits_for_node_groups_and_fargate_profiles_before_the_contro
     total, chain = cp.critical_path(cp.eks_delete())
     assert total == sec("eks_nodegroup", "delete") + sec("eks_cluster", "delete")
     assert chain[:2] == ["node group 1 deleted", "control plane deleted"]
-    assert cp.critical_path(cp.eks_upgrade())[0] == sec("eks_cluster", "update")
+
+
+def test_eks_upgrade_updates_the_node_groups_after_the_control_plane_side_by_side_one_round_per_node():
+    finish = cp.earliest_finish(cp.eks_upgrade(nodegroups=2, nodes=3, max_unavailable=1))
+    control_plane = sec("eks_cluster", "update")
+    assert finish["control plane update"] == control_plane
+    assert {finish["node group 1 update"], finish["node group 2 update"]} == {
+        control_plane + 3 * sec("eks_nodegroup", "update")
+    }
+    # Two nodes at a time: two rounds for three nodes.
+    two_at_a_time = cp.critical_path(cp.eks_upgrade(nodegroups=1, nodes=3, max_unavailable=2))[0]
+    assert two_at_a_time == control_plane + 2 * sec("eks_nodegroup", "update")
+    only_cp = cp.critical_path(cp.control_plane_steps(cp.eks_upgrade()))[0]
+    assert only_cp == control_plane
 
 
 def test_limits_scale_every_phase_and_markdown_lists_the_table_and_phases():
