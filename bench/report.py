@@ -499,18 +499,18 @@ WORKERS_TASK = "Reconcile the machine deployments"
 
 
 def task_span(tasks: list[list[Any]], name: str) -> tuple[float, float] | None:
-    """When the (last) task of that name started and ended, in seconds from the playbook's start."""
-    spans = [(t[3], t[3] + t[4]) for t in tasks if t[2].endswith(name)]
+    """When the (last) task whose name holds ``name`` started and ended, in seconds from the playbook's start."""
+    spans = [(t[3], t[3] + t[4]) for t in tasks if name in t[2]]
     return spans[-1] if spans else None
 
 
-def upgrade_rows(upgrade: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per upgrade run: ours (the whole playbook, and until its control-plane machines were done) and the critical
-    path of both, with the ratios."""
+def upgrade_rows(upgrade: dict[str, Any], control_plane_task: str = CONTROL_PLANE_TASK) -> list[dict[str, Any]]:
+    """Per upgrade run: ours (the whole playbook, and until its control-plane task ended) and the critical path of
+    both, with the ratios."""
     rows = []
     for number, run in enumerate(upgrade.get("runs", []), 1):
         ours = run["upgrade"]
-        control_plane = task_span(ours.get("tasks", []), CONTROL_PLANE_TASK)
+        control_plane = task_span(ours.get("tasks", []), control_plane_task)
         cp_done = control_plane[1] if control_plane else None
         rows.append(
             {
@@ -525,7 +525,7 @@ def upgrade_rows(upgrade: dict[str, Any]) -> list[dict[str, Any]]:
                 "requests": ours["requests"],
                 "mutating": ours["mutating"],
                 "changed": ours["changed"],
-                "joins": run["joins"],
+                "joins": run.get("joins"),
             }
         )
     return rows
@@ -588,27 +588,7 @@ EKS_CONTROL_PLANE_TASK = "Reconcile or delete the EKS control plane of "
 def eks_upgrade_rows(upgrade: dict[str, Any]) -> list[dict[str, Any]]:
     """Per EKS upgrade run: ours (the whole playbook, and until its control-plane task ended) against the critical
     path of both (the control plane's update; then the node group's)."""
-    rows = []
-    for number, run in enumerate(upgrade.get("runs", []), 1):
-        ours = run["upgrade"]
-        spans = [(t[3], t[3] + t[4]) for t in ours.get("tasks", []) if EKS_CONTROL_PLANE_TASK in t[2]]
-        cp_done = spans[-1][1] if spans else None
-        rows.append(
-            {
-                "run": number,
-                "rc": ours["rc"],
-                "ours": ours["wall"],
-                "critical": run["critical"],
-                "ours/critical": _ratio(ours["wall"], run["critical"]),
-                "ours cp": round(cp_done, 2) if cp_done is not None else None,
-                "critical cp": run["critical_control_plane"],
-                "ours/critical cp": _ratio(cp_done, run["critical_control_plane"]) if cp_done else None,
-                "requests": ours["requests"],
-                "mutating": ours["mutating"],
-                "changed": ours["changed"],
-            }
-        )
-    return rows
+    return upgrade_rows(upgrade, EKS_CONTROL_PLANE_TASK)
 
 
 def eks_upgrade_section(results: dict[str, Any]) -> list[str]:
@@ -649,35 +629,29 @@ def eks_upgrade_section(results: dict[str, Any]) -> list[str]:
 
 
 def eks_upgrade_targets(results: dict[str, Any]) -> list[str]:
-    rows = eks_upgrade_rows(results.get("eks_upgrade") or {})
-    if not rows:
-        return []
-    median = upgrade_median(rows)
-    where = f"moto, scale {results['eks_upgrade']['scale']:g}, median of {len(rows)}"
-    out = []
-    for label, key, ours, limit in (
-        ("EKS control-plane version upgrade", "ours/critical cp", "ours cp", "critical cp"),
-        ("EKS version upgrade (control plane, then node group)", "ours/critical", "ours", "critical"),
-    ):
-        ratio = median[key]
-        met = _yes(ratio is not None and ratio <= UPGRADE_GOAL)
-        out.append(
-            f"| {label} ≤ {UPGRADE_GOAL} × critical path ({where}) | {_fmt(median[ours])} s / "
-            f"{_fmt(median[limit])} s = {_fmt(ratio)} | {met} |"
-        )
-    return out
+    labels = ("EKS control-plane version upgrade", "EKS version upgrade (control plane, then node group)")
+    return _upgrade_targets(
+        eks_upgrade_rows(results.get("eks_upgrade") or {}), results.get("eks_upgrade"), "moto", labels
+    )
 
 
 def upgrade_targets(results: dict[str, Any]) -> list[str]:
-    rows = upgrade_rows(results.get("upgrade") or {})
-    if not rows:
+    labels = ("control-plane version upgrade", "whole-cluster version upgrade (control plane, then workers)")
+    return _upgrade_targets(upgrade_rows(results.get("upgrade") or {}), results.get("upgrade"), "simulator", labels)
+
+
+def _upgrade_targets(
+    rows: list[dict[str, Any]], upgrade: dict[str, Any] | None, endpoint: str, labels: tuple[str, str]
+) -> list[str]:
+    """The two target rows of an upgrade section: the control plane, then the whole upgrade, each within
+    UPGRADE_GOAL x its critical path (medians of the runs that succeeded)."""
+    if not rows or not upgrade:
         return []
     median = upgrade_median(rows)
-    where = f"simulator, scale {results['upgrade']['scale']:g}, median of {len(rows)}"
+    where = f"{endpoint}, scale {upgrade['scale']:g}, median of {len(rows)}"
     out = []
-    for label, key, ours, limit in (
-        ("control-plane version upgrade", "ours/critical cp", "ours cp", "critical cp"),
-        ("whole-cluster version upgrade (control plane, then workers)", "ours/critical", "ours", "critical"),
+    for label, (key, ours, limit) in zip(
+        labels, (("ours/critical cp", "ours cp", "critical cp"), ("ours/critical", "ours", "critical")), strict=True
     ):
         ratio = median[key]
         met = _yes(ratio is not None and ratio <= UPGRADE_GOAL)

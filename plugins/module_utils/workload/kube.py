@@ -215,8 +215,7 @@ class KubeApi:
         return self.list("/api/v1/nodes", "k8s:ListNodes")
 
     def pods(self, namespace: str | None = None, **selectors: str) -> builtins.list[dict[str, Any]]:
-        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
-        return self.list(path, "k8s:ListPods", **_selectors(selectors))
+        return self.list(_pods_path(namespace), "k8s:ListPods", **_selectors(selectors))
 
     def watch_pods(
         self,
@@ -226,8 +225,7 @@ class KubeApi:
         **selectors: str,
     ) -> bool:
         """:meth:`watch_for` on the pods the same :meth:`pods` call listed last."""
-        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
-        return self.watch_for(path, "k8s:WatchPods", wanted, seconds, **_selectors(selectors))
+        return self.watch_for(_pods_path(namespace), "k8s:WatchPods", wanted, seconds, **_selectors(selectors))
 
     def secrets(self, namespace: str, **selectors: str) -> builtins.list[dict[str, Any]]:
         return self.list(f"/api/v1/namespaces/{namespace}/secrets", "k8s:ListSecrets", **_selectors(selectors))
@@ -382,6 +380,11 @@ def _listed_key(path: str, query: dict[str, str]) -> str:
     """Which list a watch continues: the path and its selectors (not its page size or continue token)."""
     selectors = sorted((k, v) for k, v in query.items() if k not in ("limit", "continue"))
     return f"{path}?{urllib.parse.urlencode(selectors)}"
+
+
+def _pods_path(namespace: str | None) -> str:
+    """The pods of one namespace, or of every namespace."""
+    return f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
 
 
 def _selectors(selectors: dict[str, str]) -> dict[str, str]:

@@ -19,6 +19,15 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors impor
 from .eks_stubs import ADMIN_POLICY, ADMIN_ROLE, CLUSTER, NODE_ROLE, OWNER, described, params, run, update
 
 
+def expect_node_entry(eks) -> dict:
+    """No access entry yet, then NODE_ROLE's EC2_LINUX entry created with the cluster's tags (returned)."""
+    eks.add_response("list_access_entries", {"accessEntries": []}, {"clusterName": CLUSTER})
+    tags = {OWNER: "owned", "sigs.k8s.io/cluster-api-provider-aws/role": "common"}
+    entry = {"clusterName": CLUSTER, "principalArn": NODE_ROLE, "type": "EC2_LINUX", "tags": tags}
+    eks.add_response("create_access_entry", {}, {**entry, "clientRequestToken": ANY})
+    return tags
+
+
 def test_access_entries_and_auth_mode_update(aws_stub, tmp_path):
     session, eks, _iam_stub = aws_stub
     eks.add_response("describe_cluster", described(), {"name": CLUSTER})
@@ -31,19 +40,7 @@ def test_access_entries_and_auth_mode_update(aws_stub, tmp_path):
     eks.add_response(
         "describe_cluster", described(accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"}), {"name": CLUSTER}
     )
-    eks.add_response("list_access_entries", {"accessEntries": []}, {"clusterName": CLUSTER})
-    tags = {OWNER: "owned", "sigs.k8s.io/cluster-api-provider-aws/role": "common"}
-    eks.add_response(
-        "create_access_entry",
-        {},
-        {
-            "clusterName": CLUSTER,
-            "principalArn": NODE_ROLE,
-            "type": "EC2_LINUX",
-            "tags": tags,
-            "clientRequestToken": ANY,
-        },
-    )
+    tags = expect_node_entry(eks)
     eks.add_response(
         "create_access_entry",
         {},
@@ -131,19 +128,7 @@ def test_a_machine_pools_instance_profile_gets_its_roles_node_entry(aws_stub, tm
     session, eks, iam = aws_stub
     eks.add_response("describe_cluster", described(accessConfig={"authenticationMode": "API"}), {"name": CLUSTER})
     iam.add_response("get_role", _role(NODE_ROLE), {"RoleName": "nodes"})
-    eks.add_response("list_access_entries", {"accessEntries": []}, {"clusterName": CLUSTER})
-    tags = {OWNER: "owned", "sigs.k8s.io/cluster-api-provider-aws/role": "common"}
-    eks.add_response(
-        "create_access_entry",
-        {},
-        {
-            "clusterName": CLUSTER,
-            "principalArn": NODE_ROLE,
-            "type": "EC2_LINUX",
-            "tags": tags,
-            "clientRequestToken": ANY,
-        },
-    )
+    expect_node_entry(eks)
     p = params(
         tmp_path,
         access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
