@@ -43,7 +43,10 @@ def test_an_eks_clusters_status_names_every_eks_resource_with_its_condition(aws,
     spec = eks_spec(
         NAME, node_group={"scaling": {"min_size": 1, "max_size": 2, "desired_size": 2}}, machine_pools=[POOL]
     )
-    inventory = write_inventory(tmp_path, spec, extra_vars={"capa_kubernetes_api": {"proxy": kubesim.proxy}})
+    # mode required, as make demo runs it: the new cluster's aws-auth waits for its API to serve (the simulator starts
+    # it a moment after ACTIVE), so the pool's role is mapped in this run and its Node awaited.
+    api = {"proxy": kubesim.proxy, "mode": "required"}
+    inventory = write_inventory(tmp_path, spec, extra_vars={"capa_kubernetes_api": api})
     result = run_playbook(SITE, inventory)
     assert result.rc == 0, result.describe()
     status = json.loads((tmp_path / "out" / NAME / "status.json").read_text())

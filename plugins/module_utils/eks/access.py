@@ -24,17 +24,13 @@ from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import ROLE_COMMON
 from ..kernel.waiting import Backoff
-from ..workload.access import eks_kube_api
+from ..workload.access import AWS_AUTH_PATH, eks_kube_api
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import cluster_plan as plan
 from .eks_cluster_spec import EksClusterSpec
 from .kubeconfig import dump_yaml
 
-AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
 API_RETRY = Backoff(first=0.5, cap=3.0, factor=2.0)  # reads while a required EKS API does not answer yet
-# A cluster this run created may take a moment to serve once ACTIVE: with kubernetes_api.mode auto its API is asked
-# again for this long before aws-auth is left to the next run (required: within the run's whole wait budget).
-NEW_CLUSTER_API_WAIT = 120.0
 
 
 def node_roles(ctx: Context, spec: EksClusterSpec) -> list[str]:
@@ -61,17 +57,16 @@ def reconcile_access(
     cluster: Mapping[str, Any] | None,
     owned: bool,
     nodes: Sequence[str],
-    new: bool = False,
 ) -> tuple[str | None, dict[str, Any]]:
     """The aws-auth manifest's path (``None`` when there is none) and IAMAuthenticatorConfigured; ``nodes`` are the
-    node roles (:func:`node_roles`); ``new``: the cluster was created in this run."""
+    node roles (:func:`node_roles`)."""
     roles, users = plan.aws_auth_mappings(spec.map_roles, spec.map_users, nodes)
     path = None
     configured = condition(True, "")
     if spec.authentication_mode != "API" and (roles or users):
         path = spec.paths.aws_auth
         ctx.ops.write_file(path, plan.render_aws_auth(roles, users, dump_yaml), "aws-auth mappings")
-        configured = apply_aws_auth(ctx, spec, cluster, roles, users, new)
+        configured = apply_aws_auth(ctx, spec, cluster, roles, users)
     if owned and plan.access_entries_allowed(spec.authentication_mode):
         reconcile_access_entries(ctx, spec.name, cluster, plan.desired_access_entries(nodes, spec.map_roles))
     return (str(path) if path else None), configured
@@ -83,7 +78,6 @@ def apply_aws_auth(
     cluster: Mapping[str, Any] | None,
     roles: list[dict[str, Any]],
     users: list[dict[str, Any]],
-    new: bool = False,
 ) -> dict[str, Any]:
     """``kube-system/aws-auth`` in the cluster, as CAPA keeps it (its IAMAuthenticatorConfigured condition): the
     mappings of iam_authenticator added to what is there, through the API server with a token presigned from the
@@ -98,8 +92,7 @@ def apply_aws_auth(
         return condition(False, "ClusterNotReady", "the aws-auth mappings are applied once the cluster is active")
     api = _api(ctx, spec, cluster)
     try:
-        required = settings.mode == "required"
-        current = _read_aws_auth(ctx, api, wait=required or new, limit=0.0 if required else NEW_CLUSTER_API_WAIT)
+        current = _read_aws_auth(ctx, api, wait=settings.mode == "required")
     except RemoteError as e:
         if settings.mode == "required":
             raise ReconcileError(
@@ -127,11 +120,10 @@ def apply_aws_auth(
     return condition(True, "")
 
 
-def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool, limit: float = 0.0) -> dict[str, Any] | None:
+def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool) -> dict[str, Any] | None:
     """aws-auth as the cluster has it (None: none yet). An endpoint that does not answer raises; with ``wait`` it is
-    asked again within the run's wait budget (and ``limit``) first: a cluster just become ACTIVE may take a moment
-    to serve."""
-    waiting = ctx.wait_for("the EKS API to answer", limit=limit, backoff=API_RETRY)
+    asked again within the run's wait budget first (a cluster just become ACTIVE may take a moment to serve)."""
+    waiting = ctx.wait_for("the EKS API to answer", backoff=API_RETRY)
     while True:
         try:
             return api.get(AWS_AUTH_PATH, "k8s:GetConfigMap")

@@ -61,9 +61,7 @@ def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCl
     oidc = None
     if observed.owned and spec.associate_oidc_provider:
         oidc = oidc_provider.reconcile_oidc_provider(ctx, spec, cluster)
-    aws_auth, conditions["IAMAuthenticatorConfigured"] = reconcile_access(
-        ctx, spec, cluster, observed.owned, nodes, new=observed.cluster is None
-    )
+    aws_auth, conditions["IAMAuthenticatorConfigured"] = reconcile_access(ctx, spec, cluster, observed.owned, nodes)
     kubeconfigs = write_kubeconfigs(ctx, spec, cluster)
     after = {
         "cluster": cluster_view(cluster, oidc),

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from ..aws import eks as aws_eks
 from ..aws.eks import describe_cluster
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kubeadm import bootstrap_tokens as tokens
 from ..kubeadm.bootstrap_tokens import JoinToken
 from ..kubeadm.pki import ClusterPki
-from ..workload.access import KubernetesAccess, KubernetesApiSettings, eks_kube_api
+from ..workload.access import KubernetesAccess, KubernetesApiSettings, eks_kube_api, eks_role_mapped
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import asg_plan
 from .join_tokens import JoinTokens, recall_init_token
@@ -218,7 +219,21 @@ class PoolToken:
         cluster = describe_cluster(self.ctx, name)
         if cluster is None or cluster.get("status") not in ("ACTIVE", "UPDATING") or not cluster.get("endpoint"):
             return None, f"EKS cluster {name} is not active"
-        self.access = KubernetesAccess(self.settings, api=eks_kube_api(self.ctx, self.settings, name, cluster))
+        api = eks_kube_api(self.ctx, self.settings, name, cluster)
+        profile = self.machine.iam_instance_profile
+        try:
+            mapped = eks_role_mapped(api, cluster, profile, lambda: aws_eks.list_access_entries(self.ctx, name))
+        except RemoteError as e:
+            if e.code != UNREACHABLE:
+                raise
+            return None, f"the EKS API does not answer: {e}"
+        if not mapped:
+            # Nodes that cannot authenticate never join: waiting for them would only run out the run's budget.
+            return None, (
+                f"the role {profile} of its instance profile is not mapped in EKS cluster {name} yet (aws-auth or an "
+                "access entry), so its nodes cannot join"
+            )
+        self.access = KubernetesAccess(self.settings, api=api)
         return self.access, ""
 
     def close(self) -> None:

@@ -22,6 +22,11 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+try:
+    import yaml
+except ImportError:  # PyYAML ships with ansible-core; the sanity import test runs without it
+    yaml = None  # type: ignore[assignment]
+
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError, SpecError
 from ..kernel.options import Option, filled
@@ -232,3 +237,25 @@ def eks_kube_api(ctx: Context, settings: KubernetesApiSettings, name: str, clust
     return KubeApi(
         target, token=token, count=ctx.session.recorder.count, timeout=settings.timeout, shared=ctx.session.shared
     )
+
+
+# EKS's IAM mapping ConfigMap (CAPA's IAMAuthenticatorConfigured keeps it).
+AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
+
+
+def eks_role_mapped(
+    api: KubeApi, cluster: Mapping[str, Any], role_name: str, access_entries: Callable[[], list[str]]
+) -> bool:
+    """Whether EKS cluster ``cluster`` (DescribeCluster's answer) maps the role ``role_name`` (of any path), so that
+    nodes authenticating as it can join: in ``aws-auth``'s mapRoles unless the authentication mode is API, or as an
+    access entry (``access_entries()``, asked only then) when it allows them. A Kubernetes API that does not answer
+    raises :class:`RemoteError` (UNREACHABLE)."""
+    mode = (cluster.get("accessConfig") or {}).get("authenticationMode") or "CONFIG_MAP"
+    suffix = f"/{role_name}"
+    if mode != "API":
+        found = api.get(AWS_AUTH_PATH, "k8s:GetConfigMap") or {}
+        mapped = yaml.safe_load(str((found.get("data") or {}).get("mapRoles") or "")) if yaml is not None else None
+        roles = [str(m.get("rolearn", "")) for m in mapped or [] if isinstance(m, Mapping)]
+        if any(arn.endswith(suffix) for arn in roles):
+            return True
+    return mode != "CONFIG_MAP" and any(principal.endswith(suffix) for principal in access_entries())
