@@ -9,10 +9,10 @@ ends with a cluster that serves, the status it reports says so, and the next run
 One wait polls one instance describe (the pool's instances by tag: ids, zones and private DNS names) and one Node
 list; a Node is an instance's by providerID once the cloud provider set it, else by the name the kubelet registered.
 Without the API (``kubernetes_api`` auto and no answer, or mode none; an EKS pool without an instance profile, or
-whose role the cluster does not map yet: its nodes cannot join) the Nodes are not awaited (a warning says why) and the AWS side of the same wait is:
-``desired`` running instances, what the status counts as in service - as a machine deployment without the API is
-judged by its instances running. So the run that launched them reports the pool as the next run will find it, and
-that run has nothing to write. ``required`` fails instead.
+whose role the cluster does not map yet: its nodes cannot join) the Nodes are not awaited (a warning says why) and
+the AWS side of the same wait is: ``desired`` running instances, what the status counts as in service - as a machine
+deployment without the API is judged by its instances running. So the run that launched them reports the pool as
+the next run will find it, and that run has nothing to write. ``required`` fails instead.
 """
 
 from __future__ import annotations
