@@ -226,6 +226,8 @@ class PoolToken:
         except RemoteError as e:
             if e.code != UNREACHABLE:
                 raise
+            if self.settings.mode == "required":
+                raise ReconcileError(f"kubernetes_api.mode is required but the EKS API does not answer: {e}") from None
             return None, f"the EKS API does not answer: {e}"
         if not mapped:
             # Nodes that cannot authenticate never join: waiting for them would only run out the run's budget.
