@@ -329,15 +329,7 @@ def _read_form_body(environ: dict[str, Any]) -> str:
     """Read (and put back) a url-encoded request body."""
     if not environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
         return ""
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return ""
-    if length <= 0:
-        return ""
-    body = environ["wsgi.input"].read(length)
-    environ["wsgi.input"] = io.BytesIO(body)
-    return body.decode("utf-8", "replace")
+    return _read_body(environ).decode("utf-8", "replace")
 
 
 def classify(environ: dict[str, Any]) -> dict[str, str]:
@@ -1766,8 +1758,14 @@ class _EksError(Exception):
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:
-    length = int(environ.get("CONTENT_LENGTH") or 0)
-    body = environ["wsgi.input"].read(length) if length else b""
+    """Read (and put back, for the layers after this one) a request's body."""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return b""
+    if length <= 0:
+        return b""
+    body = environ["wsgi.input"].read(length)
     environ["wsgi.input"] = io.BytesIO(body)
     return body
 

@@ -11,11 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-try:
-    import yaml
-except ImportError:  # PyYAML ships with ansible-core; the sanity import test runs without it
-    yaml = None  # type: ignore[assignment]
-
 from ..aws import eks as aws_eks
 from ..aws.iam import get_role
 from ..kernel.conditions import condition
@@ -24,7 +19,7 @@ from ..kernel.errors import ReconcileError, RemoteError
 from ..kernel.idempotency import new_client_token
 from ..kernel.tags import ROLE_COMMON
 from ..kernel.waiting import Backoff
-from ..workload.access import AWS_AUTH_PATH, eks_kube_api
+from ..workload.access import AWS_AUTH_PATH, aws_auth_mappings, eks_kube_api
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import cluster_plan as plan
 from .eks_cluster_spec import EksClusterSpec
@@ -102,13 +97,13 @@ def apply_aws_auth(
         ctx.warn(f"aws-auth not applied (the EKS API does not answer: {e}); the file has the mappings")
         return condition(False, "KubernetesApiUnreachable", str(e))
     data = dict((current or {}).get("data") or {})
-    merged_roles = plan.merged_mappings(_loaded(data.get("mapRoles")), roles, "rolearn")
-    merged_users = plan.merged_mappings(_loaded(data.get("mapUsers")), users, "userarn")
+    merged_roles = plan.merged_mappings(aws_auth_mappings(data.get("mapRoles")), roles, "rolearn")
+    merged_users = plan.merged_mappings(aws_auth_mappings(data.get("mapUsers")), users, "userarn")
     manifest = plan.aws_auth_manifest(merged_roles, merged_users, dump_yaml)
     if (
         current is None
-        or _loaded(data.get("mapRoles")) != merged_roles
-        or _loaded(data.get("mapUsers")) != merged_users
+        or aws_auth_mappings(data.get("mapRoles")) != merged_roles
+        or aws_auth_mappings(data.get("mapUsers")) != merged_users
     ):
         ctx.ops.call(
             api,
@@ -137,11 +132,6 @@ def _read_aws_auth(ctx: Context, api: KubeApi, wait: bool) -> dict[str, Any] | N
 
 def _api(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any]) -> KubeApi:
     return eks_kube_api(ctx, spec.kubernetes_api, spec.name, cluster)
-
-
-def _loaded(text: str | None) -> list[dict[str, Any]]:
-    found = yaml.safe_load(text) if text and yaml is not None else None
-    return [dict(m) for m in found if isinstance(m, Mapping)] if isinstance(found, list) else []
 
 
 def reconcile_access_entries(

@@ -254,8 +254,13 @@ def eks_role_mapped(
     suffix = f"/{role_name}"
     if mode != "API":
         found = api.get(AWS_AUTH_PATH, "k8s:GetConfigMap") or {}
-        mapped = yaml.safe_load(str((found.get("data") or {}).get("mapRoles") or "")) if yaml is not None else None
-        roles = [str(m.get("rolearn", "")) for m in mapped or [] if isinstance(m, Mapping)]
-        if any(arn.endswith(suffix) for arn in roles):
+        roles = aws_auth_mappings((found.get("data") or {}).get("mapRoles"))
+        if any(str(m.get("rolearn", "")).endswith(suffix) for m in roles):
             return True
     return mode != "CONFIG_MAP" and any(principal.endswith(suffix) for principal in access_entries())
+
+
+def aws_auth_mappings(text: str | None) -> list[dict[str, Any]]:
+    """The mappings of one aws-auth key (``mapRoles``, ``mapUsers``: a YAML list in a string); nothing else counts."""
+    found = yaml.safe_load(text) if text and yaml is not None else None
+    return [dict(m) for m in found if isinstance(m, Mapping)] if isinstance(found, list) else []
