@@ -2018,18 +2018,6 @@ class ClientTokenCache:
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, ...], tuple[str, str, list[tuple[str, str]], bytes]] = {}
 
-    @staticmethod
-    def _body(environ: dict[str, Any]) -> bytes:
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            return b""
-        if length <= 0:
-            return b""
-        body = environ["wsgi.input"].read(length)
-        environ["wsgi.input"] = io.BytesIO(body)
-        return body
-
     def _token(self, environ: dict[str, Any], body: bytes) -> str | None:
         if environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
             return parse_qs(body.decode("utf-8", "replace")).get("ClientToken", [None])[0]
@@ -2050,7 +2038,7 @@ class ClientTokenCache:
             return self.app(environ, start_response)
         if path.startswith(CAPA_PREFIX) or path.startswith("/moto-api"):
             return self.app(environ, start_response)
-        body = self._body(environ)
+        body = _read_body(environ)
         token = self._token(environ, body)
         if not token:
             return self.app(environ, start_response)
