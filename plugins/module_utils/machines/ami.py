@@ -7,12 +7,13 @@ lookup fields the EKS-optimised Amazon Linux 2023 image AWS publishes as a publi
 lookup does); otherwise CAPA's lookup - the newest available HVM image of the instance type's architecture owned
 by ``owner`` whose name matches the name format with the base OS and the Kubernetes version filled in. The bastion
 looks up Canonical's Ubuntu 24.04 by description instead. One ``DescribeInstanceTypes`` and one ``DescribeImages``
-per run (plus one ``GetParameters`` for the EKS image), whatever the size of the group.
+per run (plus one ``GetParameters`` for the EKS image), whatever the size of the group; none of the first when the
+caller already knows the architecture (a running machine of the same instance type shows it: :func:`seen_architecture`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 try:
     import botocore.exceptions
@@ -80,16 +81,33 @@ def architecture_of(ctx: Context, instance_type: str) -> str:
     return "arm64" if "arm64" in supported and "x86_64" not in supported else "x86_64"
 
 
-def resolve_image(ctx: Context, machine: MachineSpec) -> Image:
-    """The machine's image (given, EKS-optimised, or looked up), checked against its root volume size."""
+def seen_architecture(instances: Iterable[tuple[str | None, str | None]], instance_type: str | None) -> str | None:
+    """The architecture the running machines of ``instance_type`` show (``(instance type, architecture)`` pairs, as
+    ``DescribeInstances`` reports them), or None when none does or they disagree.
+
+    An instance runs an image of its type's architecture, and no instance type runs both x86_64 and arm64, so what
+    the group's own instances show is what :func:`architecture_of` would answer: a run over existing machines then
+    needs no ``DescribeInstanceTypes`` (a no-op reads what the instances already told it). Other values
+    (``i386``, ``x86_64_mac``) are left to :func:`architecture_of`.
+    """
+    seen = {arch for kind, arch in instances if kind == instance_type and arch in ARCHITECTURES}
+    return seen.pop() if len(seen) == 1 else None
+
+
+def resolve_image(ctx: Context, machine: MachineSpec, architecture: str | None = None) -> Image:
+    """The machine's image (given, EKS-optimised, or looked up), checked against its root volume size.
+
+    ``architecture``: the instance type's, when the caller knows it (:func:`seen_architecture`); asked otherwise.
+    """
     if machine.ami.id:
         image = by_id(ctx, machine.ami.id)
     elif machine.uses_eks_image:
-        image = eks_optimized_image(ctx, machine.instance_type or "", machine.kubernetes_version or "")
+        arch = architecture or architecture_of(ctx, machine.instance_type or "")
+        image = eks_optimized_image(ctx, arch, machine.kubernetes_version or "")
     else:
-        image = look_up(
+        image = look_up_architecture(
             ctx,
-            machine.instance_type or "",
+            architecture or architecture_of(ctx, machine.instance_type or ""),
             kubernetes_version=machine.kubernetes_version,
             base_os=machine.ami.base_os or DEFAULT_BASE_OS,
             owner=machine.ami.owner or "",
@@ -117,9 +135,9 @@ def by_id(ctx: Context, ami_id: str) -> Image:
     return Image.from_aws(images[0])
 
 
-def eks_optimized_image(ctx: Context, instance_type: str, kubernetes_version: str) -> Image:
-    """The EKS-optimised AL2023 image of the instance type's architecture, from AWS's public SSM parameter."""
-    name = eks_image_parameter(kubernetes_version, architecture_of(ctx, instance_type))
+def eks_optimized_image(ctx: Context, architecture: str, kubernetes_version: str) -> Image:
+    """The EKS-optimised AL2023 image of the architecture, from AWS's public SSM parameter."""
+    name = eks_image_parameter(kubernetes_version, architecture)
     found = parameter_values(ctx, [name])
     if name not in found:
         raise ReconcileError(
@@ -127,28 +145,6 @@ def eks_optimized_image(ctx: Context, instance_type: str, kubernetes_version: st
             f"(public SSM parameter {name} not found; set ami.id)"
         )
     return by_id(ctx, found[name])
-
-
-def look_up(
-    ctx: Context,
-    instance_type: str,
-    *,
-    kubernetes_version: str | None,
-    base_os: str,
-    owner: str,
-    name_format: str,
-    bastion: bool,
-) -> Image:
-    """CAPA's lookup (or the bastion's Canonical image); no image is an error raised before anything changes."""
-    return look_up_architecture(
-        ctx,
-        architecture_of(ctx, instance_type),
-        kubernetes_version=kubernetes_version,
-        base_os=base_os,
-        owner=owner,
-        name_format=name_format,
-        bastion=bastion,
-    )
 
 
 def look_up_architecture(
@@ -161,7 +157,8 @@ def look_up_architecture(
     name_format: str,
     bastion: bool = False,
 ) -> Image:
-    """:func:`look_up` for a known architecture (``x86_64`` or ``arm64``), e.g. from the ``capa_ami`` lookup."""
+    """CAPA's lookup (or the bastion's Canonical image) for an architecture (``x86_64`` or ``arm64``); no image is
+    an error raised before anything changes."""
     filters = [
         {"Name": "architecture", "Values": [arch]},
         {"Name": "state", "Values": ["available"]},

@@ -49,7 +49,7 @@ from ..kernel.waiting import wait_until
 from ..kubeadm.bootstrap_tokens import new_token
 from ..kubeadm.cloud_init import ROLE_INIT, ROLE_JOIN_CONTROL_PLANE, ROLE_JOIN_WORKER, check_upgrade_step
 from . import bootstrap_data as _bootstrap_data
-from .ami import Image, resolve_image
+from .ami import Image, resolve_image, seen_architecture
 from .bootstrap_data import BOOTSTRAP_TAG
 from .etcd_restore import ETCD_RESTORE, RESTORED_TAG, EtcdRestore, quorum_kept
 from .group_workload import Departure, GroupWorkload, NodeSettings, node_argument_spec
@@ -331,6 +331,7 @@ def refresh(machine: Machine, instance: Mapping[str, Any]) -> None:
     machine.public_ip = instance.get("PublicIpAddress")
     machine.image_id = instance.get("ImageId")
     machine.instance_type = instance.get("InstanceType")
+    machine.architecture = instance.get("Architecture")
     machine.metadata_options = dict(instance.get("MetadataOptions") or {})
     machine.private_dns_name = instance.get("PrivateDnsName") or machine.private_dns_name
 
@@ -619,7 +620,8 @@ class GroupRun:
             running = [m.tags.get(VERSION_TAG, "") for m in live]
             check_upgrade_step([v for v in running if v], self.spec.machine.kubernetes_version or "")
         if self.spec.replicas or live:
-            self.image = resolve_image(self.ctx, self.spec.machine)
+            seen = seen_architecture(((m.instance_type, m.architecture) for m in live), self.spec.machine.instance_type)
+            self.image = resolve_image(self.ctx, self.spec.machine, seen)
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash

@@ -107,6 +107,7 @@ class Machine:
     public_ip: str | None = None
     image_id: str | None = None
     instance_type: str | None = None
+    architecture: str | None = None  # its image's, as DescribeInstances reports it
     metadata_options: dict[str, Any] = field(default_factory=dict)
     private_dns_name: str = ""  # the node name kubeadm gives the kubelet
     # What the workload cluster says of the machine (None: not asked - AWS's state alone decides).

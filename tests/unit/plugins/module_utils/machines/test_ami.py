@@ -118,7 +118,7 @@ def test_eks_optimized_image_reads_the_public_parameter_of_the_architecture():
             {"Images": [{"ImageId": "ami-0abc", "Name": "amazon-eks-node-al2023-arm64-standard-1.31-v1"}]},
             {"ImageIds": ["ami-0abc"]},
         )
-        image = ami.eks_optimized_image(ctx, "m7g.large", "v1.31.2")
+        image = ami.resolve_image(ctx, machine(instance_type="m7g.large", bootstrap={"type": "eks"}))
     assert image.id == "ami-0abc"
 
 
@@ -128,7 +128,7 @@ def test_eks_optimized_image_missing_is_a_clear_error():
         _types(ec2, "t3.large", "x86_64")
         ssm.add_response("get_parameters", {"Parameters": [], "InvalidParameters": ["x"]})
         with pytest.raises(ReconcileError, match=r"no EKS-optimised image for Kubernetes 1\.99.*set ami\.id"):
-            ami.eks_optimized_image(ctx, "t3.large", "1.99")
+            ami.resolve_image(ctx, machine(kubernetes_version="1.99", bootstrap={"type": "eks"}))
 
 
 def test_resolve_image_by_id():
@@ -195,3 +195,35 @@ def test_resolve_image_refuses_a_root_volume_smaller_than_the_image():
         ec2.add_response("describe_images", {"Images": [_image("ami-0big", size=30)]})
         with pytest.raises(ReconcileError, match=r"root_volume\.size: 20 GiB is smaller than the AMI's 30 GiB"):
             ami.resolve_image(ctx, machine(ami={"id": "ami-0big"}, root_volume={"size": 20}))
+
+
+def test_seen_architecture_is_what_the_running_machines_of_the_type_show():
+    assert ami.seen_architecture([("m7g.large", "arm64"), ("m7g.large", "arm64")], "m7g.large") == "arm64"
+    # Machines of another type (a rollout to a new type) say nothing about this one.
+    assert ami.seen_architecture([("m7g.large", "arm64")], "t3.large") is None
+    assert ami.seen_architecture([], "t3.large") is None
+    # Disagreement, or an architecture the lookup does not use, leaves the question to DescribeInstanceTypes.
+    assert ami.seen_architecture([("t3.large", "x86_64"), ("t3.large", "arm64")], "t3.large") is None
+    assert ami.seen_architecture([("mac1.metal", "x86_64_mac")], "mac1.metal") is None
+    assert ami.seen_architecture([("t2.micro", "i386"), ("t2.micro", None)], "t2.micro") is None
+
+
+def test_resolve_image_with_a_known_architecture_asks_only_for_the_image():
+    """The Stubber fails on any request not queued: no DescribeInstanceTypes is made."""
+    ctx = StubContext()
+    with Stubber(ctx.clients["ec2"]) as ec2:
+        ec2.add_response(
+            "describe_images",
+            {"Images": [_image("ami-0arm")]},
+            {
+                "Owners": [ami.CAPA_OWNER],
+                "Filters": [
+                    {"Name": "architecture", "Values": ["arm64"]},
+                    {"Name": "state", "Values": ["available"]},
+                    {"Name": "virtualization-type", "Values": ["hvm"]},
+                    {"Name": "name", "Values": ami.name_patterns("", ami.DEFAULT_BASE_OS, "v1.31.2")},
+                ],
+            },
+        )
+        assert ami.resolve_image(ctx, machine(instance_type="m7g.large"), "arm64").id == "ami-0arm"
+        ec2.assert_no_pending_responses()
