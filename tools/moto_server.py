@@ -173,6 +173,10 @@ it more lenient than AWS)
     ``update`` per node at ``maxUnavailable``), then ``Successful`` with the new version and ``ACTIVE``. With the
     model off an update settles by the next request, as a fast AWS update would.
 
+19. Classic load balancers in the tagging API: AWS's ``GetResources`` files them, as the v2 ones, under the resource
+    type ``elasticloadbalancing:loadbalancer`` (ARN ``...:loadbalancer/<name>``); moto files them under
+    ``elb:loadbalancer``, so a ``ResourceTypeFilters`` of AWS's type never found one. The type is now AWS's.
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -758,6 +762,7 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "simulate-principal-policy": _serve_simulate_principal_policy,
         "iam-backends-on-demand": _fix_iam_backends_on_demand,
         "launch-template-instance-profile": _fix_launch_template_instance_profile,
+        "tagging-classic-elb": _fix_tagging_classic_elb,
     }
     applied: list[str] = []
     for name, fix in fixes.items():
@@ -1426,6 +1431,24 @@ def _fix_launch_template_instance_profile() -> list[str]:
     run_instances._capa_template_profile = True  # type: ignore[attr-defined]
     InstanceBackend.run_instances = run_instances  # type: ignore[method-assign]
     return ["launch-template-instance-profile"]
+
+
+def _fix_tagging_classic_elb() -> list[str]:
+    """Fix 19: classic load balancers under AWS's resource type ``elasticloadbalancing:loadbalancer``."""
+    from moto.core.resource_tagging import TaggedResource
+    from moto.elb.models import ELBBackend
+
+    original = ELBBackend.iter_tagged_resources
+    if getattr(original, "_capa_fixed", False):
+        return ["tagging-classic-elb"]
+
+    def iter_tagged_resources(self: Any) -> Any:
+        for found in original(self):
+            yield TaggedResource(arn=found.arn, tags=found.tags, resource_type="elasticloadbalancing:loadbalancer")
+
+    iter_tagged_resources._capa_fixed = True  # type: ignore[attr-defined]
+    ELBBackend.iter_tagged_resources = iter_tagged_resources  # type: ignore[method-assign]
+    return ["tagging-classic-elb"]
 
 
 # --------------------------------------------------------------------------------------

@@ -61,8 +61,10 @@ extends_documentation_fragment:
   - clusterapi.aws.kubernetes_api
   - clusterapi.aws.attributes.info
 notes:
-  - Classic load balancers are listed with the ELB API (all of the region, tags in chunks of 20), as CAPA does;
-    network load balancers and target groups the cloud provider created are not looked up.
+  - Classic load balancers are described by name - the spec's (C(<cluster>-apiserver) unless it names one) and those
+    the tagging API lists with CAPA's or the cloud provider's tag - in one request with their tags, not the region's
+    every load balancer. When one of several names no longer exists (the tagging API still lists a deleted one), that
+    request fails as a whole and the region's classic load balancers are read instead.
   - Instances are grouped by their C(clusterapi.aws/machine-group) tag; bootstrap secrets and parameters are
     matched to machines by their C(Name) tag.
 """

@@ -187,7 +187,6 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
         "tagging:GetResources": 2,  # the cluster's by CAPA's tag (preflight, status), the cloud provider's (status)
         "ec2:DescribeImages": 2,  # the bastion's image is another one
         "ec2:DescribeSubnets": 2,  # the VPC's (owned or not: capa_subnet); the cluster's anywhere (the status)
-        "elasticloadbalancing:DescribeLoadBalancers": 2,  # by name (capa_elb); the region's, for their tags (status)
     }
     # The instance types' architectures are what the machines already show (ami.seen_architecture): not asked.
     assert counted["ec2:DescribeInstanceTypes"] == 0, counted

@@ -62,14 +62,16 @@ def build_network(run_module) -> str:
     return vpc["id"]
 
 
-def info(run_module, aws, spec: dict[str, Any] | None = None, check: bool = False) -> dict[str, Any]:
+def info(
+    run_module, aws, spec: dict[str, Any] | None = None, check: bool = False, limits: dict[str, int] | None = None
+) -> dict[str, Any]:
     aws.reset_requests()
     result = run_module(MODULE, {"cluster_name": CLUSTER, "spec": spec or {"name": CLUSTER}}, check=check)
     assert not result.get("failed"), result
     assert result["changed"] is False and result["plan"] == []
     assert aws.mutating_requests() == [], aws.mutating_requests()
     # One request per resource type; the tagging API twice (CAPA's tag, then the cloud provider's).
-    limits = {"resourcegroupstaggingapi:GetResources": 2}
+    limits = {"resourcegroupstaggingapi:GetResources": 2, **(limits or {})}
     assert all(n <= limits.get(op, 1) for op, n in result["api_calls"].items()), result["api_calls"]
     return result
 
@@ -138,7 +140,10 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
         Tags=[{"Key": CCM, "Value": "owned"}, {"Key": "kubernetes.io/service-name", "Value": "default/web"}],
     )
 
-    result = info(run_module, aws)
+    # The classic load balancers are asked by name (the spec's, and those the tagging API lists with either tag): the
+    # spec's is missing, so that read fails as a whole and the region's are read instead - one request more.
+    result = info(run_module, aws, limits={"elb:DescribeLoadBalancers": 2})
+    assert result["api_calls"]["elb:DescribeLoadBalancers"] == 2
     orphans = {o["id"]: o for o in result["orphans"]}
     assert set(orphans) == {extra_subnet, extra_group, stray_instance}, result["orphans"]
     assert orphans[extra_subnet]["kind"] == "subnet"
@@ -159,7 +164,9 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
         for s in result["resources"]["subnet"]
         if s["id"] != extra_subnet
     ]
-    explicit = info(run_module, aws, spec={"name": CLUSTER, "network": {"subnets": listed}})
+    explicit = info(
+        run_module, aws, spec={"name": CLUSTER, "network": {"subnets": listed}}, limits={"elb:DescribeLoadBalancers": 2}
+    )
     assert "not in the spec's subnets" in {o["id"]: o for o in explicit["orphans"]}[extra_subnet]["reason"]
     assert explicit["conditions"]["SubnetsReady"]["status"] is True
 
@@ -194,3 +201,28 @@ def test_bad_input_fails_before_any_request(aws, run_module):
     result = run_module(MODULE, {"cluster_name": CLUSTER, "state": "absent"})
     assert result["failed"] and "state" in result["msg"], result
     assert aws.requests() == []
+
+
+def test_classic_load_balancers_are_asked_by_name_not_the_regions(aws, run_module):
+    """The spec's load balancer and the cloud provider's are described in one request by their names (the tagging API
+    lists the cloud provider's); another cluster's in the same region is never described or reported."""
+    elb = aws.client("elb")
+    listener = [{"Protocol": "TCP", "LoadBalancerPort": 6443, "InstancePort": 6443}]
+    for name, tags in (
+        (f"{CLUSTER}-apiserver", {OWNER: "owned", ROLE: "apiserver"}),
+        ("a1b2c3service", {CCM: "owned"}),
+        ("other-apiserver", {"sigs.k8s.io/cluster-api-provider-aws/cluster/other": "owned"}),
+    ):
+        elb.create_load_balancer(
+            LoadBalancerName=name,
+            Listeners=listener,
+            AvailabilityZones=["us-east-1a"],
+            Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+        )
+    result = info(run_module, aws)
+    assert result["conditions"]["LoadBalancerReady"]["status"] is True, result["conditions"]["LoadBalancerReady"]
+    assert result["cloud_provider_resources"] == [
+        {"kind": "load_balancer", "id": "a1b2c3service", "name": "a1b2c3service"}
+    ]
+    assert [lb["id"] for lb in result["resources"]["load_balancer"]] == [f"{CLUSTER}-apiserver"]
+    assert result["api_calls"]["elb:DescribeLoadBalancers"] == 1 and result["api_calls"]["elb:DescribeTags"] == 1

@@ -347,6 +347,23 @@ def test_tagging_api_lists_eks_clusters_and_node_groups(aws):
     assert arns == [["cluster", "tagged"], ["nodegroup", "tagged"]]
 
 
+def test_tagging_api_files_classic_load_balancers_under_aws_type(aws):
+    """Fix 19: ``elasticloadbalancing:loadbalancer`` finds classic load balancers by their tags, as on AWS."""
+    elb = aws.client("elb")
+    listener = [{"Protocol": "TCP", "LoadBalancerPort": 6443, "InstancePort": 6443}]
+    for name, value in (("tagged", "v"), ("other", "w")):
+        elb.create_load_balancer(
+            LoadBalancerName=name,
+            Listeners=listener,
+            AvailabilityZones=["us-east-1a"],
+            Tags=[{"Key": "k", "Value": value}],
+        )
+    found = aws.client("resourcegroupstaggingapi").get_resources(
+        TagFilters=[{"Key": "k", "Values": ["v"]}], ResourceTypeFilters=["elasticloadbalancing:loadbalancer"]
+    )["ResourceTagMappingList"]
+    assert [r["ResourceARN"].split(":", 5)[5] for r in found] == ["loadbalancer/tagged"]
+
+
 def test_describe_cluster_versions_filters_and_pages(aws):
     """Fix 11: DescribeClusterVersions (moto answers 404) - the offered versions, by filter and page."""
     eks = aws.client("eks")

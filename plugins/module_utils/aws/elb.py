@@ -29,6 +29,18 @@ def describe_load_balancer(ctx: Context, name: str) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
+def describe_named(ctx: Context, names: Sequence[str]) -> list[dict[str, Any]] | None:
+    """The classic load balancers ``names`` (requests of 20 names), or ``None`` when one of them does not exist: AWS
+    then fails the whole request (``LoadBalancerNotFound``) and says which only in its message."""
+    found: list[dict[str, Any]] = []
+    for chunk in chunks(names):
+        answer = missing_as_none(ctx.client("elb").describe_load_balancers, LoadBalancerNames=chunk)
+        if answer is None:
+            return None
+        found.extend(answer.get("LoadBalancerDescriptions") or [])
+    return found
+
+
 def describe_load_balancers(ctx: Context) -> list[dict[str, Any]]:
     """Every classic load balancer of the region (the API has no tag filter), all pages."""
     return ctx.client("elb").paginate("describe_load_balancers").get("LoadBalancerDescriptions", [])

@@ -47,6 +47,7 @@ from ..kernel.tags import (
 )
 from ..kernel.tier import Outcome
 from ..kernel.validation import check_resource_id
+from ..network.elb_plan import generate_lb_name
 from ..network.external_resources import cloud_provider_tagged
 from ..network.security_group import BASTION, KIND_ROLES
 from ..network.subnet_plan import choose_zones, default_subnets
@@ -123,6 +124,15 @@ class ClusterView:
             groups[BASTION_GROUP] = 1
         groups.update(self.machine_deployments)
         return groups
+
+    @property
+    def classic_lb_name(self) -> str | None:
+        """The classic load balancer the spec names (CAPA's ``<cluster>-apiserver`` unless it gives one)."""
+        if self.lb_type == "external":
+            return self.lb_name
+        if self.lb_type == "classic" and self.kind == "unmanaged":
+            return self.lb_name or generate_lb_name(self.cluster)
+        return None
 
     def security_group_roles(self) -> tuple[str, ...]:
         roles = KIND_ROLES[self.kind]
@@ -292,12 +302,24 @@ def _fetch_asgs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
 
 
 def _fetch_classic_lbs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
-    """Classic ELBs of the region with their tags (the ELB API has no tag filter, as in CAPA's own lookup).
+    """The cluster's classic ELBs with their tags: the spec's by its name, and those the tagging API lists with either
+    tag (AWS files a classic load balancer as ``elasticloadbalancing:loadbalancer/<name>``; CAPA's garbage collector
+    finds the cloud provider's that way too).
 
-    Kept on the ELB API rather than the tagging API because moto files classic ELBs under the resource type
-    ``elb:loadbalancer`` (AWS: ``elasticloadbalancing:loadbalancer``), and because it also gives DNS names.
+    Asked by name rather than the region's every load balancer (the ELB API has no tag filter): a read the size of
+    the cluster, not of the account, which ``capa_elb``'s read of the same name answers on a run that changed nothing
+    (``kernel/shared_reads.py``, a read by id). The spec's name is always asked, so a load balancer the tagging API
+    does not list yet (it is eventually consistent) is still seen. A missing one among several (the tagging API still
+    lists a deleted one, or the spec's is gone while the cloud provider's stay) fails the by-name read as a whole
+    (``LoadBalancerNotFound``): then the region's are read and their tags checked, one request more.
     """
-    lbs = _elb.describe_load_balancers(ctx)
+    tagged = {_arn_name(r) for r in _tagged(ctx, scope) + _cloud_tagged(ctx, scope) if _classic_lb(r)}
+    names = sorted(tagged | {name for name in (scope.shared.get("lb_name"),) if name})
+    if not names:
+        return []
+    lbs = _elb.describe_named(ctx, names)
+    if lbs is None:  # one name alone is simply missing (no load balancer yet); of several, which is unknown
+        lbs = _elb.describe_load_balancers(ctx) if len(names) > 1 else []
     own_tags = _elb.describe_tags(ctx, [lb["LoadBalancerName"] for lb in lbs])
     tags = {name: dict_to_tags(pairs) for name, pairs in own_tags.items()}
     wanted = {cluster_tag_key(scope.cluster), cloud_provider_tag_key(scope.cluster)}
@@ -305,7 +327,7 @@ def _fetch_classic_lbs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     for lb in lbs:
         lb = dict(lb, Tags=tags.get(lb["LoadBalancerName"], []))
         # Keep the cluster's (either tag) and the one an external spec names (bring your own, untagged).
-        if wanted & set(tags_to_dict(lb["Tags"])) or lb["LoadBalancerName"] == scope.shared.get("lb_name"):
+        if wanted & set(tags_to_dict(lb["Tags"])) or lb["LoadBalancerName"] == scope.shared.get("external_lb"):
             found.append(lb)
     return found
 
@@ -327,8 +349,13 @@ def arn_parts(arn: str) -> tuple[str, str]:
 
 
 def _v2_lb(resource: str) -> bool:
-    # loadbalancer/net/<name>/<id> (v2) vs loadbalancer/<name> (classic, which the ELB API reports).
+    # loadbalancer/net/<name>/<id> (v2) vs loadbalancer/<name> (classic, which the ELB API describes).
     return resource.startswith("loadbalancer/") and resource.count("/") == 3
+
+
+def _classic_lb(resource: Mapping[str, Any]) -> bool:
+    service, name = arn_parts(resource["ResourceARN"])
+    return service == "elasticloadbalancing" and name.startswith("loadbalancer/") and name.count("/") == 1
 
 
 def _tagged_of(predicate: Callable[[str, str], bool]) -> Fetch:
@@ -380,7 +407,7 @@ def _arn_name(raw: dict[str, Any]) -> str:
     if resource.startswith("secret:"):
         return _secret_name(raw["ResourceARN"])
     parts = resource.split("/")
-    return parts[2] if resource.startswith("loadbalancer/") else parts[1]
+    return parts[2] if _v2_lb(resource) else parts[1]  # loadbalancer/<type>/<name>/<id>, or <kind>/<name>
 
 
 def _default_route(table: Mapping[str, Any]) -> str | None:
@@ -1061,8 +1088,9 @@ class ClusterInfoTier:
     def reconcile(self, ctx: Context, request: InfoRequest) -> Outcome:
         view = request.view
         scope = Scope(cluster=ctx.cluster, byo_vpc_id=view.byo_vpc_id)
+        scope.shared["lb_name"] = view.classic_lb_name
         if view.lb_type == "external":
-            scope.shared["lb_name"] = view.lb_name
+            scope.shared["external_lb"] = view.lb_name
         raw = observe(ctx, scope)
         eks = observe_eks(ctx, view.eks) if view.eks is not None else None
         nodes = read_nodes(ctx, request, raw, eks)

@@ -429,6 +429,7 @@ def test_vpc_id_option_picks_the_cluster_vpc():
     "arn, name",
     [
         ("arn:aws:elasticloadbalancing:us-east-1:1:loadbalancer/net/demo-apiserver/50dc6c495c0c9188", "demo-apiserver"),
+        ("arn:aws:elasticloadbalancing:us-east-1:1:loadbalancer/demo-apiserver", "demo-apiserver"),  # classic
         (
             "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/apiserver-target-abcde/73e2d6bc24d8a067",
             "apiserver-target-abcde",
