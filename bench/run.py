@@ -21,7 +21,13 @@ plane, then the workers - against the critical path of bench/critical_path.py wi
 time as the simulator took it (its journal), so that the ratio is what the reconciler adds.
 
 ``--keep`` starts from the saved results.json and replaces only the sections this run measures (``--phases ''``,
-``--workers ''``, ``--clusters ''``, ``--upgrade-runs 0`` or ``--eks-upgrade-runs 0`` skip theirs).
+``--workers ''``, ``--clusters ''``, ``--limit-runs 0``, ``--upgrade-runs 0`` or ``--eks-upgrade-runs 0`` skip
+theirs).
+
+The limit runs (``--limit-runs``, default 3, ours alone) repeat the phase runs' create and delete of both clusters under
+the latency model at ``--upgrade-scale``, set against the critical path at that scale: at 1/30 Ansible's fixed
+seconds (start-up, compile, preflight, the status read-back) stand for thirty times as much of AWS's time, at 1/10 for
+ten times; the peer is compared in the phase runs.
 
 The EKS upgrade runs (``--eks-upgrade-runs``, default 3, ours alone) run on moto under the latency model at
 ``--upgrade-scale``: the demo-eks cluster (without its self-managed pool) is created at 1.31 and upgraded to 1.32 -
@@ -423,6 +429,25 @@ def run_eks_upgrades(moto: Moto, env: dict[str, str], out: Path, runs: int, scal
     return {"scale": scale, "from": EKS_UPGRADE_FROM, "to": EKS_UPGRADE_TO, "runs": results}
 
 
+def run_limits(moto: Moto, env: dict[str, str], out: Path, runs: int, scale: float) -> dict[str, Any]:
+    """Ours alone, against the critical path at a scale where Ansible's fixed seconds weigh less: each run an empty
+    moto under the latency model at ``scale``, the phase runs' create and delete of both bench clusters (the peer
+    is measured against ours in the phase runs, at their scale: at 1/10 its create alone would take ten minutes)."""
+    inv = BENCH / "inventory-ours.yml"
+    results = []
+    for run in range(1, runs + 1):
+        print(f"create and delete at scale {scale:g}, run {run}/{runs}", flush=True)
+        fresh(moto, out)
+        moto.set_latency(scale)
+        one = {}
+        for phase in LATENCY_PHASES:
+            measured = measure(moto, env, sub(OURS[phase], inv), out / f"l{run}-{phase}.log", timings=True)
+            one[phase] = checked(measured, f"{phase} ours at scale {scale:g}")
+        results.append(one)
+    moto.set_latency(0.0)
+    return {"scale": scale, "runs": results}
+
+
 def fresh(moto: Moto, out: Path) -> None:
     """Empty moto and our local cluster state (PKI, status.json) with it: they describe the same clusters."""
     moto.reset_all()
@@ -624,6 +649,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the time scale of the upgrade runs, for the latency model and the simulator alike (default 0.1)",
     )
     parser.add_argument(
+        "--limit-runs",
+        type=int,
+        default=3,
+        help="runs of ours alone, create and delete under the latency model at --upgrade-scale, against the critical "
+        "path (default 3; 0 skips)",
+    )
+    parser.add_argument(
         "--keep", action="store_true", help="keep the saved results of the sections this run does not measure"
     )
     parser.add_argument("--out", default=str(ROOT / ".build/bench"), help="logs and results.json")
@@ -648,6 +680,10 @@ def main(argv: list[str] | None = None) -> int:
                 phases = [p for p in LATENCY_PHASES if p in args.phases]
                 results["latency"] = {"scale": args.latency_scale, "phases": phases}
                 results["phases"] = run_phases(moto, env, out, args.runs, args.phases, args.latency_scale)
+                results_file.write_text(json.dumps(results, indent=1))
+            if args.limit_runs:
+                results["limits"] = run_limits(moto, env, out, args.limit_runs, args.upgrade_scale)
+                results["limits"].update(command=command.strip(), date=machine()["date"])
                 results_file.write_text(json.dumps(results, indent=1))
             if args.upgrade_runs:
                 results["upgrade"] = run_upgrades(moto, env, out, args.upgrade_runs, args.upgrade_scale)

@@ -291,6 +291,34 @@ def test_without_eks_upgrade_runs_the_section_says_so(tmp_path):
     assert "Not measured in this run (`--eks-upgrade-runs 0`)" in (tmp_path / "BENCHMARKS.md").read_text()
 
 
+def test_limit_section_sets_ours_alone_against_the_critical_path_at_its_scale(tmp_path):
+    data = results()
+    runs = [{"create": side(wall, TASKS), "delete": side(wall * 0.75, TASKS)} for wall in (80, 78, 90)]
+    data["limits"] = {"scale": 0.1, "runs": runs, "date": "d", "command": "c"}
+    rows = {(row["phase"], row["what"]): row for row in report.limit_rows(data)}
+    both = rows[("create", "both clusters")]
+    assert both["runs"] == [80, 78, 90] and both["ours"] == 80
+    assert both["critical"] == 74.0 and both["ours/critical"] == round(80 / 74, 2)
+    assert rows[("delete", "both clusters")]["ours"] == 60 and rows[("delete", "both clusters")]["critical"] == 48.0
+    assert rows[("create", "demo")]["ours"] == 9.5  # its last task's end
+    targets = report.limit_targets(data)
+    assert targets[0] == (
+        "| create ≤ 1.2 × critical path (both clusters, ours alone at scale 0.1, median of 3 runs) | "
+        "80 s / 74 s = 1.08 | yes |"
+    )
+    assert any(t.startswith("| delete ≤ 1.2 × critical path (both clusters") and "| **no** |" in t for t in targets)
+    report.write(data, tmp_path)
+    text = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Create and delete at scale 0.1: ours against the critical path" in text
+    assert "| create | both clusters | 80, 78, 90 | 80 | 74 |" in text and targets[0] in text
+
+
+def test_without_limit_runs_the_section_says_so(tmp_path):
+    assert report.limit_targets(results()) == []
+    report.write(results(), tmp_path)
+    assert "Not measured in this run (`--limit-runs 0`)" in (tmp_path / "BENCHMARKS.md").read_text()
+
+
 def test_launch_to_ready_pairs_each_launched_node_with_its_first_ready_per_role():
     journal = [
         {"event": "instance-running", "node": "a", "role_tag": "control-plane", "time": 10.0},
