@@ -119,6 +119,10 @@ def test_site_yml_on_the_simulator_joins_every_node_and_a_second_run_writes_noth
     ]
     assert status_run["reads_shared"].get("k8s:ListNodes") == 1, status_run["reads_shared"]
     assert "secretsmanager:GetSecretValue" not in status_run["api_calls"], status_run["api_calls"]
+    # The pools looked for their groups and templates among the cluster's own, and capa_elb for the load balancer by
+    # its name: the status's reads of them are the same questions, answered without a request.
+    for read in ("autoscaling:DescribeAutoScalingGroups", "ec2:DescribeLaunchTemplates", "elb:DescribeLoadBalancers"):
+        assert read in status_run["reads_shared"] and read not in status_run["api_calls"], (read, status_run)
     assert kubesim.state()["clusters"][NAME]["quorum"]["failed_windows"] == []
     first_snapshot = status_of(tmp_path)["etcd_backup"]["newest"]
     assert first_snapshot["key"].startswith("etcd/") and first_snapshot["size"] > 0

@@ -37,6 +37,16 @@ def auto_scaling_group(ctx: Context, name: str) -> dict[str, Any] | None:
     return groups[0] if groups else None
 
 
+def pool_group(ctx: Context, name: str) -> dict[str, Any] | None:
+    """The auto scaling group ``name``, looked for among the cluster's own first (:func:`owned_groups`, the read
+    ``capa_cluster_info`` makes too: on a run that changes nothing one answer serves both), then by name, so that a
+    group of that name the cluster does not own is still found - and refused by the caller."""
+    for group in owned_groups(ctx, ctx.cluster):
+        if group.get("AutoScalingGroupName") == name:
+            return group
+    return auto_scaling_group(ctx, name)
+
+
 def lifecycle_hooks(ctx: Context, group_name: str) -> list[dict[str, Any]]:
     """The group's lifecycle hooks (one request: AWS allows at most 50 per group and does not paginate them)."""
     return ctx.client("autoscaling").describe_lifecycle_hooks(AutoScalingGroupName=group_name).get("LifecycleHooks", [])

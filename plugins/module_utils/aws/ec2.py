@@ -197,8 +197,16 @@ def delete_when_free(
 
 
 def launch_template(ctx: Context, name: str) -> dict[str, Any] | None:
-    """The launch template named ``name``, or None (a filter, not ``LaunchTemplateNames``: then a missing name is
-    an empty answer, not an error)."""
+    """The launch template named ``name``, or None.
+
+    Looked for among the cluster's own first: the tag-filtered read ``capa_cluster_info`` makes too, so on a run that
+    changes nothing one answer serves both (``kernel/shared_reads.py``). Only when it is not among them, by name (a
+    filter, not ``LaunchTemplateNames``: a missing name is an empty answer, not an error), so that a template of that
+    name the cluster does not own is still found - and refused by the caller.
+    """
+    for owned in describe_kind(ctx, "launch_template", ctx.owner_filters()):
+        if owned.get("LaunchTemplateName") == name:
+            return owned
     found = (
         ctx.client("ec2")
         .paginate("describe_launch_templates", Filters=[{"Name": "launch-template-name", "Values": [name]}])

@@ -26,7 +26,7 @@ try:
 except ImportError:
     pass
 
-from ..aws.autoscaling import auto_scaling_group, instance_refreshes, lifecycle_hooks
+from ..aws.autoscaling import auto_scaling_group, instance_refreshes, lifecycle_hooks, pool_group
 from ..aws.ec2 import launch_template, tags_of
 from ..aws.errors import missing_as_none
 from ..kernel.context import Context
@@ -127,7 +127,7 @@ class Observed:
     def __init__(self, ctx: Context, name: str) -> None:
         self.template = launch_template(ctx, name)
         self.versions = observe_versions(ctx, self.template)
-        self.group = auto_scaling_group(ctx, name)
+        self.group = pool_group(ctx, name)
         self.hooks = lifecycle_hooks(ctx, name) if self.group is not None else []
 
     @property

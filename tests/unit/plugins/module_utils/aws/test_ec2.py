@@ -159,3 +159,31 @@ def test_a_delete_of_something_already_gone_is_done():
 )
 def test_dependency_errors(code, message, dependency):
     assert _ec2.is_dependency_error(code, message) is dependency
+
+
+def _template(name: str, **tags: str) -> dict:
+    return {"LaunchTemplateId": f"lt-{name}", "LaunchTemplateName": name, "Tags": tagged("x", **tags)["Tags"]}
+
+
+def test_a_launch_template_is_found_among_the_clusters_own_with_one_read():
+    """The tag-filtered read is the one capa_cluster_info makes: on a no-op one answer serves both."""
+    ctx, stub = stubbed()
+    owned = [_template("mp-1", **{OWNED: "owned"}), _template("mp-0", **{OWNED: "owned"})]
+    stub.add_response("describe_launch_templates", {"LaunchTemplates": owned}, {"Filters": ctx.owner_filters()})
+    with stub:
+        assert _ec2.launch_template(ctx, "mp-0") == owned[1]
+        stub.assert_no_pending_responses()
+
+
+def test_a_launch_template_the_cluster_does_not_own_is_still_found_by_name():
+    ctx, stub = stubbed()
+    foreign = _template("mp-0", team="a")
+    stub.add_response("describe_launch_templates", {"LaunchTemplates": []}, {"Filters": ctx.owner_filters()})
+    by_name = {"Filters": [{"Name": "launch-template-name", "Values": ["mp-0"]}]}
+    stub.add_response("describe_launch_templates", {"LaunchTemplates": [foreign]}, by_name)
+    stub.add_response("describe_launch_templates", {"LaunchTemplates": []}, {"Filters": ctx.owner_filters()})
+    stub.add_response("describe_launch_templates", {"LaunchTemplates": []}, by_name)
+    with stub:
+        assert _ec2.launch_template(ctx, "mp-0") == foreign
+        assert _ec2.launch_template(ctx, "mp-0") is None
+        stub.assert_no_pending_responses()
