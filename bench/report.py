@@ -309,7 +309,7 @@ def latency_table(results: dict[str, Any]) -> list[dict[str, Any]]:
         within = [x for r in runs if (x := _ratio(r[phase]["ours"]["wall"], r[phase]["peer"]["wall"])) is not None]
         entries = [(phase, "both clusters", ours, peer, _med(within) if within else None, limits[phase])]
         for host in CLUSTERS:
-            finishes = [f for r in runs if (f := host_finish(r[phase]["ours"].get("tasks", []), host)) is not None]
+            finishes = host_finishes([r[phase]["ours"] for r in runs], host)
             if finishes:
                 entries.append((phase, host, _med(finishes), None, None, limits[f"{phase} {host}"]))
         for name, what, mine, theirs, ours_peer, limit in entries:
@@ -319,15 +319,27 @@ def latency_table(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "what": what,
                     "ours": mine,
                     "peer": theirs,
-                    "critical": round(limit["aws"], 2),
-                    "endpoint": round(limit["endpoint"], 2),
-                    "ours/critical": _ratio(mine, limit["aws"]),
-                    "ours/endpoint": _ratio(mine, limit["endpoint"]),
+                    **against(mine, limit),
                     "ours/peer": ours_peer,
                     "peer/critical": _ratio(theirs, limit["aws"]) if theirs is not None else None,
                 }
             )
     return rows
+
+
+def host_finishes(sides: list[dict[str, Any]], host: str) -> list[float]:
+    """When ``host``'s last task ended in each measured run of one side (runs where it ran no task left out)."""
+    return [f for side in sides if (f := host_finish(side.get("tasks", []), host)) is not None]
+
+
+def against(ours: float, limit: dict[str, float]) -> dict[str, Any]:
+    """The critical path (on AWS, and with the steps the endpoint does not time at 0 s) and ours over each."""
+    return {
+        "critical": round(limit["aws"], 2),
+        "endpoint": round(limit["endpoint"], 2),
+        "ours/critical": _ratio(ours, limit["aws"]),
+        "ours/endpoint": _ratio(ours, limit["endpoint"]),
+    }
 
 
 def median_run(runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
@@ -539,16 +551,16 @@ def upgrade_median(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: _med(v) if v else None for k, v in values.items()}
 
 
+def not_measured(title: str, option: str) -> list[str]:
+    """A section this run did not measure (``option`` skipped it): its title and that, no figures."""
+    return [title, "", f"Not measured in this run (`{option}`): no figures here.", ""]
+
+
 def upgrade_section(results: dict[str, Any]) -> list[str]:
     upgrade = results.get("upgrade") or {}
     rows = upgrade_rows(upgrade)
     if not rows:
-        return [
-            "## Upgrade: ours against the critical path",
-            "",
-            "Not measured in this run (`--upgrade-runs 0`): no figures here.",
-            "",
-        ]
+        return not_measured("## Upgrade: ours against the critical path", "--upgrade-runs 0")
     scale = upgrade["scale"]
     median = upgrade_median(rows)
     out = [
@@ -596,12 +608,7 @@ def eks_upgrade_section(results: dict[str, Any]) -> list[str]:
     upgrade = results.get("eks_upgrade") or {}
     rows = eks_upgrade_rows(upgrade)
     if not rows:
-        return [
-            "## EKS upgrade: ours against the critical path",
-            "",
-            "Not measured in this run (`--eks-upgrade-runs 0`): no figures here.",
-            "",
-        ]
+        return not_measured("## EKS upgrade: ours against the critical path", "--eks-upgrade-runs 0")
     median = upgrade_median(rows)
     out = [
         f"## EKS upgrade {upgrade['from']} -> {upgrade['to']}: ours against the critical path (moto, latency model)",
@@ -716,23 +723,12 @@ def limit_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     for phase in [p for p in LATENCY_GOALS if all(p in r for r in runs)]:
         entries = [(phase, "both clusters", [r[phase]["wall"] for r in runs], bounds[phase])]
         for host in CLUSTERS:
-            finishes = [f for r in runs if (f := host_finish(r[phase].get("tasks", []), host)) is not None]
+            finishes = host_finishes([r[phase] for r in runs], host)
             if finishes:
                 entries.append((phase, host, finishes, bounds[f"{phase} {host}"]))
         for name, what, values, limit in entries:
             ours = _med(values)
-            rows.append(
-                {
-                    "phase": name,
-                    "what": what,
-                    "runs": values,
-                    "ours": ours,
-                    "critical": round(limit["aws"], 2),
-                    "endpoint": round(limit["endpoint"], 2),
-                    "ours/critical": _ratio(ours, limit["aws"]),
-                    "ours/endpoint": _ratio(ours, limit["endpoint"]),
-                }
-            )
+            rows.append({"phase": name, "what": what, "runs": values, "ours": ours, **against(ours, limit)})
     return rows
 
 
@@ -740,12 +736,7 @@ def limit_section(results: dict[str, Any]) -> list[str]:
     limits = results.get("limits") or {}
     rows = limit_rows(results)
     if not rows:
-        return [
-            "## Create and delete at 1/10: ours against the critical path",
-            "",
-            "Not measured in this run (`--limit-runs 0`): no figures here.",
-            "",
-        ]
+        return not_measured("## Create and delete at 1/10: ours against the critical path", "--limit-runs 0")
     scale, runs = limits["scale"], len(limits["runs"])
     out = [
         f"## Create and delete at scale {scale:g}: ours against the critical path",
