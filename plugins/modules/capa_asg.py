@@ -45,7 +45,10 @@ description:
   - A run that changes nothing makes one C(DescribeLaunchTemplates), one C(DescribeLaunchTemplateVersions), one
     C(DescribeAutoScalingGroups), one C(DescribeLifecycleHooks), the AMI lookup (C(DescribeInstanceTypes) and
     C(DescribeImages)) and, with kubeadm bootstrap, one C(GetSecretValue) of the cluster PKI and one list of the
-    cluster's bootstrap tokens.
+    cluster's bootstrap tokens. The group and the template are looked for among the cluster's own (filtered by its
+    owned tag, the questions M(clusterapi.aws.capa_cluster_info) asks, so a playbook's status step has them
+    answered), and by name only when not found there (a group or template of that name the cluster does not own
+    is refused).
   - C(state=absent) force-deletes the group (AWS terminates its instances), waits until it is gone, then deletes
     every version's bootstrap entries and the launch template. A group or template the cluster does not own is
     never changed or deleted.

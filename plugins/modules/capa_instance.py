@@ -35,8 +35,10 @@ description:
     the machine.
   - Control-plane machines are registered with the I(load_balancers) once running and deregistered before they
     are terminated. Worker machines are never registered.
-  - A run that changes nothing makes one C(DescribeInstances), one C(DescribeInstanceTypes) and one
-    C(DescribeImages) (and a load-balancer read for control planes), however many machines the group has.
+  - A run that changes nothing makes one C(DescribeInstances) and one C(DescribeImages) (and a load-balancer read
+    for control planes), however many machines the group has. The image lookup takes the instance type's
+    architecture from the group's running machines (C(DescribeInstances) reports it); C(DescribeInstanceTypes) is
+    asked only when no machine of the spec's instance type runs yet.
   - C(state=absent) deregisters and terminates every machine of the group and deletes their bootstrap entries.
 author:
   - clusterapi.aws maintainers (@clusterapi)
