@@ -180,10 +180,10 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     # capa_vpc's by the owner tag). What is still asked twice or more asks another question, or must not travel.
     asked_again = {
         "ec2:DescribeVpcAttribute": 2,  # two attributes, one per call
-        # The PKI, per tier that asks the cluster (kubeadm, the control plane, md-0, the status): a secret never
-        # travels. No API server answers on moto alone, so no Node list is handed on and the status asks too; on the
-        # simulator it does not (tests/integration/test_site_on_simulator.py).
-        "secretsmanager:GetSecretValue": 4,
+        # The PKI: capa_kubeadm's own, and the control plane's (its etcd client is made with it) - a secret never
+        # travels. No API server answers on moto alone: the control plane's try is handed on as "unreachable", so
+        # md-0 and the status neither try again nor read the PKI to (kernel/shared_reads.SharedReads.unreachable).
+        "secretsmanager:GetSecretValue": 2,
         "tagging:GetResources": 2,  # the cluster's by CAPA's tag (preflight, status), the cloud provider's (status)
         "ec2:DescribeImages": 2,  # the bastion's image is another one
         "ec2:DescribeSubnets": 2,  # the VPC's (owned or not: capa_subnet); the cluster's anywhere (the status)

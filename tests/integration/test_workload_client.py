@@ -9,6 +9,7 @@ the etcd CA - no shortcut to the etcd process.
 from __future__ import annotations
 
 import json
+import socket
 
 import kubesim_helpers as h
 import pytest
@@ -399,6 +400,41 @@ def test_the_node_list_travels_to_the_next_run_until_a_write(aws, kubesim):
     Operations(check_mode=False).call(third, "cordon", resource=node, reason="drain", node=node)
     third.nodes()  # after its own write a run asks again
     assert third_calls == ["k8s:PatchNode", "k8s:ListNodes"]
+
+
+def test_an_api_server_that_did_not_answer_is_not_asked_again_by_the_next_run_until_a_write():
+    """kernel/shared_reads.py: a run that could not reach the API server says so to the runs after it, which then
+    fail every request at once, in the same words - without reading the PKI, minting a certificate or waiting out a
+    connect timeout - as long as nothing was written; a run that writes tries again."""
+    pki = h.new_pki()
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        target = ApiTarget(f"https://127.0.0.1:{closed.getsockname()[1]}", pki.ca_cert, tls_server_name=ENDPOINT)
+    first = KubeApi(target, api_identity(pki), shared=SharedReads({}, scope="us-east-1|"))
+    with pytest.raises(RemoteError) as tried:
+        first.nodes()
+    assert tried.value.code == "Unreachable" and "Connection refused" in tried.value.args[0]
+    handed = json.loads(json.dumps(first.shared.handed_forward(planned_change=False)))
+    assert [entry["call"] for entry in handed.values()] == ["k8s:Unreachable"]
+
+    calls: list[str] = []
+
+    def trust():
+        raise AssertionError("the PKI is not read for a server known not to answer")
+
+    second = KubeApi(target, count=calls.append, trust=trust, shared=SharedReads(handed, scope="us-east-1|"))
+    for read in (second.nodes, lambda: second.secrets("kube-system"), second.nodes):  # every request, not once
+        with pytest.raises(RemoteError) as told:
+            read()
+        assert (told.value.code, told.value.args[0]) == ("Unreachable", tried.value.args[0])
+    assert calls == [] and dict(second.shared.served) == {"k8s:ListNodes": 2, "k8s:ListSecrets": 1}
+
+    # After a write (here noted as a cordon would note it) the run asks again - and may find the server back.
+    third = KubeApi(target, api_identity(pki), count=calls.append, shared=SharedReads(handed, scope="us-east-1|"))
+    third.shared.note_write()
+    with pytest.raises(RemoteError):
+        third.nodes()
+    assert calls == ["k8s:ListNodes"]
 
 
 def test_a_node_watch_ends_at_the_change_it_waits_for_and_otherwise_at_its_pause(aws, kubesim):

@@ -19,7 +19,10 @@ the same idea at the boundary a playbook has, between two module runs:
   changed may be in any of the others. So a run that creates something starts the next one cold, and a no-op run
   hands on everything (what it was given and what it read) - exactly where the reads repeat;
 * only descriptions of infrastructure are shared (:func:`shareable`): never a secret's value, a launch template's
-  user data or an instance attribute, so the handed-forward data can sit in a host fact and a task's result.
+  user data or an instance attribute, so the handed-forward data can sit in a host fact and a task's result;
+* a Kubernetes API server a run could not reach is handed on as that fact (:meth:`SharedReads.unreachable`): while
+  nothing is written, the steps after it fail every request to it at once, in the same words, instead of each
+  reading the cluster PKI, minting a certificate and waiting out a connect timeout.
 
 It works below every tier, on botocore's ``before-call`` / ``after-call`` events, so the tiers read as they
 always do (and a run given no ``shared_reads`` behaves exactly as before). ``clusterapi.aws.capa_step`` carries
@@ -74,6 +77,10 @@ BY_ID: Mapping[str, tuple[str, str, str]] = {
     "elb:DescribeLoadBalancers": ("LoadBalancerNames", "LoadBalancerDescriptions", "LoadBalancerName"),
     "elbv2:DescribeLoadBalancers": ("Names", "LoadBalancers", "LoadBalancerName"),
 }
+
+# The entry that says a Kubernetes API server did not answer (:meth:`SharedReads.unreachable`): a fact of the run,
+# not a read of anything, so it carries nothing but the error's words.
+UNREACHABLE = "k8s:Unreachable"
 
 _DATETIME, _BYTES = "__capa_datetime__", "__capa_bytes__"
 
@@ -171,6 +178,23 @@ class SharedReads:
         self._served_keys.add(key)
         self.served[call] += 1
         return decode(entry["response"])
+
+    def unreachable(self, target: str, call: str) -> str | None:
+        """Why an earlier run of the chain could not reach the API server ``target`` (its words), while nothing was
+        written since; None: try. Unlike a read it holds for every request of the run, not once: a server that did
+        not answer a moment ago is not asked again by each step of a run that changes nothing (each attempt would read
+        the cluster PKI, mint a certificate and wait out a connect timeout)."""
+        if not self.enabled or self.wrote:
+            return None
+        entry = self._given.get(self.key(UNREACHABLE, target))
+        if entry is None or not isinstance(entry.get("response"), str):
+            return None
+        self.served[call] += 1
+        return str(entry["response"])
+
+    def note_unreachable(self, target: str, why: str) -> None:
+        """This run could not reach the API server ``target``: the steps after it are told (:meth:`unreachable`)."""
+        self.record(UNREACHABLE, self.key(UNREACHABLE, target), why)
 
     def serve_by_id(self, call: str, params: Any, key: str) -> Any | None:
         """A read of :data:`BY_ID` asking only for ids (``params``, as the caller gave them) answered from the items

@@ -193,20 +193,34 @@ class GroupWorkload:
 
     def _open(self) -> KubernetesAccess | None:
         if self.access is None:
-            pki = self._pki()
-            if pki is None:  # check mode before capa_kubeadm ran: there is no cluster to ask yet
-                return None
             host, port = self.endpoint
+            cluster_ca: Callable[[], tuple[str, str]] = self._cluster_ca
+            etcd_ca: tuple[str | None, str | None] = (None, None)
+            if self.control_plane or self.ctx.check_mode:
+                pki = self._pki()  # the etcd client is made now; check mode may find no PKI to ask with
+                if pki is None:  # check mode before capa_kubeadm ran: there is no cluster to ask yet
+                    return None
+                cluster_ca = pki.cluster_ca
+                if self.control_plane:
+                    etcd_ca = (pki.etcd_ca_cert, pki.etcd_ca_key)
+            # Otherwise a worker group reads the PKI when its first request goes out: none does on a run whose Node
+            # list an earlier step handed on and whose API an earlier step found unreachable.
             self.access = KubernetesAccess.open(
                 self.ctx,
                 self.settings.kubernetes_api,
                 endpoint_host=host,
                 endpoint_port=port,
-                cluster_ca=pki.cluster_ca,
-                etcd_ca_certificate=pki.etcd_ca_cert if self.control_plane else None,
-                etcd_ca_key=pki.etcd_ca_key if self.control_plane else None,
+                cluster_ca=cluster_ca,
+                etcd_ca_certificate=etcd_ca[0],
+                etcd_ca_key=etcd_ca[1],
             )
         return self.access
+
+    def _cluster_ca(self) -> tuple[str, str]:
+        pki = self._pki()
+        if pki is None:  # only check mode reads the PKI with missing_ok, and it reads it at once (_open)
+            raise ReconcileError("the cluster PKI is missing: run capa_kubeadm first")
+        return pki.cluster_ca()
 
     @property
     def expects_api(self) -> bool:

@@ -327,6 +327,12 @@ class KubeApi:
         body: Any,
         query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        if self.shared is not None:
+            # An earlier step of this run found the server unreachable: not tried again (kernel/shared_reads.py),
+            # and said in the same words, so what the run reports does not depend on which step asked.
+            known = self.shared.unreachable(self.target.url, name)
+            if known is not None:
+                raise RemoteError(UNREACHABLE, known)
         pool = self.pool  # the trust first: without it nothing goes out, and nothing is counted
         self.count(name)
         if method != "GET" and self.shared is not None:
@@ -345,7 +351,10 @@ class KubeApi:
                 retries=False,
             )
         except (urllib3.exceptions.HTTPError, ssl.SSLError, OSError) as e:
-            raise RemoteError(UNREACHABLE, f"cannot reach the Kubernetes API at {self.target.url}: {_why(e)}") from None
+            why = f"cannot reach the Kubernetes API at {self.target.url}: {_why(e)}"
+            if self.shared is not None:
+                self.shared.note_unreachable(self.target.url, why)
+            raise RemoteError(UNREACHABLE, why) from None
         if not 200 <= response.status < 300:
             raise _remote_error(response.status, response.reason, response.data)
         return json.loads(response.data) if response.data else {}

@@ -204,3 +204,22 @@ def test_packed_reads_are_one_string_that_unpacks_to_the_same_entries():
     assert sr.unpack(entries) == entries  # a registered result's shared_reads, as it is
     for nothing in (None, "", "not packed", sr.PACKED_PREFIX + "!!", sr.PACKED_PREFIX + sr.pack([])[-8:], 3):
         assert sr.unpack(nothing) == {}
+
+
+def test_an_unreachable_api_server_is_known_to_the_next_runs_while_nothing_changes_and_for_max_age():
+    clock = Clock()
+    first = sr.SharedReads({}, scope="us-east-1|", clock=clock)
+    first.note_unreachable("https://api:6443", "cannot reach the Kubernetes API at https://api:6443: refused")
+    handed = first.handed_forward(planned_change=False)
+    second = sr.SharedReads(handed, scope="us-east-1|", clock=clock)
+    assert second.unreachable("https://api:6443", "k8s:ListNodes").endswith("refused")
+    assert second.unreachable("https://api:6443", "k8s:ListSecrets") is not None  # every request, not once
+    assert second.unreachable("https://other:6443", "k8s:ListNodes") is None
+    assert dict(second.served) == {"k8s:ListNodes": 1, "k8s:ListSecrets": 1}
+    assert second.handed_forward(planned_change=False) == handed  # a no-op passes it on
+    assert sr.SharedReads(handed, scope="eu-west-1|", clock=clock).unreachable("https://api:6443", "x") is None
+    second.note_write()
+    assert second.unreachable("https://api:6443", "k8s:ListNodes") is None  # the run changed something: try again
+    assert second.handed_forward(planned_change=False) == {}  # and it is not handed on
+    clock.now += sr.MAX_AGE + 1
+    assert sr.SharedReads(handed, scope="us-east-1|", clock=clock).unreachable("https://api:6443", "x") is None
