@@ -172,7 +172,7 @@ class PoolRun:
         self.differences: list[str] = []
         self.group_changed = False
         self.boot = NodeBootstrap(ctx, spec.machine)
-        self.join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, self.boot.pki)
+        self.join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, self.boot.pki, self.boot.eks_cluster)
 
     def reconcile(self) -> None:
         ctx, spec = self.ctx, self.spec

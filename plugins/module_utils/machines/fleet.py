@@ -160,7 +160,7 @@ def present(
             )
     tags = pool_tags(ctx, spec.name)
     boot = NodeBootstrap(ctx, spec.machine)
-    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, boot.pki)
+    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, boot.pki, boot.eks_cluster)
     try:
         latest = template.latest() if template else None
         rotate = join.observe(_launch_template.version_token_id(latest))

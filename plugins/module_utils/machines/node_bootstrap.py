@@ -83,6 +83,16 @@ class NodeBootstrap:
         self.ctx, self.machine = ctx, machine
         self._pki: ClusterPki | None = None
         self._pki_loaded = False
+        self._eks: Mapping[str, Any] | None = None
+        self._eks_loaded = False
+
+    def eks_cluster(self) -> Mapping[str, Any] | None:
+        """The EKS cluster an EKS node joins (``DescribeCluster``), read once, when first needed: the nodeadm document
+        and a pool's Node wait (``PoolToken``) of one run share the answer."""
+        if not self._eks_loaded:
+            self._eks = describe_cluster(self.ctx, self.machine.bootstrap.eks_cluster_name or self.ctx.cluster)
+            self._eks_loaded = True
+        return self._eks
 
     def pki(self) -> ClusterPki | None:
         """The cluster PKI (``None`` in check mode before ``capa_kubeadm`` stored it; otherwise missing fails)."""
@@ -146,7 +156,7 @@ class NodeBootstrap:
 
     def _eks_document(self, pool: str) -> bytes:
         eks_name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
-        cluster = describe_cluster(self.ctx, eks_name)
+        cluster = self.eks_cluster()
         if cluster is not None and cluster.get("endpoint") and (cluster.get("certificateAuthority") or {}).get("data"):
             return nodeadm_cloud_config(cluster, labels={POOL_LABEL: pool})
         if self.ctx.check_mode:  # the EKS cluster is created (or becomes active) earlier in the same run

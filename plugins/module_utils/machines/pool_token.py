@@ -17,7 +17,7 @@ any change, and one that needs none is left with a warning.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from ..aws import eks as aws_eks
 from ..aws.eks import describe_cluster
@@ -49,8 +49,12 @@ class PoolToken:
         machine: MachineSpec,
         settings: KubernetesApiSettings,
         pki: Callable[[], ClusterPki | None],
+        eks_cluster: Callable[[], Mapping[str, Any] | None] | None = None,
     ) -> None:
+        """``eks_cluster``: the EKS cluster's description as this run already read it (``NodeBootstrap.eks_cluster``);
+        asked for when not given."""
         self.ctx, self.pool, self.machine, self.settings, self._pki = ctx, pool, machine, settings, pki
+        self._eks_cluster = eks_cluster
         self.ttl = machine.bootstrap.token_ttl
         self.access: KubernetesAccess | None = None
         self.tokens: JoinTokens | None = None
@@ -216,7 +220,7 @@ class PoolToken:
         if not self.machine.iam_instance_profile:
             return None, "the pool has no iam_instance_profile, so its nodes cannot authenticate to EKS"
         name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
-        cluster = describe_cluster(self.ctx, name)
+        cluster = self._eks_cluster() if self._eks_cluster else describe_cluster(self.ctx, name)
         if cluster is None or cluster.get("status") not in ("ACTIVE", "UPDATING") or not cluster.get("endpoint"):
             return None, f"EKS cluster {name} is not active"
         api = eks_kube_api(self.ctx, self.settings, name, cluster)

@@ -74,3 +74,19 @@ def test_in_mode_required_an_eks_api_that_does_not_answer_fails_the_run(eks):
     eks.mapped = RemoteError(UNREACHABLE, "no route")
     with pytest.raises(ReconcileError, match="mode is required but the EKS API does not answer: no route"):
         token("required").node_access()
+
+
+def test_the_cluster_the_run_already_read_is_not_asked_again(eks, monkeypatch):
+    """The pool's run read the EKS cluster for its nodeadm document (NodeBootstrap.eks_cluster): its Node wait uses
+    that answer instead of a second DescribeCluster."""
+
+    def no_second_read(_ctx, _name):
+        raise AssertionError("DescribeCluster asked again")
+
+    monkeypatch.setattr(pool_token, "describe_cluster", no_second_read)
+    bootstrap = SimpleNamespace(type="eks", eks_cluster_name="demo", token_ttl=86400, endpoint_host=None)
+    machine = SimpleNamespace(bootstrap=bootstrap, iam_instance_profile="nodes")
+    settings = KubernetesApiSettings(mode="auto")
+    read = pool_token.PoolToken(FakeTime().context(), "pool-0", machine, settings, lambda: None, lambda: ACTIVE)  # type: ignore[arg-type]
+    access, why = read.node_access()
+    assert access is not None and access.api == "api" and why == ""
