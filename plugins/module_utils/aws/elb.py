@@ -24,8 +24,7 @@ def chunks(items: Sequence[Any], size: int = TAGS_CHUNK) -> list[list[Any]]:
 
 def describe_load_balancer(ctx: Context, name: str) -> dict[str, Any] | None:
     """The classic load balancer ``name``, or ``None``."""
-    answer = missing_as_none(ctx.client("elb").describe_load_balancers, LoadBalancerNames=[name])
-    found = (answer or {}).get("LoadBalancerDescriptions") or []
+    found = describe_named(ctx, [name])
     return found[0] if found else None
 
 

@@ -100,24 +100,29 @@ def resolve_image(ctx: Context, machine: MachineSpec, architecture: str | None =
     ``architecture``: the instance type's, when the caller knows it (:func:`seen_architecture`); asked otherwise.
     """
     if machine.ami.id:
-        image = by_id(ctx, machine.ami.id)
-    elif machine.uses_eks_image:
-        arch = architecture or architecture_of(ctx, machine.instance_type or "")
-        image = eks_optimized_image(ctx, arch, machine.kubernetes_version or "")
+        image = by_id(ctx, machine.ami.id)  # a given image needs no architecture
     else:
-        image = look_up_architecture(
-            ctx,
-            architecture or architecture_of(ctx, machine.instance_type or ""),
-            kubernetes_version=machine.kubernetes_version,
-            base_os=machine.ami.base_os or DEFAULT_BASE_OS,
-            owner=machine.ami.owner or "",
-            name_format=machine.ami.name_format or "",
-            bastion=machine.bastion,
-        )
+        arch = architecture or architecture_of(ctx, machine.instance_type or "")
+        image = _by_architecture(ctx, machine, arch)
     size = machine.root_volume.size
     if size is not None and image.root_size and size < image.root_size:
         raise ReconcileError(f"root_volume.size: {size} GiB is smaller than the AMI's {image.root_size} GiB")
     return image
+
+
+def _by_architecture(ctx: Context, machine: MachineSpec, arch: str) -> Image:
+    """The EKS-optimised image, or CAPA's (or the bastion's) lookup, of ``arch``."""
+    if machine.uses_eks_image:
+        return eks_optimized_image(ctx, arch, machine.kubernetes_version or "")
+    return look_up_architecture(
+        ctx,
+        arch,
+        kubernetes_version=machine.kubernetes_version,
+        base_os=machine.ami.base_os or DEFAULT_BASE_OS,
+        owner=machine.ami.owner or "",
+        name_format=machine.ami.name_format or "",
+        bastion=machine.bastion,
+    )
 
 
 def by_id(ctx: Context, ami_id: str) -> Image:

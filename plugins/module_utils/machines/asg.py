@@ -510,9 +510,8 @@ class PoolDeletion:
                 LaunchTemplateId=template["LaunchTemplateId"],
             )
         _sweep_pool_entries(ctx, self.spec, set())
-        join = PoolToken(
-            ctx, name, self.spec.machine, self.spec.kubernetes_api, NodeBootstrap(ctx, self.spec.machine).pki
-        )
+        boot = NodeBootstrap(ctx, self.spec.machine)
+        join = PoolToken(ctx, name, self.spec.machine, self.spec.kubernetes_api, boot.pki, boot.eks_cluster)
         try:
             join.delete_all()
         finally:

@@ -286,7 +286,8 @@ def delete_pool(
 
 def delete_tokens(ctx: Context, spec: FleetSpec) -> None:
     """The pool's join tokens, once no instance can boot from its template any more."""
-    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, NodeBootstrap(ctx, spec.machine).pki)
+    boot = NodeBootstrap(ctx, spec.machine)
+    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, boot.pki, boot.eks_cluster)
     try:
         join.delete_all()
     finally:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from ..aws import eks as aws_eks
-from ..aws.eks import describe_cluster
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kubeadm import bootstrap_tokens as tokens
@@ -49,10 +48,10 @@ class PoolToken:
         machine: MachineSpec,
         settings: KubernetesApiSettings,
         pki: Callable[[], ClusterPki | None],
-        eks_cluster: Callable[[], Mapping[str, Any] | None] | None = None,
+        eks_cluster: Callable[[], Mapping[str, Any] | None],
     ) -> None:
-        """``eks_cluster``: the EKS cluster's description as this run already read it (``NodeBootstrap.eks_cluster``);
-        asked for when not given."""
+        """``pki`` and ``eks_cluster``: the cluster PKI and the EKS cluster's description, each read once per run
+        when first needed (``NodeBootstrap.pki`` and ``.eks_cluster``, which the pool's documents use too)."""
         self.ctx, self.pool, self.machine, self.settings, self._pki = ctx, pool, machine, settings, pki
         self._eks_cluster = eks_cluster
         self.ttl = machine.bootstrap.token_ttl
@@ -220,7 +219,7 @@ class PoolToken:
         if not self.machine.iam_instance_profile:
             return None, "the pool has no iam_instance_profile, so its nodes cannot authenticate to EKS"
         name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
-        cluster = self._eks_cluster() if self._eks_cluster else describe_cluster(self.ctx, name)
+        cluster = self._eks_cluster()
         if cluster is None or cluster.get("status") not in ("ACTIVE", "UPDATING") or not cluster.get("endpoint"):
             return None, f"EKS cluster {name} is not active"
         api = eks_kube_api(self.ctx, self.settings, name, cluster)

@@ -12,11 +12,15 @@ import pytest
 from fake_time import FakeTime
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, RemoteError
-from ansible_collections.clusterapi.aws.plugins.module_utils.machines import pool_token
+from ansible_collections.clusterapi.aws.plugins.module_utils.machines import node_bootstrap, pool_token
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.access import KubernetesApiSettings
 from ansible_collections.clusterapi.aws.plugins.module_utils.workload.kube import UNREACHABLE
 
 ACTIVE = {"status": "ACTIVE", "endpoint": "https://ABC.gr7.us-east-1.eks.amazonaws.com"}
+
+
+# What DescribeCluster answers (the run's NodeBootstrap.eks_cluster reads it; the eks fixture sets it).
+FOUND = SimpleNamespace(cluster=ACTIVE, mapped=True)
 
 
 def token(mode: str = "auto", profile: str | None = "nodes") -> pool_token.PoolToken:
@@ -25,23 +29,24 @@ def token(mode: str = "auto", profile: str | None = "nodes") -> pool_token.PoolT
     return pool_token.PoolToken(
         FakeTime().context(),
         "pool-0",
-        machine,
+        machine,  # type: ignore[arg-type]
         KubernetesApiSettings(mode=mode),
-        lambda: None,  # type: ignore[arg-type]
+        lambda: None,
+        lambda: FOUND.cluster,
     )
 
 
 @pytest.fixture
 def eks(monkeypatch):
     """The cluster DescribeCluster answers, and what the mapping check finds (a bool, or an exception to raise)."""
-    found = SimpleNamespace(cluster=ACTIVE, mapped=True)
+    found = FOUND
+    found.cluster, found.mapped = ACTIVE, True
 
     def mapped(_api, _cluster, _role, _entries):
         if isinstance(found.mapped, Exception):
             raise found.mapped
         return found.mapped
 
-    monkeypatch.setattr(pool_token, "describe_cluster", lambda _ctx, _name: found.cluster)
     monkeypatch.setattr(pool_token, "eks_kube_api", lambda _ctx, _settings, _name, _cluster: "api")
     monkeypatch.setattr(pool_token, "eks_role_mapped", mapped)
     return found
@@ -77,16 +82,22 @@ def test_in_mode_required_an_eks_api_that_does_not_answer_fails_the_run(eks):
 
 
 def test_the_cluster_the_run_already_read_is_not_asked_again(eks, monkeypatch):
-    """The pool's run read the EKS cluster for its nodeadm document (NodeBootstrap.eks_cluster): its Node wait uses
-    that answer instead of a second DescribeCluster."""
+    """The pool's run reads the EKS cluster once (NodeBootstrap.eks_cluster, for its nodeadm document): its Node wait
+    uses that answer instead of a second DescribeCluster."""
+    asked: list[str] = []
 
-    def no_second_read(_ctx, _name):
-        raise AssertionError("DescribeCluster asked again")
+    def describe(_ctx, name):
+        asked.append(name)
+        return ACTIVE
 
-    monkeypatch.setattr(pool_token, "describe_cluster", no_second_read)
+    monkeypatch.setattr(node_bootstrap, "describe_cluster", describe)
     bootstrap = SimpleNamespace(type="eks", eks_cluster_name="demo", token_ttl=86400, endpoint_host=None)
     machine = SimpleNamespace(bootstrap=bootstrap, iam_instance_profile="nodes")
+    ctx = FakeTime().context()
+    boot = node_bootstrap.NodeBootstrap(ctx, machine)  # type: ignore[arg-type]
+    assert boot.eks_cluster() == ACTIVE  # the document's read
     settings = KubernetesApiSettings(mode="auto")
-    read = pool_token.PoolToken(FakeTime().context(), "pool-0", machine, settings, lambda: None, lambda: ACTIVE)  # type: ignore[arg-type]
+    read = pool_token.PoolToken(ctx, "pool-0", machine, settings, boot.pki, boot.eks_cluster)  # type: ignore[arg-type]
     access, why = read.node_access()
     assert access is not None and access.api == "api" and why == ""
+    assert asked == ["demo"]
