@@ -133,3 +133,28 @@ def test_the_listener_goes_when_the_module_fails():
         assert len(PROGRESS_LISTENERS) == 1
         raise RuntimeError("the module died")
     assert PROGRESS_LISTENERS == []
+
+
+def test_a_forked_worker_leaves_the_controllers_objects_to_the_controller():
+    """Importing in_process (as the controller does) makes every fork start with the parent's objects frozen: the
+    worker's garbage collections skip them. The parent's own are unfrozen again at once."""
+    import gc
+
+    inherited = ["made by the controller"]
+    gc.collect()  # nothing frozen or pending before the fork
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: how many objects it inherited frozen, and whether ours is among the tracked ones
+        os.close(reader)
+        frozen = gc.get_freeze_count()
+        tracked = any(o is inherited for o in gc.get_objects())
+        os.write(writer, f"{frozen} {tracked}".encode())
+        os._exit(0)
+    os.close(writer)
+    answer = os.read(reader, 100).decode().split()
+    os.close(reader)
+    os.waitpid(pid, 0)
+    assert int(answer[0]) > 10_000  # the whole heap: modules, boto3, the test's objects
+    assert answer[1] == "False"
+    assert gc.get_freeze_count() == 0
+    assert any(o is inherited for o in gc.get_objects())
