@@ -30,7 +30,12 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import pack, static_only, unpack
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import (
+    PACKED_PREFIX,
+    pack,
+    static_only,
+    unpack,
+)
 
 # The modules a step may run: declared once, in the module whose documentation lists them.
 from ansible_collections.clusterapi.aws.plugins.modules.capa_step import STEP_MODULES
@@ -62,10 +67,17 @@ class ActionModule(CollectionModuleAction):
             raise Refused(problem)
         fqcn = f"{COLLECTION}.{module}"
         call = {**group_defaults, **self._module_defaults(fqcn), **params}
-        given = unpack(task_vars.get(SHARED_READS_FACT))
-        changed_earlier = self._in_loop() and self._loop_id(task_vars) in LOOPS_CHANGED
-        call.setdefault("shared_reads", static_only(given) if changed_earlier else given)
+        call.setdefault("shared_reads", self._reads_to_hand(task_vars))
         return fqcn, call
+
+    def _reads_to_hand(self, task_vars: dict[str, Any]) -> str:
+        """The fact as it is - packed: the module's ``invocation`` echoes its arguments into the task's result,
+        which Ansible walks and copies several times in the controller, and as one string it is one value - or its
+        static reads only, after an item of this loop changed something."""
+        fact = task_vars.get(SHARED_READS_FACT)
+        if self._in_loop() and self._loop_id(task_vars) in LOOPS_CHANGED:
+            return pack(static_only(unpack(fact)))
+        return fact if isinstance(fact, str) and fact.startswith(PACKED_PREFIX) else pack(unpack(fact))
 
     def _in_loop(self) -> bool:
         return self._task.loop is not None or bool(self._task.loop_with)

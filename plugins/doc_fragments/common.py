@@ -56,7 +56,9 @@ options:
         answered from them per C(service:Operation) (not counted in C(api_calls)).
       - The roles pass it from step to step (C(clusterapi.aws.capa_step) keeps it in the host fact
         C(capa_shared_reads)), so a run that changes nothing reads each thing once.
-    type: dict
+      - Either a result's C(shared_reads) (a dict) or that fact's value (one packed string, which the task's
+        C(invocation) echoes as one value instead of every answer).
+    type: raw
 notes:
   - Every result carries C(plan), the ordered mutating AWS calls the run made (in check mode, would make),
     and C(api_calls), the number of AWS requests per C(service:Operation).

@@ -29,7 +29,7 @@ from .kernel.context import Context
 from .kernel.errors import ReconcileError, SpecError
 from .kernel.operations import is_placeholder, placeholder, placeholders_in
 from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
-from .kernel.shared_reads import SharedReads
+from .kernel.shared_reads import PACKED_PREFIX, SharedReads, unpack
 from .kernel.tier import Outcome, Tier
 from .kernel.validation import check_cluster_name, check_tags
 
@@ -80,7 +80,7 @@ def common_argument_spec(info: bool = False) -> dict[str, Any]:
         additional_tags=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=600),
-        shared_reads=dict(type="dict"),
+        shared_reads=dict(type="raw"),
     )
     if info:
         del spec["state"]
@@ -103,6 +103,16 @@ def _validate_common(params: dict[str, Any]) -> None:
     check_identity(params.get("identity"))
     if params["wait_timeout"] < 0:
         raise SpecError("wait_timeout", "must not be negative")
+    check_shared_reads(params.get("shared_reads"))
+
+
+def check_shared_reads(given: Any) -> None:
+    """``shared_reads`` is a result's ``shared_reads`` (a dict) or the host fact ``capa_shared_reads`` (packed)."""
+    if given is None or isinstance(given, dict) or (isinstance(given, str) and given.startswith(PACKED_PREFIX)):
+        return
+    raise SpecError(
+        "shared_reads", f"must be a result's shared_reads or the fact capa_shared_reads, not {type(given).__name__}"
+    )
 
 
 def _refuse_placeholders(params: dict[str, Any]) -> None:
@@ -124,7 +134,9 @@ def _open_session(module: AnsibleAWSModule, params: dict[str, Any]) -> AwsSessio
         except IdentityRefused as e:
             # Before the tier runs: nothing was asked of AWS but STS.
             raise ReconcileError(str(e)) from e
-    session.share_reads(SharedReads(params.get("shared_reads"), scope=_read_scope(region, endpoint_url, params)))
+    given = params.get("shared_reads")
+    handed = None if given is None else unpack(given)
+    session.share_reads(SharedReads(handed, scope=_read_scope(region, endpoint_url, params)))
     return session
 
 

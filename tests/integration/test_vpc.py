@@ -55,6 +55,27 @@ def test_create_then_noop(aws, run_module):
     assert len(aws.requests()) == 4  # the server counted what the module reported
 
 
+def test_reads_handed_on_as_a_dict_or_packed_answer_the_next_run(aws, run_module):
+    """shared_reads takes a result's shared_reads as it is, or the host fact capa_step keeps (one packed string, so
+    the task's invocation echoes one value); both answer the same identical reads without a request."""
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import pack
+
+    args = {"cluster_name": "vpc-it"}
+    created = run_module(MODULE, args)
+    first = run_module(MODULE, {**args, "shared_reads": {}})
+    assert first["changed"] is False and first["shared_reads"], first
+    for handed in (first["shared_reads"], pack(first["shared_reads"])):
+        aws.reset_requests()
+        again = run_module(MODULE, {**args, "shared_reads": handed})
+        assert again["changed"] is False and again["vpc"] == created["vpc"]
+        assert again["api_calls"] == {} and aws.requests() == []
+        assert again["reads_shared"] == {
+            "ec2:DescribeInternetGateways": 1,
+            "ec2:DescribeVpcAttribute": 2,
+            "ec2:DescribeVpcs": 1,
+        }
+
+
 def test_a_key_removed_from_additional_tags_is_removed_and_a_foreign_tag_stays(aws, run_module):
     """As amazon.aws's purge_tags, limited to what this collection applied: check mode shows the removal first."""
     run_module(MODULE, {"cluster_name": "vpc-it", "additional_tags": {"team": "a", "cost-center": "7"}})
@@ -168,6 +189,8 @@ def test_bad_input_fails_naming_the_field_before_any_request(aws, run_module):
         ({"cluster_name": "vpc-it", "id": "vpc-nothex"}, "id"),
         ({"cluster_name": "vpc-it", "additional_tags": {"aws:x": "y"}}, "additional_tags.aws:x"),
         ({"cluster_name": "vpc-it", "identity": {"role_arn": "nope"}}, "identity.role_arn"),
+        ({"cluster_name": "vpc-it", "shared_reads": ["k"]}, "shared_reads"),
+        ({"cluster_name": "vpc-it", "shared_reads": "not what capa_step packs"}, "shared_reads"),
     ]:
         result = run_module(MODULE, args)
         assert result.get("failed") is True, args
