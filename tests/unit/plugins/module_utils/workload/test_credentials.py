@@ -55,6 +55,21 @@ def test_the_key_is_loaded_through_an_encrypted_file_that_is_gone_afterwards(mon
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
+def test_a_context_for_the_clusters_ca_trusts_that_ca_alone(monkeypatch):
+    """The system's CA bundle is neither trusted nor read (loading it costs tens of milliseconds per context)."""
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", lambda *a, **k: pytest.fail("system CAs loaded"))
+    context = credentials.tls_context(CA_CERT)
+    assert len(context.get_ca_certs()) == 1 and context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_without_a_ca_the_system_bundle_is_trusted(monkeypatch):
+    loaded = []
+    original = ssl.SSLContext.load_default_certs
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", lambda self, *a: loaded.append(original(self, *a)))
+    credentials.tls_context(None)
+    assert len(loaded) == 1
+
+
 def test_etcd_contexts_verify_the_chain_but_not_the_name():
     identity = credentials.mint_client_certificate(CA_CERT, CA_KEY, credentials.ETCD_CLIENT_NAME)
     context = credentials.tls_context(CA_CERT, identity, check_hostname=False)
