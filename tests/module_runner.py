@@ -4,7 +4,7 @@ For ``ansible_connection: local`` on the controller's own Python, Ansible runs t
 (plugins/plugin_utils/in_process.py): the controller imports boto3, botocore, amazon.aws and the collection once, and
 each task's worker - a fork of it - runs the module with its arguments handed over by
 ``in_process.module_arguments``. This runner is that arrangement without the playbook around it: one process per
-pytest worker imports what the controller preloads (and every module of the collection), then forks a child for
+pytest worker imports what the controller preloads (every module of the collection among it), then forks a child for
 each module call, which runs the module's file as ``__main__`` (as AnsiballZ starts a module) with the arguments,
 environment and directory the test gave, its stdout and stderr in files. The child is a clean copy of the preloaded
 runner every time: nothing one call leaves behind reaches the next, as between two tasks of a playbook.
@@ -20,24 +20,15 @@ it measures Ansible's task workers.
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import os
-import pkgutil
 import runpy
 import sys
 import traceback
 from typing import Any
 
-from ansible_collections.clusterapi.aws.plugins import modules as collection_modules
 from ansible_collections.clusterapi.aws.plugins.plugin_utils import in_process
-
-
-def preload_everything() -> None:
-    """What the controller imports before it forks (in_process does that on import), and every module's code."""
-    for found in pkgutil.iter_modules(collection_modules.__path__):
-        importlib.import_module(f"{collection_modules.__name__}.{found.name}")
 
 
 def run_module(request: dict[str, Any]) -> None:
@@ -77,7 +68,6 @@ def serve(requests: Any, answers: Any) -> None:
 
 
 if __name__ == "__main__":
-    preload_everything()
     # The protocol gets its own descriptor; fd 1 is left to what a module prints by mistake outside its result.
     answers = os.fdopen(os.dup(1), "w")
     serve(sys.stdin, answers)

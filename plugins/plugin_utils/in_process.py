@@ -40,6 +40,7 @@ import importlib
 import io
 import json
 import os
+import pkgutil
 import sys
 import traceback
 from collections.abc import Iterator
@@ -66,17 +67,43 @@ PRELOADED = (
     "ansible_collections.amazon.aws.plugins.module_utils.modules",
     "ansible_collections.clusterapi.aws.plugins.module_utils.capa",
 )
+# The collection's modules too, with everything they import: Ansible's collection loader compiles a module's source
+# whenever it is imported (it keeps no bytecode), so each task's worker compiled its module and the module_utils it
+# brings - once per task and host. Here it is once per run.
+MODULES_PACKAGE = "ansible_collections.clusterapi.aws.plugins.modules"
 
 
-# EC2's model, which nearly every module reads and which takes botocore a tenth of a second to parse, read once
-# into the shared loader (kernel/session.py) the workers inherit; the other services' models are small.
-WARMED = ("ec2",)
+# The models of every service the collection's clients use, read once into the shared loader (kernel/session.py)
+# the workers inherit: otherwise each worker lists botocore's data directories and parses the models of the
+# services its module asks (EC2's alone takes a tenth of a second).
+WARMED = (
+    "autoscaling",
+    "ec2",
+    "eks",
+    "elb",
+    "elbv2",
+    "iam",
+    "kms",
+    "resourcegroupstaggingapi",
+    "s3",
+    "secretsmanager",
+    "service-quotas",
+    "ssm",
+    "sts",
+)
 
 
-def preload(names: tuple[str, ...] = PRELOADED, services: tuple[str, ...] = WARMED) -> list[str]:
-    """Import ``names`` and read the models of ``services`` now; the names that could not be imported."""
+def collection_modules() -> tuple[str, ...]:
+    """The Python names of the collection's modules."""
+    package = importlib.import_module(MODULES_PACKAGE)
+    return tuple(f"{MODULES_PACKAGE}.{found.name}" for found in pkgutil.iter_modules(package.__path__))
+
+
+def preload(names: tuple[str, ...] | None = None, services: tuple[str, ...] = WARMED) -> list[str]:
+    """Import ``names`` (:data:`PRELOADED` and the collection's modules) and read the models of ``services`` now;
+    the names that could not be imported."""
     missing = []
-    for name in names:
+    for name in names if names is not None else PRELOADED + collection_modules():
         try:
             importlib.import_module(name)
         except ImportError:

@@ -295,10 +295,15 @@ def new_session(**params: Any) -> Any:
 
 
 def warm_models(services: tuple[str, ...] = ("ec2",)) -> None:
-    """Read the models every client of ``services`` needs (and the endpoint data) into the shared loader now."""
+    """Read the models every client of ``services`` needs (and the endpoint data) into the shared loader now, the
+    paginators' too."""
     session = new_session(region_name="us-east-1", aws_access_key_id="warm", aws_secret_access_key="warm")
     for service in services:
-        session.client(service)
+        client = session.client(service)
+        try:  # what a client's first can_paginate reads
+            shared_loader().load_service_model(service, "paginators-1", client.meta.service_model.api_version)
+        except botocore.exceptions.DataNotFoundError:
+            pass  # a service without paginators
 
 
 class AwsSession:

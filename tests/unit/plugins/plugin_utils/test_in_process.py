@@ -98,7 +98,13 @@ def test_the_tasks_environment_applies_for_the_run_only(monkeypatch):
 
 def test_preload_reports_what_it_could_not_import():
     assert in_process.preload(("json", "capa_no_such_module")) == ["capa_no_such_module"]
-    assert in_process.preload() == []  # boto3, botocore, amazon.aws and the facade are all here
+    assert in_process.preload() == []  # boto3, botocore, amazon.aws, the facade and every module are all here
+
+
+def test_every_module_of_the_collection_is_imported_before_the_workers_fork():
+    names = in_process.collection_modules()
+    assert "ansible_collections.clusterapi.aws.plugins.modules.capa_instance" in names and len(names) >= 20
+    assert all(name in sys.modules for name in names)
 
 
 def test_the_shared_loader_has_ec2_read_once_for_every_session():
@@ -107,8 +113,9 @@ def test_the_shared_loader_has_ec2_read_once_for_every_session():
 
     loader = session.shared_loader()
     assert session.new_session(region_name="us-east-1")._session.get_component("data_loader") is loader
-    cached = [key for key in loader._cache if key[0] == "load_service_model" and "ec2" in key[1:]]
-    assert cached, "ec2's model was not read into the shared loader"
+    for service in in_process.WARMED:
+        cached = {key[2] for key in loader._cache if key[0] == "load_service_model" and key[1] == service}
+        assert {"service-2", "paginators-1"} <= cached, f"{service}'s models were not read into the shared loader"
 
 
 def test_a_runs_progress_reaches_the_controllers_display_while_the_module_runs(monkeypatch):
