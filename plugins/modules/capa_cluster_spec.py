@@ -1507,7 +1507,9 @@ options:
             suboptions:
               map_roles:
                 description:
-                  - 'Role mappings: rolearn, username, groups.'
+                  - 'Role mappings: rolearn, username, groups. aws-auth gets each role''s ARN without its
+                    IAM path (the authenticator matches the assumed role, which has none); an access entry
+                    gets it as given.'
                 type: list
                 default: []
                 elements: dict

@@ -214,6 +214,8 @@ options:
         description:
           - Roles for C(mapRoles) of aws-auth and, when the authentication mode allows, access entries
             (type C(STANDARD); C(system:) groups are left out of access entries, as EKS refuses them).
+          - aws-auth gets each role's ARN without its IAM path, node roles' too (the authenticator matches the
+            role a session assumed, whose ARN has no path); an access entry gets the ARN as given.
         type: list
         elements: dict
         default: []

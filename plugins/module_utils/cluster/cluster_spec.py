@@ -676,7 +676,14 @@ EKS_OPTIONS: tuple[Option, ...] = (
         type="dict",
         default={},
         options=(
-            opt("map_roles", "Role mappings: rolearn, username, groups.", type="list", elements="dict", default=[]),
+            opt(
+                "map_roles",
+                "Role mappings: rolearn, username, groups. aws-auth gets each role's ARN without its IAM path (the"
+                " authenticator matches the assumed role, which has none); an access entry gets it as given.",
+                type="list",
+                elements="dict",
+                default=[],
+            ),
             opt("map_users", "User mappings: userarn, username, groups.", type="list", elements="dict", default=[]),
         ),
     ),

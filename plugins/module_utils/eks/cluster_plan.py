@@ -482,14 +482,27 @@ def plan_addons(
 def aws_auth_mappings(
     map_roles: Sequence[Mapping[str, Any]], map_users: Sequence[Mapping[str, Any]], node_role_arns: Sequence[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """mapRoles (node roles first, as CAPA appends them, then the user's; a user mapping of the same role wins)."""
+    """mapRoles (node roles first, as CAPA appends them, then the user's; a user mapping of the same role wins).
+
+    A role's ARN is written without its IAM path (:func:`aws_auth_role_arn`)."""
     roles: dict[str, dict[str, Any]] = {}
-    for arn in node_role_arns:
+    for arn in map(aws_auth_role_arn, node_role_arns):
         roles[arn] = {"rolearn": arn, "username": NODE_USERNAME, "groups": list(NODE_GROUPS)}
     for mapping in map_roles:
-        roles[mapping["rolearn"]] = _mapping(mapping, "rolearn")
+        arn = aws_auth_role_arn(mapping["rolearn"])
+        roles[arn] = {**_mapping(mapping, "rolearn"), "rolearn": arn}
     users = [_mapping(m, "userarn") for m in map_users]
     return list(roles.values()), users
+
+
+def aws_auth_role_arn(arn: str) -> str:
+    """A role's ARN as aws-auth matches it: without the role's IAM path
+    (``arn:aws:iam::123456789012:role/teams/ops/nodes`` -> ``...:role/nodes``). The authenticator compares the
+    ARN of the role a node's session assumed, which carries no path, so a mapping with one never matches and its
+    nodes never join (kubernetes-sigs/aws-iam-authenticator#153; EKS's aws-auth guide says the same). CAPA writes
+    the ARN as given."""
+    prefix, sep, rest = arn.partition(":role/")
+    return f"{prefix}{sep}{rest.rsplit('/', 1)[-1]}" if sep else arn
 
 
 def _mapping(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:

@@ -200,6 +200,23 @@ def test_aws_auth_renders_node_roles_then_users_mappings():
     assert yaml.safe_load(manifest["data"]["mapUsers"])[0]["userarn"].endswith("user/alice")
 
 
+def test_aws_auth_maps_roles_without_their_iam_path():
+    """The authenticator matches the assumed role's ARN, which has no path: a pathed mapping would never match."""
+    pathed_node = "arn:aws:iam::123456789012:role/teams/ops/pool-nodes"
+    roles, _ = plan.aws_auth_mappings(
+        [{"rolearn": "arn:aws-us-gov:iam::123456789012:role/admins/admin", "username": "admin", "groups": []}],
+        [],
+        [pathed_node, NODE_ROLE],
+    )
+    assert [r["rolearn"] for r in roles] == [
+        "arn:aws:iam::123456789012:role/pool-nodes",
+        NODE_ROLE,
+        "arn:aws-us-gov:iam::123456789012:role/admin",
+    ]
+    assert plan.aws_auth_role_arn(NODE_ROLE) == NODE_ROLE
+    assert plan.aws_auth_role_arn("arn:aws:iam::123456789012:user/alice") == "arn:aws:iam::123456789012:user/alice"
+
+
 def test_access_entries_leave_out_system_groups():
     entries = plan.desired_access_entries(
         [NODE_ROLE],
