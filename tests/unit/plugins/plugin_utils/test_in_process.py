@@ -101,6 +101,20 @@ def test_preload_reports_what_it_could_not_import():
     assert in_process.preload() == []  # boto3, botocore, amazon.aws, the facade and every module are all here
 
 
+def test_every_aws_service_the_collection_asks_is_warmed():
+    """WARMED lists the services by hand: every client the code makes must be among them."""
+    import re
+    from pathlib import Path
+
+    plugins = Path(in_process.__file__).resolve().parents[1]
+    asked = {
+        service
+        for path in plugins.rglob("*.py")
+        for service in re.findall(r"\.client\(\s*\"([a-z0-9-]+)\"", path.read_text())
+    }
+    assert "ec2" in asked and asked <= set(in_process.WARMED), sorted(asked - set(in_process.WARMED))
+
+
 def test_every_module_of_the_collection_is_imported_before_the_workers_fork():
     names = in_process.collection_modules()
     assert "ansible_collections.clusterapi.aws.plugins.modules.capa_instance" in names and len(names) >= 20
