@@ -86,11 +86,16 @@ class NodeBootstrap:
         self._eks: Mapping[str, Any] | None = None
         self._eks_loaded = False
 
+    @property
+    def eks_name(self) -> str:
+        """The EKS cluster an EKS node joins: the bootstrap's, else the cluster's own."""
+        return self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
+
     def eks_cluster(self) -> Mapping[str, Any] | None:
         """The EKS cluster an EKS node joins (``DescribeCluster``), read once, when first needed: the nodeadm document
         and a pool's Node wait (``PoolToken``) of one run share the answer."""
         if not self._eks_loaded:
-            self._eks = describe_cluster(self.ctx, self.machine.bootstrap.eks_cluster_name or self.ctx.cluster)
+            self._eks = describe_cluster(self.ctx, self.eks_name)
             self._eks_loaded = True
         return self._eks
 
@@ -155,11 +160,10 @@ class NodeBootstrap:
         return merged
 
     def _eks_document(self, pool: str) -> bytes:
-        eks_name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
         cluster = self.eks_cluster()
         if cluster is not None and cluster.get("endpoint") and (cluster.get("certificateAuthority") or {}).get("data"):
             return nodeadm_cloud_config(cluster, labels={POOL_LABEL: pool})
         if self.ctx.check_mode:  # the EKS cluster is created (or becomes active) earlier in the same run
             return PLANNED
         state = "does not exist" if cluster is None else f"is {cluster.get('status', 'not ready')} (no endpoint yet)"
-        raise ReconcileError(f"bootstrap.eks_cluster_name: EKS cluster {eks_name} {state}; reconcile it first")
+        raise ReconcileError(f"bootstrap.eks_cluster_name: EKS cluster {self.eks_name} {state}; reconcile it first")
