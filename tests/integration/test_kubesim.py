@@ -445,6 +445,13 @@ def test_portforward_to_etcd_through_the_api_server(aws, kubesim, tmp_path):
     tunnel.settimeout(5)
     assert tunnel.recv(10) == b""
     tunnel.close()
+    # Its ports stay the member's while it is off: no other socket (another test's etcd, an outgoing connection)
+    # can take them, so powering it on again finds them free.
+    etcd_urls = sim.instances()[0]["etcd"]
+    assert etcd_urls["running"] is False
+    for url in (etcd_urls["client_url"], etcd_urls["peer_url"]):
+        with socket.socket() as other, pytest.raises(OSError, match="Address already in use"):
+            other.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))
     forward = portforward(core.connect_get_namespaced_pod_portforward, f"etcd-{node}", "kube-system", ports="2379")
     sock = forward.socket(2379)
     sock.settimeout(5)

@@ -45,10 +45,19 @@ def etcd_binary() -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def hold_port() -> socket.socket:
+    """A loopback port held for an etcd member for as long as the member exists.
+
+    The socket is bound with ``SO_REUSEADDR`` and never listens. etcd (Go sets ``SO_REUSEADDR`` on its listeners)
+    can still bind and listen on the port, also again after a power-off, while the kernel hands the port to no other
+    ``bind(0)`` and to no outgoing connection as its source port. Picking a free port and closing it leaves a window
+    in which, under parallel tests, any other connection can take the port; etcd then exits with "address already
+    in use" and its node never initializes.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 def _die_with_parent() -> None:
@@ -216,10 +225,16 @@ class Member:
 
     name: str
     data_dir: Path
-    client_port: int = field(default_factory=free_port)
-    peer_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     frozen: bool = False
+    holds: tuple[socket.socket, socket.socket] = field(
+        default_factory=lambda: (hold_port(), hold_port()), repr=False, compare=False
+    )
+    client_port: int = field(init=False)
+    peer_port: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client_port, self.peer_port = (int(hold.getsockname()[1]) for hold in self.holds)
 
     @property
     def client_url(self) -> str:
@@ -288,17 +303,21 @@ class Member:
         self.frozen = False
 
     def stop(self, grace: float = 3.0) -> None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds (simulator shutdown)."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        if self.frozen:
-            os.kill(self.process.pid, signal.SIGCONT)
-        self.process.terminate()
+        """SIGTERM, then SIGKILL after ``grace`` seconds, and the ports let go (simulator shutdown)."""
         try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+            if self.process is None or self.process.poll() is not None:
+                return
+            if self.frozen:
+                os.kill(self.process.pid, signal.SIGCONT)
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        finally:
+            for hold in self.holds:
+                hold.close()
 
     def freeze(self, frozen: bool) -> None:
         """SIGSTOP/SIGCONT: the process exists and holds its ports but answers nothing (an unhealthy member)."""
