@@ -151,7 +151,9 @@ it more lenient than AWS)
     ``provisioning`` -> ``active``, EKS clusters, node groups and Fargate profiles ``CREATING`` -> ``ACTIVE`` and, once
     deleted, ``DELETING`` -> gone (still listed and described meanwhile; a cluster whose node group is deleting cannot
     be deleted yet), Auto Scaling instances ``Pending`` -> ``InService`` while their instance is pending; an Elastic IP
-    of a NAT gateway that is still ``deleting`` cannot be released (``AuthFailure``). moto's objects keep and end in
+    of a NAT gateway that is still ``deleting`` cannot be released (``AuthFailure``); a security group or subnet that
+    an instance not yet ``terminated`` uses, or a subnet with a NAT gateway not yet ``deleted``, cannot be deleted
+    (``DependencyViolation``: their network interfaces hold them on AWS). moto's objects keep and end in
     moto's own states (the patched attributes are properties over moto's value; every filter and moto check reads what
     AWS would report, except ELBv2 target registration, which AWS allows for pending instances). The delay is fixed when
     a state is set, at the scale then in force. Off by default (scale 0: everything at once, as before); ``POST
@@ -1032,6 +1034,7 @@ def _fix_latency_model() -> list[str]:
     _fix_asg_lifecycle(asg_models.InstanceState)
     _fix_target_registration(elbv2_models.FakeTargetGroup)
     _fix_eip_release_after_nat()
+    _fix_dependants_hold_groups_and_subnets()
     return ["latency-model"]
 
 
@@ -1166,6 +1169,54 @@ def _fix_eip_release_after_nat() -> None:
 
     release_address._capa_fixed = True  # type: ignore[attr-defined]
     backend_cls.release_address = release_address  # type: ignore[method-assign]
+
+
+def _fix_dependants_hold_groups_and_subnets() -> None:
+    """``DeleteSecurityGroup`` and ``DeleteSubnet`` are refused (``DependencyViolation``) while an instance that is
+    not yet reported ``terminated`` uses the group or sits in the subnet, and ``DeleteSubnet`` also while a NAT
+    gateway in it is not yet ``deleted``: their network interfaces hold them on AWS until then. moto deletes both at
+    once; with the model off an instance terminates and a NAT gateway goes at once, so this refuses only what AWS
+    would refuse at any speed (a group or subnet something running still uses)."""
+    from moto.ec2.exceptions import DependencyViolationError
+    from moto.ec2.models import security_groups, subnets
+
+    group_cls, subnet_cls = security_groups.SecurityGroupBackend, subnets.SubnetBackend
+    if getattr(group_cls.delete_security_group, "_capa_fixed", False):
+        return
+    delete_group, delete_subnet = group_cls.delete_security_group, subnet_cls.delete_subnet
+
+    def holders(backend: Any) -> list[Any]:
+        return [i for i in backend.all_instances() if i._state.name != "terminated"]
+
+    def group_ids(instance: Any) -> set[str]:
+        found = {g.id for g in instance.security_groups}
+        for nic in instance.nics.values():
+            found |= {g.id for g in nic.group_set}
+        return found
+
+    def subnet_ids(instance: Any) -> set[str]:
+        return {nic.subnet.id for nic in instance.nics.values() if nic.subnet is not None}
+
+    def delete_security_group(self: Any, name: str | None = None, group_id: str | None = None) -> None:
+        wanted = group_id or (getattr(self.get_security_group_by_name_or_id(name), "id", None) if name else None)
+        using = sorted(i.id for i in holders(self) if wanted and wanted in group_ids(i))
+        if using:
+            raise DependencyViolationError(f"resource {wanted} has a dependent object (instances {', '.join(using)})")
+        delete_group(self, name=name, group_id=group_id)
+
+    def delete_subnet_(self: Any, subnet_id: str) -> Any:
+        using = sorted(i.id for i in holders(self) if subnet_id in subnet_ids(i))
+        gateways = getattr(self, "nat_gateways", {}).values()
+        using += sorted(g.id for g in gateways if g.subnet_id == subnet_id and g.state != "deleted")
+        if using:
+            raise DependencyViolationError(
+                f"The subnet '{subnet_id}' has dependencies and cannot be deleted ({', '.join(using)})."
+            )
+        return delete_subnet(self, subnet_id)
+
+    delete_security_group._capa_fixed = True  # type: ignore[attr-defined]
+    group_cls.delete_security_group = delete_security_group  # type: ignore[method-assign]
+    subnet_cls.delete_subnet = delete_subnet_  # type: ignore[method-assign]
 
 
 def _fix_portless_sg_rules() -> list[str]:

@@ -478,6 +478,53 @@ def test_latency_model_instances_and_nat_gateways_take_their_scaled_time(aws, la
     assert ec2.describe_addresses()["Addresses"] == []
 
 
+def test_groups_and_subnets_stay_until_what_uses_them_is_gone(aws, latency):
+    """AWS refuses DeleteSecurityGroup and DeleteSubnet (DependencyViolation) while an instance still uses them, a
+    shutting-down one included, and DeleteSubnet while a NAT gateway in it is deleting; moto deleted both at once.
+    Without the model a running instance holds them too; with it (1/100) they go once it is terminated."""
+    import time
+
+    ec2 = aws.client("ec2")
+    vpc, (subnet, other) = _vpc_with_subnets(ec2)
+    group = ec2.create_security_group(GroupName="held", Description="held", VpcId=vpc)["GroupId"]
+    running = ec2.run_instances(
+        ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet, SecurityGroupIds=[group]
+    )["Instances"][0]["InstanceId"]
+
+    def refused(call, **params) -> str:
+        with pytest.raises(ClientError) as error:
+            call(**params)
+        assert error.value.response["Error"]["Code"] == "DependencyViolation"
+        return error.value.response["Error"]["Message"]
+
+    assert running in refused(ec2.delete_security_group, GroupId=group)
+    assert running in refused(ec2.delete_subnet, SubnetId=subnet)
+
+    assert latency(0.01) == {"scale": 0.01}
+    start = time.monotonic()
+    ec2.terminate_instances(InstanceIds=[running])
+    refused(ec2.delete_security_group, GroupId=group)  # shutting-down: 0.45 s at this scale
+    refused(ec2.delete_subnet, SubnetId=subnet)
+    state = ec2.describe_instances(InstanceIds=[running])["Reservations"][0]["Instances"][0]["State"]["Name"]
+    assert state == "shutting-down"
+    _settles(
+        lambda: ec2.describe_instances(InstanceIds=[running])["Reservations"][0]["Instances"][0]["State"]["Name"],
+        "terminated",
+        start,
+    )
+    ec2.delete_security_group(GroupId=group)
+    ec2.delete_subnet(SubnetId=subnet)
+
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=other, AllocationId=allocation)["NatGateway"]["NatGatewayId"]
+    start = time.monotonic()
+    ec2.delete_nat_gateway(NatGatewayId=nat)
+    assert nat in refused(ec2.delete_subnet, SubnetId=other)
+    _settles(lambda: ec2.describe_nat_gateways(NatGatewayIds=[nat])["NatGateways"][0]["State"], "deleted", start)
+    ec2.delete_subnet(SubnetId=other)
+    assert [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]] == []
+
+
 def test_latency_model_eks_load_balancers_and_auto_scaling(aws, latency):
     """Scale 1/500: an EKS cluster is CREATING 1.2 s (node groups refused meanwhile, as AWS refuses them), a node
     group 0.24 s and a Fargate profile 0.12 s; at 1/100 an NLB provisioning 1.5 s; at 1/50, an ASG's instance
