@@ -31,7 +31,7 @@ from typing import Any
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.compile import unresolved
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import (
-    PACKED_PREFIX,
+    is_packed,
     pack,
     static_only,
     unpack,
@@ -77,7 +77,7 @@ class ActionModule(CollectionModuleAction):
         fact = task_vars.get(SHARED_READS_FACT)
         if self._in_loop() and self._loop_id(task_vars) in LOOPS_CHANGED:
             return pack(static_only(unpack(fact)))
-        return fact if isinstance(fact, str) and fact.startswith(PACKED_PREFIX) else pack(unpack(fact))
+        return fact if is_packed(fact) else pack(unpack(fact))
 
     def _in_loop(self) -> bool:
         return self._task.loop is not None or bool(self._task.loop_with)

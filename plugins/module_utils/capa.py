@@ -29,7 +29,7 @@ from .kernel.context import Context
 from .kernel.errors import ReconcileError, SpecError
 from .kernel.operations import is_placeholder, placeholder, placeholders_in
 from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
-from .kernel.shared_reads import PACKED_PREFIX, SharedReads, unpack
+from .kernel.shared_reads import SharedReads, is_packed, unpack
 from .kernel.tier import Outcome, Tier
 from .kernel.validation import check_cluster_name, check_tags
 
@@ -108,7 +108,7 @@ def _validate_common(params: dict[str, Any]) -> None:
 
 def check_shared_reads(given: Any) -> None:
     """``shared_reads`` is a result's ``shared_reads`` (a dict) or the host fact ``capa_shared_reads`` (packed)."""
-    if given is None or isinstance(given, dict) or (isinstance(given, str) and given.startswith(PACKED_PREFIX)):
+    if given is None or isinstance(given, dict) or is_packed(given):
         return
     raise SpecError(
         "shared_reads", f"must be a result's shared_reads or the fact capa_shared_reads, not {type(given).__name__}"

@@ -37,7 +37,10 @@ import datetime
 import json
 import time
 import zlib
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10; only the type checker reads it
 
 try:
     from botocore.awsrequest import AWSResponse
@@ -110,12 +113,17 @@ def pack(entries: Mapping[str, Any]) -> str:
     return PACKED_PREFIX + base64.b64encode(zlib.compress(text.encode(), 6)).decode()
 
 
+def is_packed(value: Any) -> TypeGuard[str]:
+    """Whether ``value`` is in :func:`pack`'s form (it may still be damaged: :func:`unpack` says)."""
+    return isinstance(value, str) and value.startswith(PACKED_PREFIX)
+
+
 def unpack(value: Any) -> dict[str, Any]:
     """What :func:`pack` packed (a dict is taken as it is: a registered result's ``shared_reads``); anything else,
     a damaged string included, is nothing handed on - the run reads for itself."""
     if isinstance(value, Mapping):
         return dict(value)
-    if not isinstance(value, str) or not value.startswith(PACKED_PREFIX):
+    if not is_packed(value):
         return {}
     try:
         found = json.loads(zlib.decompress(base64.b64decode(value[len(PACKED_PREFIX) :].encode())))

@@ -204,6 +204,7 @@ def test_packed_reads_are_one_string_that_unpacks_to_the_same_entries():
     assert sr.unpack(entries) == entries  # a registered result's shared_reads, as it is
     for nothing in (None, "", "not packed", sr.PACKED_PREFIX + "!!", sr.PACKED_PREFIX + sr.pack([])[-8:], 3):
         assert sr.unpack(nothing) == {}
+    assert sr.is_packed(packed) and not any(sr.is_packed(other) for other in (None, "", "not packed", entries, 3))
 
 
 def test_an_unreachable_api_server_is_known_to_the_next_runs_while_nothing_changes_and_for_max_age():
