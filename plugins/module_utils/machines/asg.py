@@ -172,7 +172,7 @@ class PoolRun:
         self.differences: list[str] = []
         self.group_changed = False
         self.boot = NodeBootstrap(ctx, spec.machine)
-        self.join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, self.boot.pki, self.boot.eks_cluster)
+        self.join = PoolToken(self.boot, spec.name, spec.kubernetes_api)
 
     def reconcile(self) -> None:
         ctx, spec = self.ctx, self.spec
@@ -511,7 +511,7 @@ class PoolDeletion:
             )
         _sweep_pool_entries(ctx, self.spec, set())
         boot = NodeBootstrap(ctx, self.spec.machine)
-        join = PoolToken(ctx, name, self.spec.machine, self.spec.kubernetes_api, boot.pki, boot.eks_cluster)
+        join = PoolToken(boot, name, self.spec.kubernetes_api)
         try:
             join.delete_all()
         finally:

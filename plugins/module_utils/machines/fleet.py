@@ -160,7 +160,7 @@ def present(
             )
     tags = pool_tags(ctx, spec.name)
     boot = NodeBootstrap(ctx, spec.machine)
-    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, boot.pki, boot.eks_cluster)
+    join = PoolToken(boot, spec.name, spec.kubernetes_api)
     try:
         latest = template.latest() if template else None
         rotate = join.observe(_launch_template.version_token_id(latest))
@@ -287,7 +287,7 @@ def delete_pool(
 def delete_tokens(ctx: Context, spec: FleetSpec) -> None:
     """The pool's join tokens, once no instance can boot from its template any more."""
     boot = NodeBootstrap(ctx, spec.machine)
-    join = PoolToken(ctx, spec.name, spec.machine, spec.kubernetes_api, boot.pki, boot.eks_cluster)
+    join = PoolToken(boot, spec.name, spec.kubernetes_api)
     try:
         join.delete_all()
     finally:

@@ -17,19 +17,18 @@ any change, and one that needs none is left with a warning.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Iterable
 
 from ..aws import eks as aws_eks
-from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, RemoteError
 from ..kubeadm import bootstrap_tokens as tokens
 from ..kubeadm.bootstrap_tokens import JoinToken
-from ..kubeadm.pki import ClusterPki
 from ..workload.access import KubernetesAccess, KubernetesApiSettings, eks_kube_api, eks_role_mapped
 from ..workload.kube import UNREACHABLE, KubeApi, PlannedApi
 from . import asg_plan
 from .join_tokens import JoinTokens, recall_init_token
-from .machine_spec import EKS, KUBEADM, MachineSpec
+from .machine_spec import EKS, KUBEADM
+from .node_bootstrap import NodeBootstrap
 
 # The token's id (public: kubeadm prints it, the API server names its Secret after it) on the instances a version
 # launches, so a run knows which token the latest version's entries carry.
@@ -41,20 +40,11 @@ HASH_TOKEN = "000000.0000000000000000"
 class PoolToken:
     """The join token of one kubeadm pool for one run: read once, rotated when due, superseded ones deleted."""
 
-    def __init__(
-        self,
-        ctx: Context,
-        pool: str,
-        machine: MachineSpec,
-        settings: KubernetesApiSettings,
-        pki: Callable[[], ClusterPki | None],
-        eks_cluster: Callable[[], Mapping[str, Any] | None],
-    ) -> None:
-        """``pki`` and ``eks_cluster``: the cluster PKI and the EKS cluster's description, each read once per run
-        when first needed (``NodeBootstrap.pki`` and ``.eks_cluster``, which the pool's documents use too)."""
-        self.ctx, self.pool, self.machine, self.settings, self._pki = ctx, pool, machine, settings, pki
-        self._eks_cluster = eks_cluster
-        self.ttl = machine.bootstrap.token_ttl
+    def __init__(self, boot: NodeBootstrap, pool: str, settings: KubernetesApiSettings) -> None:
+        """``boot``: the run's bootstrap of the pool's machines, whose cluster PKI and EKS cluster description (each
+        read once per run, when first needed) the pool's documents use too."""
+        self.ctx, self.machine, self.boot, self.pool, self.settings = boot.ctx, boot.machine, boot, pool, settings
+        self.ttl = self.machine.bootstrap.token_ttl
         self.access: KubernetesAccess | None = None
         self.tokens: JoinTokens | None = None
         self.reason = ""  # why the cluster was not asked
@@ -169,7 +159,7 @@ class PoolToken:
     def _join_tokens(self) -> JoinTokens | None:
         if self.tokens is not None or self.reason:
             return self.tokens
-        pki = self._pki()
+        pki = self.boot.pki()
         if pki is None:
             self.reason = "the cluster PKI does not exist yet"
             return None
@@ -219,7 +209,7 @@ class PoolToken:
         if not self.machine.iam_instance_profile:
             return None, "the pool has no iam_instance_profile, so its nodes cannot authenticate to EKS"
         name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
-        cluster = self._eks_cluster()
+        cluster = self.boot.eks_cluster()
         if cluster is None or cluster.get("status") not in ("ACTIVE", "UPDATING") or not cluster.get("endpoint"):
             return None, f"EKS cluster {name} is not active"
         api = eks_kube_api(self.ctx, self.settings, name, cluster)

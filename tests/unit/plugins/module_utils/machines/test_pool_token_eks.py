@@ -26,14 +26,11 @@ FOUND = SimpleNamespace(cluster=ACTIVE, mapped=True)
 def token(mode: str = "auto", profile: str | None = "nodes") -> pool_token.PoolToken:
     bootstrap = SimpleNamespace(type="eks", eks_cluster_name="demo", token_ttl=86400, endpoint_host=None)
     machine = SimpleNamespace(bootstrap=bootstrap, iam_instance_profile=profile)
-    return pool_token.PoolToken(
-        FakeTime().context(),
-        "pool-0",
-        machine,  # type: ignore[arg-type]
-        KubernetesApiSettings(mode=mode),
-        lambda: None,
-        lambda: FOUND.cluster,
+    # The run's NodeBootstrap as the pool sees it: no cluster PKI (an EKS pool has none), the cluster FOUND.
+    boot = SimpleNamespace(
+        ctx=FakeTime().context(), machine=machine, pki=lambda: None, eks_cluster=lambda: FOUND.cluster
     )
+    return pool_token.PoolToken(boot, "pool-0", KubernetesApiSettings(mode=mode))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -97,7 +94,7 @@ def test_the_cluster_the_run_already_read_is_not_asked_again(eks, monkeypatch):
     boot = node_bootstrap.NodeBootstrap(ctx, machine)  # type: ignore[arg-type]
     assert boot.eks_cluster() == ACTIVE  # the document's read
     settings = KubernetesApiSettings(mode="auto")
-    read = pool_token.PoolToken(ctx, "pool-0", machine, settings, boot.pki, boot.eks_cluster)  # type: ignore[arg-type]
+    read = pool_token.PoolToken(boot, "pool-0", settings)
     access, why = read.node_access()
     assert access is not None and access.api == "api" and why == ""
     assert asked == ["demo"]
