@@ -437,6 +437,17 @@ ROLES: dict[str, dict[str, Any]] = {
                     "a new cluster's workers start while its other control-plane machines join.",
                 ],
             },
+            "control_plane_wait": {
+                "type": "bool",
+                "default": True,
+                "description": [
+                    "On deletion (C(absent)), wait until the control-plane machines are terminated (capa_instance's "
+                    "I(wait)). C(false) terminates them and returns.",
+                    "The cluster role deletes them with C(false) as it deletes the workers: they go while the load "
+                    "balancer does, and the network's deletion waits for the subnets and security groups they still "
+                    "hold (AWS refuses to delete those until the instances are terminated).",
+                ],
+            },
             "control_plane_etcd_restore": {
                 "type": "dict",
                 "description": [

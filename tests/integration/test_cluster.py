@@ -253,6 +253,13 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     deleted = run_playbook(DELETE, inventory=inventory)
     assert anything_tagged(aws, "ha-it") == {}
     assert not (out / "kubeconfig").exists() and not (out / "status.json").exists()
+    # Every machine is terminated without a wait, the control plane's as the workers': the network's deletion waits
+    # for what they still hold (tests/integration/test_security_group.py, under the latency model).
+    control_plane = deleted.task(
+        "clusterapi.aws.control_plane : Delete the control-plane machines (deregistered from the load balancers first)"
+    ).result
+    workers = deleted.task("clusterapi.aws.machine_deployment : Delete the machine deployments").result["results"]
+    assert [r["invocation"]["module_args"]["wait"] for r in (control_plane, *workers)] == [False] * (1 + len(workers))
     summary = next(t.result["msg"] for t in deleted.tasks if t.name.endswith("Show the cluster"))
     assert summary == ["cluster ha-it (unmanaged, us-east-1): deleted", "  nothing it owned remains"], summary
 
