@@ -23,9 +23,11 @@ description:
   - Groups are found by one DescribeSecurityGroups call filtered by I(vpc_id) and the cluster's ownership tag
     and matched to roles by name, so a run that changes nothing makes exactly that one request (plus one to
     check I(security_group_overrides) when given).
-  - C(state=absent) revokes every ingress rule of the groups the cluster owns (they reference each other), then
-    deletes them, waiting within I(wait_timeout) while network interfaces still use them. Groups given in
-    I(security_group_overrides) and groups without the ownership tag are left alone.
+  - C(state=absent) revokes every ingress rule of the groups the cluster owns (they reference each other), waits
+    for the cluster's own machines that use them and are C(shutting-down) to be terminated (one DescribeInstances
+    per poll; the cluster's deletion terminates its machines without waiting for them), then deletes them, waiting
+    within I(wait_timeout) while network interfaces still use them. Groups given in I(security_group_overrides)
+    and groups without the ownership tag are left alone.
 author:
   - clusterapi.aws maintainers (@clusterapi)
 options:

@@ -324,27 +324,36 @@ def test_override_is_used_untouched_and_absent_deletes_only_owned_groups(aws, ru
     assert _ops(aws.mutating_requests()) == []
 
 
-def test_absent_deletes_a_group_once_the_instance_that_held_it_is_terminated(aws, latency, run_module):
+def test_absent_waits_for_the_clusters_leaving_machines_before_it_deletes_their_groups(aws, latency, run_module):
     """The cluster's deletion terminates its machines without waiting for them. AWS refuses to delete a group that an
     instance still uses until the instance is terminated (DependencyViolation; the moto server models it). Under the
-    latency model at 1/100 (shutting-down 0.45 s) state=absent is refused at first, tries again until the
-    instance is gone, and deletes every group."""
+    latency model at 1/100 (shutting-down 0.45 s) state=absent first waits, reading, for the cluster's machines
+    that use its groups to be terminated, then deletes every group without a refusal. A foreign instance still
+    using a group is not waited for: the delete is refused and names it (test_deletion_blockers.py)."""
     vpc_id = _vpc(aws)
     ec2 = aws.client("ec2")
     args = {"cluster_name": CLUSTER, "vpc_id": vpc_id, "vpc_cidr_block": "10.0.0.0/16", "cni_ingress_rules": "none"}
     node = run_module(MODULE, args)["security_groups"]["node"]["id"]
     subnet = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
     image = ec2.describe_images(Owners=["819546954734"])["Images"][0]["ImageId"]
+    owned = [{"ResourceType": "instance", "Tags": [{"Key": OWNED_KEY, "Value": "owned"}]}]
     instance = ec2.run_instances(
-        ImageId=image, MinCount=1, MaxCount=1, InstanceType="t3.micro", SubnetId=subnet, SecurityGroupIds=[node]
+        ImageId=image,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="t3.micro",
+        SubnetId=subnet,
+        SecurityGroupIds=[node],
+        TagSpecifications=owned,
     )["Instances"][0]["InstanceId"]
     latency(0.01)
     ec2.terminate_instances(InstanceIds=[instance])
 
     gone = run_module(MODULE, {**args, "state": "absent", "wait_timeout": 30})
     assert gone["changed"], gone
-    # Four groups, and at least one refusal of the node group while its instance was shutting down.
-    assert gone["api_calls"]["ec2:DeleteSecurityGroup"] > len(DEFAULT_ROLES)
+    # Polled until the machine was gone, then one delete per group: none refused.
+    assert gone["api_calls"]["ec2:DescribeInstances"] >= 2
+    assert gone["api_calls"]["ec2:DeleteSecurityGroup"] == len(DEFAULT_ROLES)
     state = ec2.describe_instances(InstanceIds=[instance])["Reservations"][0]["Instances"][0]["State"]["Name"]
     assert state == "terminated"
     assert set(_groups_by_name(ec2, vpc_id)) == {"default"}

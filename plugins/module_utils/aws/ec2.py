@@ -58,6 +58,27 @@ def cluster_instances_request(ctx: Context) -> dict[str, Any]:
     return {"Filters": ctx.owner_filters() + [{"Name": "instance-state-name", "Values": states}], "MaxResults": 1000}
 
 
+def wait_for_leaving_instances(ctx: Context, filters: list[dict[str, Any]], what: str) -> None:
+    """Wait until the cluster's own instances under ``filters`` that are ``shutting-down`` are terminated.
+
+    AWS refuses to delete a security group or subnet that such an instance still uses (``DependencyViolation``) until
+    it is terminated. Reading at the poll's pace sees it go sooner than retrying the refused delete at
+    :data:`DEPENDANTS`' slower one, and a read instead of a refused write. Instances that are not the cluster's or
+    are not leaving are not waited for: :func:`delete_when_free` names them if they block.
+    """
+    leaving = [{"Name": "instance-state-name", "Values": ["shutting-down"]}]
+    request = {"Filters": ctx.owner_filters() + filters + leaving, "MaxResults": 1000}
+
+    def read() -> list[str]:
+        return [
+            i["InstanceId"]
+            for r in describe(ctx, "describe_instances", "Reservations", **request)
+            for i in r["Instances"]
+        ]
+
+    wait_until(read, lambda ids: not ids, ctx, what, state=lambda ids: f"{len(ids)} shutting down")
+
+
 def wait_for_states(
     ctx: Context,
     method: str,

@@ -19,7 +19,7 @@ import ipaddress
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of
+from ..aws.ec2 import delete_when_free, describe, require_by_ids, tags_of, wait_for_leaving_instances
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.operations import is_placeholder, placeholder
@@ -627,6 +627,13 @@ class SecurityGroupTier:
                     GroupId=group.group_id,
                     IpPermissions=to_permissions(group.rules),
                 )
+        if doomed and ctx.wait and not ctx.check_mode:
+            # The cluster's deletion terminates its machines without waiting: they hold these groups until gone.
+            wait_for_leaving_instances(
+                ctx,
+                [{"Name": "instance.group-id", "Values": [g.group_id for g in doomed]}],
+                "the cluster's machines that use its security groups to be terminated",
+            )
         for group in doomed:
             self._delete_group(ctx, group)
 
