@@ -208,7 +208,7 @@ class PoolToken:
             return None, "kubernetes_api.mode is none"
         if not self.machine.iam_instance_profile:
             return None, "the pool has no iam_instance_profile, so its nodes cannot authenticate to EKS"
-        name = self.machine.bootstrap.eks_cluster_name or self.ctx.cluster
+        name = self.boot.eks_name
         cluster = self.boot.eks_cluster()
         if cluster is None or cluster.get("status") not in ("ACTIVE", "UPDATING") or not cluster.get("endpoint"):
             return None, f"EKS cluster {name} is not active"

@@ -28,7 +28,7 @@ def token(mode: str = "auto", profile: str | None = "nodes") -> pool_token.PoolT
     machine = SimpleNamespace(bootstrap=bootstrap, iam_instance_profile=profile)
     # The run's NodeBootstrap as the pool sees it: no cluster PKI (an EKS pool has none), the cluster FOUND.
     boot = SimpleNamespace(
-        ctx=FakeTime().context(), machine=machine, pki=lambda: None, eks_cluster=lambda: FOUND.cluster
+        ctx=FakeTime().context(), machine=machine, eks_name="demo", pki=lambda: None, eks_cluster=lambda: FOUND.cluster
     )
     return pool_token.PoolToken(boot, "pool-0", KubernetesApiSettings(mode=mode))  # type: ignore[arg-type]
 
