@@ -9,7 +9,8 @@ short_description: Report everything a cluster owns, CAPA's conditions and orpha
 version_added: 0.1.0
 description:
   - Finds every resource tagged for the cluster with one request per resource type (each filtered by the cluster's
-    tags and paginated), whatever the number of resources - VPCs, internet gateways, subnets, route tables, NAT
+    tags and paginated), whatever the number of resources - VPCs, internet gateways, subnets (asked for by the
+    cluster's VPCs, as C(capa_subnet) asks, so a run that changed nothing answers it once), route tables, NAT
     gateways (deleted ones skipped), Elastic IPs, security groups, instances (terminated ones skipped), classic
     load balancers, and through one Resource Groups Tagging API request the network load balancers, target
     groups, bootstrap secrets and SSM parameters the cluster owns.

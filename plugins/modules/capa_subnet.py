@@ -76,7 +76,9 @@ options:
     description:
       - How the default layout picks zones. C(Ordered) takes them alphabetically. C(Random) picks them in an order
         seeded with I(cluster_name), so every run of the same cluster gets the same zones.
-      - Either way, zones the cluster's subnets already use are kept.
+      - Either way, zones the cluster's subnets already use are kept. Once they are as many as
+        I(availability_zone_usage_limit), they are the layout's zones and the region's zones are not read again (CAPA
+        writes the zones it picked into the cluster spec).
     type: str
     choices: [Ordered, Random]
     default: Ordered

@@ -186,10 +186,12 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
         "secretsmanager:GetSecretValue": 2,
         "tagging:GetResources": 2,  # the cluster's by CAPA's tag (preflight, status), the cloud provider's (status)
         "ec2:DescribeImages": 2,  # the bastion's image is another one
-        "ec2:DescribeSubnets": 2,  # the VPC's (owned or not: capa_subnet); the cluster's anywhere (the status)
     }
     # The instance types' architectures are what the machines already show (ami.seen_architecture): not asked.
     assert counted["ec2:DescribeInstanceTypes"] == 0, counted
+    # Nor the zones: the default layout's subnets use as many as it allows, so they are its zones
+    # (network/subnet.zones_known). The status asks for the subnets of the VPC, capa_subnet's own question.
+    assert counted["ec2:DescribeAvailabilityZones"] == 0 and counted["ec2:DescribeSubnets"] == 1, counted
     repeated = {op: n for op, n in counted.items() if n > asked_again.get(op, 1)}
     asked_by = {t.name: {op: n for op, n in t.result["api_calls"].items() if op in repeated} for t in aws_tasks(again)}
     assert repeated == {}, (repeated, {name: ops for name, ops in asked_by.items() if ops})

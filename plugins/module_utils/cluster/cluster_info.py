@@ -38,6 +38,7 @@ from ..kernel.tags import (
     ROLE_BASTION,
     ROLE_PUBLIC,
     ROLE_TAG,
+    carries_either_tag,
     cloud_provider_tag_key,
     cluster_tag_key,
     dict_to_tags,
@@ -276,11 +277,30 @@ def _ec2_id(name: str) -> Callable[[dict[str, Any]], str]:
 
 
 def _fetch_vpcs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
-    if not scope.byo_vpc_id:
-        return describe_kind(ctx, "vpc", scope.owner_filter())
-    # A VPC brought by id carries no owner tag; it is looked up by id instead (then owned VPCs are not listed).
-    vpcs = ec2_kind("vpc")
-    return describe_by_ids(ctx, vpcs.describe, vpcs.list_key, "VpcIds", [scope.byo_vpc_id])
+    if "vpcs" not in scope.shared:
+        if not scope.byo_vpc_id:
+            scope.shared["vpcs"] = describe_kind(ctx, "vpc", scope.owner_filter())
+        else:
+            # A VPC brought by id carries no owner tag; it is looked up by id instead (then owned VPCs are not
+            # listed).
+            vpcs = ec2_kind("vpc")
+            scope.shared["vpcs"] = describe_by_ids(ctx, vpcs.describe, vpcs.list_key, "VpcIds", [scope.byo_vpc_id])
+    return scope.shared["vpcs"]
+
+
+def _fetch_subnets(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """The subnets of the cluster's VPCs (the ones it owns, or the one brought by id) that carry either tag.
+
+    A subnet lives in its VPC, and the cluster makes subnets only in a VPC it owns, so none of its subnets is
+    elsewhere. Asked by VPC, this is the subnet tier's own request (``network/subnet.py``): a run that changed
+    nothing answers it once (``kernel/shared_reads.py``), where asking by tag anywhere was a second question. No
+    VPC, no request.
+    """
+    vpc_ids = sorted({vpc["VpcId"] for vpc in _fetch_vpcs(ctx, scope)})
+    if not vpc_ids:
+        return []
+    found = describe_kind(ctx, "subnet", [{"Name": "vpc-id", "Values": vpc_ids}])
+    return [s for s in found if carries_either_tag(tags_to_dict(s.get("Tags")), scope.cluster)]
 
 
 def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
@@ -439,7 +459,7 @@ KINDS: tuple[Kind, ...] = (
     Kind(
         "subnet",
         # Either tag: CAPA's subnets carry both, subnets brought by id carry the cloud provider's "shared".
-        _ec2("subnet", Scope.either_tag_filter),
+        _fetch_subnets,
         _ec2_id("subnet"),
         fields=lambda r: {
             "vpc_id": r.get("VpcId"),

@@ -59,6 +59,12 @@ def either_tag_filter(cluster: str) -> list[dict[str, Any]]:
     return [{"Name": "tag-key", "Values": [f"*/cluster/{cluster}"]}]
 
 
+def carries_either_tag(tags: Mapping[str, str], cluster: str) -> bool:
+    """What :func:`either_tag_filter` asks AWS for, told from a resource's tags (a key ending in
+    ``/cluster/<cluster>``): for a read that asked a wider question."""
+    return any(key.endswith(f"/cluster/{cluster}") for key in tags)
+
+
 def is_owned(tags: Mapping[str, str] | None, cluster: str) -> bool:
     return (tags or {}).get(cluster_tag_key(cluster)) == OWNED
 

@@ -260,15 +260,18 @@ class Observed:
 
 # observe ---------------------------------------------------------------------------------------------------------
 def observe(ctx: Context, spec: SubnetSpec) -> Observed:
-    """The VPC, its subnets, the zones (only when a subnet must be placed or created) and the route tables, each
-    with one describe, and the desired subnets joined to what exists (:func:`observe_egress` adds the rest)."""
+    """The VPC, its subnets, the zones (only when a subnet must be placed or created and the cluster's subnets do not
+    tell them: :func:`zones_known`) and the route tables, each with one describe, and the desired subnets joined to
+    what exists (:func:`observe_egress` adds the rest)."""
     vpc = _vpc(ctx, spec)
     existing = (
         []
         if vpc.planned
         else [Subnet.from_aws(s) for s in describe(ctx, "describe_subnets", "Subnets", Filters=_vpc_filter(vpc.id))]
     )
-    zones = _available_zones(ctx) if _needs_zones(spec, vpc, existing) else []
+    zones = zones_known(ctx.cluster, spec, vpc, existing)
+    if zones is None:
+        zones = _available_zones(ctx)
     states = join(ctx.cluster, vpc, existing, desired_subnets(ctx.cluster, spec, vpc, existing, zones), zones)
     tables = [RouteTable.from_aws(t) for t in _route_tables(ctx, vpc, states)]
     return Observed(vpc, states, classify(ctx.cluster, states, tables))
@@ -299,14 +302,19 @@ def _vpc(ctx: Context, spec: SubnetSpec) -> VpcView:
     return VpcView(vpc["VpcId"], cidrs, is_owned(tags_of(vpc), ctx.cluster))
 
 
-def _needs_zones(spec: SubnetSpec, vpc: VpcView, existing: Sequence[Subnet]) -> bool:
-    """The zones are read for the default layout and before creating a subnet, both only in a managed VPC."""
+def zones_known(cluster: str, spec: SubnetSpec, vpc: VpcView, existing: Sequence[Subnet]) -> list[str] | None:
+    """The zones a subnet may go to when no read is needed (``[]``: none is placed or created, or the VPC is not
+    the cluster's), ``None`` when they must be read (one describe). The default layout keeps the zones the
+    cluster's subnets use once they are as many as it allows: the layout over them is the one it had
+    (:func:`choose_zones` keeps the zones in use first). CAPA writes the zones it picked into the cluster spec and
+    does not read them again either."""
     if not vpc.managed:
-        return False
+        return []
     if not spec.subnets:
-        return True
+        in_use = {s.zone for s in existing if is_owned(s.tags, cluster)}
+        return sorted(in_use) if len(in_use) == spec.zone_limit else None
     cidrs = {s.cidr for s in existing}
-    return any(not d.id and d.cidr_block not in cidrs for d in spec.subnets)
+    return None if any(not d.id and d.cidr_block not in cidrs for d in spec.subnets) else []
 
 
 def _available_zones(ctx: Context) -> list[str]:

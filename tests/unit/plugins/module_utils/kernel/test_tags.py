@@ -158,3 +158,20 @@ class TestOwnership:
     )
     def test_capa_name_formats(self, fn, args, expected):
         assert fn(*args) == expected
+
+
+@pytest.mark.parametrize(
+    "tags, carries",
+    [
+        ({"sigs.k8s.io/cluster-api-provider-aws/cluster/demo": "owned"}, True),
+        ({"kubernetes.io/cluster/demo": "shared"}, True),  # a subnet brought by id, tagged for the cloud provider
+        ({"kubernetes.io/cluster/demo-2": "owned", "Name": "demo"}, False),  # another cluster's
+        ({"kubernetes.io/cluster/demo/x": "owned"}, False),
+        ({}, False),
+    ],
+)
+def test_carries_either_tag_is_the_either_tag_filter_told_from_tags(tags, carries):
+    """The wildcard filter (``*/cluster/demo``) AWS applies, told from a resource's tags by a reader that asked
+    a wider question (the status's subnets, asked by VPC)."""
+    assert own.either_tag_filter("demo") == [{"Name": "tag-key", "Values": ["*/cluster/demo"]}]
+    assert own.carries_either_tag(tags, "demo") is carries

@@ -19,7 +19,6 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.network.subnet impo
     SubnetSpec,
     SubnetState,
     VpcView,
-    _needs_zones,
     classify,
     explicit_route_tables,
     free_address,
@@ -28,6 +27,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.network.subnet impo
     pick_nat,
     subnet_view,
     summary,
+    zones_known,
 )
 from ansible_collections.clusterapi.aws.plugins.module_utils.network.subnet_plan import DesiredSubnet
 
@@ -93,18 +93,24 @@ def test_join_matches_by_cidr_and_by_id_and_refuses_what_cannot_be():
         join(C, VpcView("vpc-2", ["10.0.0.0/16"], False), [], desired[2:], ZONES)
 
 
+LAYOUT = [subnet(f"s-{z}", f"us-east-1{z}", f"10.0.{i}.0/24", **OWNER) for i, z in enumerate("abc")]
+
+
 @pytest.mark.parametrize(
-    "vpc, subnets, existing, needed",
+    "vpc, subnets, existing, known",
     [
-        (VPC, [], [], True),  # the default layout chooses zones
-        (VpcView("vpc-2", ["10.0.0.0/16"], False), [], [], False),  # refused before: not ours
-        (VPC, [DesiredSubnet("us-east-1a", "10.0.0.0/24", True)], [subnet("s-1", "us-east-1a", "10.0.0.0/24")], False),
-        (VPC, [DesiredSubnet("us-east-1a", "10.0.0.0/24", True)], [], True),  # a create checks its zone
-        (VPC, [DesiredSubnet(None, None, True, id="s-1")], [], False),
+        (VPC, [], [], None),  # the default layout chooses zones
+        (VPC, [], LAYOUT, ["us-east-1a", "us-east-1b", "us-east-1c"]),  # ... until its subnets use all it allows
+        (VPC, [], LAYOUT[:2], None),  # one zone short
+        (VPC, [], [subnet(s.id, s.zone, s.cidr) for s in LAYOUT], None),  # subnets of the VPC, not the cluster's
+        (VpcView("vpc-2", ["10.0.0.0/16"], False), [], [], []),  # refused before: not ours
+        (VPC, [DesiredSubnet("us-east-1a", "10.0.0.0/24", True)], [subnet("s-1", "us-east-1a", "10.0.0.0/24")], []),
+        (VPC, [DesiredSubnet("us-east-1a", "10.0.0.0/24", True)], [], None),  # a create checks its zone
+        (VPC, [DesiredSubnet(None, None, True, id="s-1")], [], []),
     ],
 )
-def test_zones_are_read_only_when_a_subnet_is_placed_or_created(vpc, subnets, existing, needed):
-    assert _needs_zones(spec(subnets), vpc, existing) is needed
+def test_zones_are_read_only_when_a_subnet_is_placed_or_created(vpc, subnets, existing, known):
+    assert zones_known(C, spec(subnets), vpc, existing) == known
 
 
 def test_classify_gives_managed_subnets_their_own_table_and_detects_public_unowned_ones():
