@@ -796,7 +796,8 @@ def write(results: dict[str, Any], root: Path) -> None:
         "$(BENCH_LATENCY_SCALE)`, 0.0333 unless set: the create and delete phases of both sides under the AWS latency "
         "model at 1/30 of AWS's time, `BENCH_LATENCY_SCALE=0` for none; more options in `BENCH_ARGS`, for example "
         "`make bench BENCH_ARGS=\"--runs 1 --phases create,delete --workers '' --clusters ''\"` for a short run; "
-        "logs, each run's task clock (`*.tasks.jsonl`) and `results.json` in `.build/bench/`). "
+        "logs, each run's task clock (`*.tasks.jsonl`), the endpoint's journal of its requests (`*.requests.json`) "
+        "and `results.json` in `.build/bench/`). "
         "`python bench/run.py --report` rewrites this file and its charts (`bench/charts/`) from the saved results "
         'alone. docs/docsite/rst/development.rst, "Benchmarks", says more.',
         "",

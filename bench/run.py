@@ -200,6 +200,8 @@ def measure(
         process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     records = moto.requests()
+    # The endpoint's journal of this run (operation and arrival time of each request), next to its task clock.
+    log.with_suffix(".requests.json").write_text(json.dumps(records))
     operations = Counter(f"{r['service']}:{r['operation']}" for r in records)
     mutating = {op: n for op, n in operations.items() if not op.split(":", 1)[1].startswith(READ_ONLY)}
     text = log.read_text()
