@@ -24,6 +24,7 @@ from ..aws import elb as _elb
 from ..aws import elbv2 as _elbv2
 from ..aws.ec2 import delete_when_free, describe, tags_of
 from ..aws.errors import missing_as_none
+from ..aws.tagging import tagged_resources
 from ..kernel.context import Context
 from ..kernel.tags import OWNED, cloud_provider_tag_key, is_owned, tags_to_dict
 from ..kernel.tier import Outcome
@@ -138,16 +139,7 @@ def observe(ctx: Context, tasks: set[str]) -> Found:
 
 def cloud_provider_tagged(ctx: Context, types: Iterable[str]) -> list[dict[str, Any]]:
     """One tagging-API request (all pages) for the resources of ``types`` the cloud provider tagged as its own."""
-    return (
-        ctx.client("resourcegroupstaggingapi")
-        .paginate(
-            "get_resources",
-            TagFilters=[{"Key": cloud_provider_tag_key(ctx.cluster), "Values": [OWNED]}],
-            ResourceTypeFilters=list(types),
-            ResourcesPerPage=100,
-        )
-        .get("ResourceTagMappingList", [])
-    )
+    return tagged_resources(ctx, cloud_provider_tag_key(ctx.cluster), [OWNED], tuple(types))
 
 
 def _classic(ctx: Context) -> list[str]:
