@@ -311,10 +311,15 @@ def zones_known(cluster: str, spec: SubnetSpec, vpc: VpcView, existing: Sequence
     if not vpc.managed:
         return []
     if not spec.subnets:
-        in_use = {s.zone for s in existing if is_owned(s.tags, cluster)}
+        in_use = zones_in_use(cluster, existing)
         return sorted(in_use) if len(in_use) == spec.zone_limit else None
     cidrs = {s.cidr for s in existing}
     return None if any(not d.id and d.cidr_block not in cidrs for d in spec.subnets) else []
+
+
+def zones_in_use(cluster: str, existing: Sequence[Subnet]) -> set[str]:
+    """The zones of the subnets the cluster owns: the default layout keeps them."""
+    return {s.zone for s in existing if is_owned(s.tags, cluster)}
 
 
 def _available_zones(ctx: Context) -> list[str]:
@@ -329,7 +334,7 @@ def desired_subnets(
         return spec.subnets
     if not vpc.managed:
         raise SpecError("subnets", f"VPC {vpc.id} is not owned by cluster {cluster}: list its subnets by id")
-    in_use = {s.zone for s in existing if is_owned(s.tags, cluster)}
+    in_use = zones_in_use(cluster, existing)
     chosen = choose_zones(zones, spec.zone_limit, spec.zone_selection, cluster, in_use)
     if not chosen:
         raise ReconcileError("no availability zone of the region is available for the default subnet layout")
