@@ -114,7 +114,36 @@ class Moto:
 
     def reset_all(self) -> None:
         self._call("POST", "/moto-api/reset")
+        self.warm()
         self.reset_counter()
+
+    # After a reset moto builds a region's backends on their first request (EC2's with the default VPC, its subnets
+    # and zones; the tagging API's, which creates those of every service it covers): 0.1-0.3 s each, which AWS does
+    # not spend, counted against whichever side asks first - the phase runs start with ours. One read of each service
+    # the clusters use builds them before the clock starts.
+    WARMED = (
+        ("ec2", "describe_availability_zones"),
+        ("resourcegroupstaggingapi", "get_resources"),
+        ("eks", "list_clusters"),
+        ("iam", "list_roles"),
+        ("sts", "get_caller_identity"),
+        ("elb", "describe_load_balancers"),
+        ("elbv2", "describe_load_balancers"),
+        ("autoscaling", "describe_auto_scaling_groups"),
+        ("secretsmanager", "list_secrets"),
+        ("ssm", "describe_parameters"),
+    )
+
+    def warm(self, region: str = "us-east-1") -> None:
+        """Build the backends of :data:`WARMED` in ``region`` with one read each (not counted: the caller resets the
+        counter)."""
+        import boto3
+
+        session = boto3.session.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region
+        )
+        for service, operation in self.WARMED:
+            getattr(session.client(service, endpoint_url=self.url), operation)()
 
     def requests(self) -> list[dict[str, str]]:
         return self._call("GET", "/_capa/requests")
