@@ -10,8 +10,8 @@ Elastic IPs) take 0 s; the graph keeps them because they order what follows.
 
 The clusters are the benchmark's (bench/inventory-ours.yml): the HA self-managed ``demo`` (3 availability zones,
 a NAT gateway each, an NLB for the API server, 3 control-plane machines, md-0 with 2 workers, the ASG pool mp-0
-with 2 instances, a bastion) and ``demo-eks`` (2 zones, one NAT gateway, one node group, one Fargate profile and
-the default add-ons).
+with 2 instances, a bastion) and ``demo-eks`` (2 zones, one NAT gateway, one node group, one Fargate profile; EKS's
+default add-ons come with its control plane, none is managed).
 """
 
 from __future__ import annotations
@@ -211,13 +211,16 @@ def self_managed_delete(zones: int = 3, machines: int = 3 + 2 + 2 + 1) -> list[S
 
 
 # --- the EKS cluster ----------------------------------------------------------------------------------------------
+# The add-ons a cluster that manages EKS's defaults lists (eks_create's ``addons``).
 EKS_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
 
 
-def eks_create(nodegroups: int = 1, fargate_profiles: int = 1) -> list[Step]:
+def eks_create(nodegroups: int = 1, fargate_profiles: int = 1, addons: Sequence[str] = ()) -> list[Step]:
     """The control plane needs only subnets and its role, so it starts while the NAT gateway settles; node groups
     need the cluster ACTIVE and a route out; Fargate profiles are created one at a time per cluster (EKS refuses a
-    second while one is CREATING); coredns reaches ACTIVE only once nodes run."""
+    second while one is CREATING). ``addons``: the EKS add-ons the cluster manages (its spec's ``addons``), each
+    created once the cluster is ACTIVE; coredns reaches ACTIVE only once nodes run. The bench's demo-eks manages
+    none: EKS installs vpc-cni, kube-proxy and coredns itself with the control plane, and nothing waits for them."""
     steps = [
         Step("vpc", 0),
         Step("internet gateway", 0, ("vpc",)),
@@ -236,7 +239,7 @@ def eks_create(nodegroups: int = 1, fargate_profiles: int = 1) -> list[Step]:
         steps.append(Step(f"fargate profile {n}", seconds("eks_fargate_profile", "create"), (before,)))
         before = f"fargate profile {n}"
     nodes = tuple(f"node group {n}" for n in range(1, nodegroups + 1))
-    for addon in EKS_ADDONS:
+    for addon in addons:
         after = ("control plane", *nodes) if addon == "coredns" else ("control plane",)
         steps.append(Step(f"addon {addon}", seconds("eks_addon", "create"), after))
     return steps

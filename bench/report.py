@@ -818,10 +818,10 @@ def write(results: dict[str, Any], root: Path) -> None:
             f"{len(runs)} run{'s' if len(runs) != 1 else ''} of the phases {', '.join(phases)}. Each run starts from "
             "an empty moto (every service's backend built by one read before the clock starts: moto builds them on the "
             "first request after its reset, 0.1-0.9 s that AWS does not spend and that the side asking first, ours, "
-            "paid until 2026-12-05) and interleaves the sides (create ours, create peer, no-op ours, no-op peer, no-op of the "
-            "self-managed demo alone ours (`--limit demo`) and peer (`-e peer_eks=false`), check ours, check peer, "
-            "delete ours, delete peer; the phases measured). Figures are medians over the runs; the ratio is computed "
-            "within each run, then the median taken. "
+            "paid until 2026-12-05) and interleaves the sides (create ours, create peer, no-op ours, no-op peer, "
+            "no-op of the self-managed demo alone ours (`--limit demo`) and peer (`-e peer_eks=false`), check ours, "
+            "check peer, delete ours, delete peer; the phases measured). Figures are medians over the runs; the "
+            "ratio is computed within each run, then the median taken. "
             + (
                 f"The create and delete ran under the latency model at scale {scale:g} (next section)."
                 if scale

@@ -103,10 +103,20 @@ def test_self_managed_delete_releases_addresses_after_their_nat_gateways():
 
 
 def test_eks_create_starts_the_control_plane_while_the_nat_gateway_settles():
+    """The bench's demo-eks manages no add-on: its path ends with the node group."""
     finish = cp.earliest_finish(cp.eks_create())
     assert finish["control plane"] == sec("eks_cluster", "create")
+    expected = sec("eks_cluster", "create") + sec("eks_nodegroup", "create")
+    assert cp.critical_path(cp.eks_create()) == (expected, ["vpc", "subnets", "control plane", "node group 1"])
+    assert not any(name.startswith("addon") for name in finish)
+
+
+def test_eks_managed_addons_follow_the_control_plane_and_coredns_the_nodes():
+    managed = cp.eks_create(addons=cp.EKS_ADDONS)
+    finish = cp.earliest_finish(managed)
+    assert finish["addon vpc-cni"] == sec("eks_cluster", "create") + sec("eks_addon", "create")
     expected = sec("eks_cluster", "create") + sec("eks_nodegroup", "create") + sec("eks_addon", "create")
-    assert cp.critical_path(cp.eks_create()) == (
+    assert cp.critical_path(managed) == (
         expected,
         ["vpc", "subnets", "control plane", "node group 1", "addon coredns"],
     )
