@@ -17,12 +17,14 @@ default add-ons come with its control plane, none is managed).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
@@ -298,6 +300,87 @@ def limits(scale: float = 1.0, zero: Iterable[str] = ()) -> dict[tuple[str, str]
         return {key: critical_path(build())[0] * scale for key, build in PHASES.items()}
     finally:
         _ZEROED.reset(token)
+
+
+def chain(cluster: str, phase: str, scale: float = 1.0, zero: Iterable[str] = ()) -> list[Step]:
+    """The steps of the phase's critical chain, first first, their seconds at ``scale`` (``zero`` as in limits())."""
+    token = _ZEROED.set(frozenset(zero))
+    try:
+        steps = PHASES[(cluster, phase)]()
+    finally:
+        _ZEROED.reset(token)
+    by_name = {step.name: step for step in steps}
+    return [Step(name, by_name[name].seconds * scale, by_name[name].after) for name in critical_path(steps)[1]]
+
+
+# --- a measured run's own chain -----------------------------------------------------------------------------------
+# The request that starts each kind of step, as the endpoint's journal names it (bench/run.py keeps each measured
+# run's journal): how a run's way through its critical chain is traced (as_run). Instance launches are left out: the
+# bastion, the control plane and the workers all start with RunInstances, so a launch cannot be told by its request.
+ASKED_BY: tuple[tuple[str, str], ...] = (
+    (r"vpc", "ec2:CreateVpc"),
+    (r"subnets", "ec2:CreateSubnet"),
+    (r"internet gateway", "ec2:CreateInternetGateway"),
+    (r"nat gateway( \d+)?", "ec2:CreateNatGateway"),
+    (r"control plane", "eks:CreateCluster"),
+    (r"node group \d+", "eks:CreateNodegroup"),
+    (r"fargate profile \d+", "eks:CreateFargateProfile"),
+    (r"addon .+", "eks:CreateAddon"),
+    (r"node group \d+ deleted", "eks:DeleteNodegroup"),
+    (r"fargate profile \d+ deleted", "eks:DeleteFargateProfile"),
+    (r"control plane deleted", "eks:DeleteCluster"),
+    (r"nat gateway( \d+)? deleted", "ec2:DeleteNatGateway"),
+    (r"elastic ip( \d+)? released", "ec2:ReleaseAddress"),
+    (r"instance \d+ terminated", "ec2:TerminateInstances"),
+    (r"load balancer deleted", "elasticloadbalancing:DeleteLoadBalancer"),
+    (r"subnets deleted", "ec2:DeleteSubnet"),
+    (r"security groups deleted", "ec2:DeleteSecurityGroup"),
+    (r"internet gateway deleted", "ec2:DeleteInternetGateway"),
+    (r"vpc deleted", "ec2:DeleteVpc"),
+)
+
+
+def asked_by(name: str) -> str | None:
+    """The request that starts the step ``name`` (``service:Operation``), if it can be told from the journal."""
+    return next((operation for pattern, operation in ASKED_BY if re.fullmatch(pattern, name)), None)
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One step of a run's chain: asked at ``asked`` s from the playbook's start, ``seconds`` of the model's time
+    (with the untraced steps after it, up to the next traced one), and the ``lost`` seconds from when it settled
+    to when the run asked for the next step (or ended): a poll's lateness plus the run's own steps between."""
+
+    step: str
+    asked: float
+    seconds: float
+    lost: float
+
+
+def as_run(steps: list[Step], journal: list[list[Any]], end: float) -> tuple[float, list[Traced]] | None:
+    """How a run went through the chain ``steps`` (chain()'s): the seconds before it asked for the first step, and
+    each step traced. ``journal``: the run's requests as ``[service:Operation, seconds from the playbook's start]``;
+    a step is the first request of its operation at or after the previous step's; ``end``: when the run (or the
+    cluster's last task) ended. None when a step that takes time cannot be told from the journal (a launch), or a
+    step's request is missing."""
+    if not steps or any(step.seconds and asked_by(step.name) is None for step in steps):
+        return None
+    asked: list[tuple[Step, float, float]] = []  # step, when asked, its seconds with the untraced ones after it
+    since = 0.0
+    for step in steps:
+        operation = asked_by(step.name)
+        if operation is None:  # an untraced step of 0 s: ordering only
+            continue
+        when = min((t for op, t in journal if op == operation and t >= since), default=None)
+        if when is None:
+            return None
+        asked.append((step, when, step.seconds))
+        since = when
+    traced = []
+    for n, (step, when, seconds) in enumerate(asked):
+        following = asked[n + 1][1] if n + 1 < len(asked) else end
+        traced.append(Traced(step.name, round(when, 2), round(seconds, 2), round(following - when - seconds, 2)))
+    return round(asked[0][1], 2), traced
 
 
 def markdown() -> list[str]:

@@ -502,7 +502,55 @@ def latency_section(results: dict[str, Any], charts: Path) -> list[str]:
                 "them (Ansible's scheduling and the other cluster's tasks sharing the controller)."
             )
         out += ["", f"![waterfall of our {phase}]({CHARTS}/waterfall-{phase}.png)", ""]
+        out += chain_trace(run[phase]["ours"], phase, scale)
     return out
+
+
+def chain_trace(side: dict[str, Any], phase: str, scale: float) -> list[str]:
+    """Each cluster's critical chain as the run went through it (critical_path.as_run, from the run's journal of
+    requests): when each step was asked, its model time, and what was lost after it - where the gap to the critical
+    path goes, step by step. Nothing for a run without a journal or a chain a journal cannot tell (a launch)."""
+    journal, tasks = side.get("journal"), side.get("tasks", [])
+    if not journal:
+        return []
+    rows, sums = [], []
+    for host, kind in CLUSTERS.items():
+        end = host_finish(tasks, host)
+        steps = critical_path.chain(kind, phase, scale, zero=NOT_MODELLED)
+        traced = critical_path.as_run(steps, journal, end) if end is not None else None
+        if traced is None:
+            continue
+        before, chain = traced
+        for step in chain:
+            settled = step.asked + step.seconds
+            rows.append(
+                f"| {host} | {step.step} | {_fmt(step.asked)} | {_fmt(step.seconds)} | {_fmt(round(settled, 2))} | "
+                f"{_fmt(step.lost)} |"
+            )
+        modelled = round(sum(step.seconds for step in chain), 2)
+        lost = round(sum(step.lost for step in chain), 2)
+        sums.append(
+            f"{host}: {before:.2f} s before the chain's first request, {modelled:g} s of the model's time on it, "
+            f"{lost:.2f} s lost after its steps = done at {end:.2f} s."
+        )
+    if not rows:
+        return []
+    return [
+        "Each cluster's critical chain as this run went through it, from the endpoint's journal of its requests: a "
+        "step is asked by its request (the first of its operation after the step before it was asked; a launch "
+        "cannot be told from its request, so a chain with one is not traced), settles after the model's time, and "
+        "*lost* is the time from then to the next step's request (or the cluster's last task): a poll seeing the "
+        "settle late plus the run's own steps between (negative: the endpoint let the next step start before the "
+        "model's time was up). Before the first step: Ansible's start-up, the compile, the preflight and whatever the "
+        "run asks first.",
+        "",
+        "| cluster | step | asked at s | model s | settled at s | lost after it s |",
+        "|---|---|---:|---:|---:|---:|",
+        *rows,
+        "",
+        *sums,
+        "",
+    ]
 
 
 # --- the upgrade runs: ours on the simulator against the critical path ------------------------------------------------
@@ -759,6 +807,12 @@ def limit_section(results: dict[str, Any]) -> list[str]:
         cells = [r[k] for k in ("ours", "critical", "endpoint", "ours/critical", "ours/endpoint")]
         out.append(f"| {r['phase']} | {r['what']} | {each} | " + " | ".join(_fmt(c) for c in cells) + " |")
     out.append("")
+    for phase in [p for p in LATENCY_GOALS if all(p in r for r in limits["runs"])]:
+        run = sorted(limits["runs"], key=lambda r: r[phase]["wall"])[len(limits["runs"]) // 2]
+        trace = chain_trace(run[phase], phase, scale)
+        if trace:
+            out += [f"### The {phase}'s critical chains as run (run {limits['runs'].index(run) + 1}, the median)", ""]
+            out += trace
     return out
 
 

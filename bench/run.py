@@ -234,7 +234,12 @@ def measure(
     operations = Counter(f"{r['service']}:{r['operation']}" for r in records)
     mutating = {op: n for op, n in operations.items() if not op.split(":", 1)[1].startswith(READ_ONLY)}
     text = log.read_text()
-    extra = {"tasks": read_timings(clock, since)} if timings else {}
+    extra: dict[str, Any] = {}
+    if timings:
+        # With the task clock, the journal too: each request as [service:Operation, s from the playbook's start],
+        # what report.chain_trace follows a cluster's critical chain through.
+        extra["tasks"] = read_timings(clock, since)
+        extra["journal"] = [[f"{r['service']}:{r['operation']}", round(r["time"] - since, 3)] for r in records]
     return {
         "rc": process.returncode,
         "wall": round(wall, 2),

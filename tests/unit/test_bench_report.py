@@ -426,3 +426,27 @@ def test_the_cluster_series_target_is_the_performance_issues_0_7x():
         [{"clusters": 1, "runs": runs}, {"clusters": 20, "runs": [{"ours": {"cpu": 60.0}}]}]
     )
     assert "= 0.59×" in row and row.endswith("| yes |")
+
+
+def test_the_chain_trace_follows_each_traceable_cluster_through_its_journal():
+    """demo-eks's delete chain is traced from the journal; demo's too (its NAT gateways, then its Elastic IPs);
+    nothing for a side without a journal."""
+    tasks = [["demo-eks", "", "Delete", 0.5, 18.5, "ok"], ["demo", "", "Delete", 0.5, 4.5, "ok"]]
+    journal = [
+        ["eks:DeleteNodegroup", 1.5],
+        ["ec2:DeleteNatGateway", 1.6],
+        ["ec2:ReleaseAddress", 3.8],
+        ["ec2:DeleteInternetGateway", 3.9],
+        ["ec2:DeleteVpc", 4.0],
+        ["eks:DeleteCluster", 12.0],
+        ["ec2:DeleteSubnet", 18.5],
+        ["ec2:DeleteVpc", 18.6],
+    ]
+    lines = report.chain_trace({"tasks": tasks, "journal": journal}, "delete", 1 / 30)
+    assert "| demo-eks | control plane deleted | 12 | 6 | 18 | 0.5 |" in lines
+    assert "| demo | nat gateway 2 deleted | 1.6 | 1.83 | 3.43 | 0.37 |" in lines
+    assert (
+        "demo-eks: 1.50 s before the chain's first request, 16 s of the model's time on it, 1.50 s lost after its "
+        "steps = done at 19.00 s." in lines
+    )
+    assert report.chain_trace({"tasks": tasks}, "delete", 1 / 30) == []

@@ -157,3 +157,45 @@ def test_limits_scale_every_phase_and_markdown_lists_the_table_and_phases():
     for (resource, transition), latency in LATENCIES.items():
         assert f"| {resource} | {transition} | {latency.during} |" in text and latency.source in text
     assert "| self-managed | create | 546 | 18.2 |" in text
+
+
+# --- a measured run's chain (as_run) --------------------------------------------------------------------------------
+EKS_DELETE_JOURNAL = [
+    ["eks:DescribeCluster", 1.4],
+    ["eks:DeleteNodegroup", 1.5],
+    ["ec2:DeleteSubnet", 3.0],  # the other cluster's, before this chain got there: not this chain's step
+    ["eks:DescribeNodegroup", 11.8],
+    ["eks:DeleteCluster", 12.0],
+    ["ec2:DeleteSubnet", 18.5],
+    ["ec2:DeleteSubnet", 18.55],
+    ["ec2:DeleteVpc", 18.6],
+]
+
+
+def test_a_run_is_traced_through_its_chain_by_the_requests_that_ask_each_step():
+    """Before the chain, the model's time on it and what was lost after each step add up to the cluster's end."""
+    steps = cp.chain("eks", "delete", scale=1 / 30)
+    assert [step.name for step in steps] == [
+        "node group 1 deleted",
+        "control plane deleted",
+        "subnets deleted",
+        "vpc deleted",
+    ]
+    before, traced = cp.as_run(steps, EKS_DELETE_JOURNAL, end=19.0)
+    assert before == 1.5
+    assert [(t.step, t.asked, t.seconds, t.lost) for t in traced] == [
+        ("node group 1 deleted", 1.5, 10.0, 0.5),  # seen gone and the cluster asked 0.5 s after it went
+        ("control plane deleted", 12.0, 6.0, 0.5),
+        ("subnets deleted", 18.5, 0.0, 0.1),  # the first DeleteSubnet after the cluster's, not the one at 3.0
+        ("vpc deleted", 18.6, 0.0, 0.4),
+    ]
+    assert before + sum(t.seconds + t.lost for t in traced) == pytest.approx(19.0)
+
+
+def test_a_chain_is_not_traced_when_a_step_cannot_be_told_or_was_never_asked():
+    # A self-managed create launches its control plane with RunInstances, as it launches the bastion and workers.
+    launches = cp.chain("self-managed", "create", scale=1 / 30)
+    assert cp.as_run(launches, [["ec2:RunInstances", 3.0]], end=20.0) is None
+    missing = [entry for entry in EKS_DELETE_JOURNAL if entry[0] != "eks:DeleteCluster"]
+    assert cp.as_run(cp.chain("eks", "delete", scale=1 / 30), missing, end=19.0) is None
+    assert cp.asked_by("node group 2 deleted") == "eks:DeleteNodegroup" and cp.asked_by("worker 1 launch") is None
