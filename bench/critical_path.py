@@ -347,9 +347,9 @@ def asked_by(name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Traced:
-    """One step of a run's chain: asked at ``asked`` s from the playbook's start, ``seconds`` of the model's time
-    (with the untraced steps after it, up to the next traced one), and the ``lost`` seconds from when it settled
-    to when the run asked for the next step (or ended): a poll's lateness plus the run's own steps between."""
+    """One step of a run's chain: asked at ``asked`` s from the playbook's start, ``seconds`` of the model's time,
+    and the ``lost`` seconds from when it settled to when the run asked for the next traced step (or ended): a
+    poll's lateness plus the run's own steps between."""
 
     step: str
     asked: float
@@ -363,24 +363,25 @@ def as_run(steps: list[Step], journal: list[list[Any]], end: float) -> tuple[flo
     a step is the first request of its operation at or after the previous step's; ``end``: when the run (or the
     cluster's last task) ended. None when a step that takes time cannot be told from the journal (a launch), or a
     step's request is missing."""
-    if not steps or any(step.seconds and asked_by(step.name) is None for step in steps):
+    if any(step.seconds and asked_by(step.name) is None for step in steps):
         return None
-    asked: list[tuple[Step, float, float]] = []  # step, when asked, its seconds with the untraced ones after it
-    since = 0.0
-    for step in steps:
-        operation = asked_by(step.name)
-        if operation is None:  # an untraced step of 0 s: ordering only
-            continue
-        when = min((t for op, t in journal if op == operation and t >= since), default=None)
+    # Steps no request tells (taking 0 s, so ordering only) are passed over.
+    traceable = [step for step in steps if asked_by(step.name)]
+    if not traceable:
+        return None
+    asked: list[float] = []
+    for step in traceable:
+        since = asked[-1] if asked else 0.0
+        when = min((t for op, t in journal if op == asked_by(step.name) and t >= since), default=None)
         if when is None:
             return None
-        asked.append((step, when, step.seconds))
-        since = when
-    traced = []
-    for n, (step, when, seconds) in enumerate(asked):
-        following = asked[n + 1][1] if n + 1 < len(asked) else end
-        traced.append(Traced(step.name, round(when, 2), round(seconds, 2), round(following - when - seconds, 2)))
-    return round(asked[0][1], 2), traced
+        asked.append(when)
+    following = [*asked[1:], end]
+    traced = [
+        Traced(step.name, round(when, 2), round(step.seconds, 2), round(after - when - step.seconds, 2))
+        for step, when, after in zip(traceable, asked, following, strict=True)
+    ]
+    return round(asked[0], 2), traced
 
 
 def markdown() -> list[str]:

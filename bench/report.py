@@ -342,9 +342,10 @@ def against(ours: float, limit: dict[str, float]) -> dict[str, Any]:
     }
 
 
-def median_run(runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
-    """The run whose ``phase`` of ours took the median wall time (the upper one of an even count)."""
-    return sorted(runs, key=lambda r: r[phase]["ours"]["wall"])[len(runs) // 2]
+def median_run(runs: list[dict[str, Any]], phase: str, side: str | None = "ours") -> dict[str, Any]:
+    """The run whose ``phase`` (of ``side``; a limit run has one side, None) took the median wall time (the upper
+    one of an even count)."""
+    return sorted(runs, key=lambda r: (r[phase][side] if side else r[phase])["wall"])[len(runs) // 2]
 
 
 def _role(name: str) -> str:
@@ -808,7 +809,7 @@ def limit_section(results: dict[str, Any]) -> list[str]:
         out.append(f"| {r['phase']} | {r['what']} | {each} | " + " | ".join(_fmt(c) for c in cells) + " |")
     out.append("")
     for phase in [p for p in LATENCY_GOALS if all(p in r for r in limits["runs"])]:
-        run = sorted(limits["runs"], key=lambda r: r[phase]["wall"])[len(limits["runs"]) // 2]
+        run = median_run(limits["runs"], phase, side=None)
         trace = chain_trace(run[phase], phase, scale)
         if trace:
             out += [f"### The {phase}'s critical chains as run (run {limits['runs'].index(run) + 1}, the median)", ""]

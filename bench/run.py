@@ -58,6 +58,9 @@ BENCH = ROOT / "bench"
 PY = sys.executable
 PLAYBOOK = [str(Path(PY).parent / "ansible-playbook")]
 READ_ONLY = ("Describe", "List", "Get", "Simulate")
+# The endpoint's account as every measured run and the bench itself address it.
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+REGION = "us-east-1"
 PHASES = ["create", "noop", "noop-sm", "check", "delete"]
 # The phases whose time is AWS's waits: run under the latency model, set against the critical path.
 LATENCY_PHASES = ("create", "delete")
@@ -134,13 +137,15 @@ class Moto:
         ("ssm", "describe_parameters"),
     )
 
-    def warm(self, region: str = "us-east-1") -> None:
-        """Build the backends of :data:`WARMED` in ``region`` with one read each (not counted: the caller resets the
-        counter)."""
+    def warm(self) -> None:
+        """Build the backends of :data:`WARMED` in :data:`REGION` with one read each (not counted: the caller resets
+        the counter)."""
         import boto3
 
         session = boto3.session.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region
+            aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            region_name=REGION,
         )
         for service, operation in self.WARMED:
             getattr(session.client(service, endpoint_url=self.url), operation)()
@@ -607,10 +612,9 @@ def playbook_env(url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")}
     env.update(
         AWS_ENDPOINT_URL=url,
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_REGION="us-east-1",
+        **CREDENTIALS,
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build/collections"),
         ANSIBLE_FORCE_COLOR="0",
