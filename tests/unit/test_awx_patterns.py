@@ -441,3 +441,13 @@ def test_the_project_prints_the_plan_with_the_capa_plan_callback():
     assert set(config["callback_capa_plan"]) <= ini
     assert int(config["callback_capa_plan"]["width"]) <= 120
 
+
+def test_the_project_and_the_repository_poll_the_workers_every_5_ms():
+    """Ansible's controller, read by Ansible's own configuration manager (a misspelt key would leave its default,
+    0.001 s): with strategy free it walks every host between two polls, which costs a share of a core while many
+    clusters' tasks wait on AWS."""
+    from ansible.config.manager import ConfigManager
+
+    for cfg in (PROJECT / "ansible.cfg", REPO / "ansible.cfg"):
+        manager = ConfigManager(conf_file=str(cfg))
+        assert manager.get_config_value("DEFAULT_INTERNAL_POLL_INTERVAL") == 0.005, cfg
