@@ -327,9 +327,10 @@ def test_override_is_used_untouched_and_absent_deletes_only_owned_groups(aws, ru
 def test_absent_waits_for_the_clusters_leaving_machines_before_it_deletes_their_groups(aws, latency, run_module):
     """The cluster's deletion terminates its machines without waiting for them. AWS refuses to delete a group that an
     instance still uses until the instance is terminated (DependencyViolation; the moto server models it). Under the
-    latency model at 1/100 (shutting-down 0.45 s) state=absent first waits, reading, for the cluster's machines
-    that use its groups to be terminated, then deletes every group without a refusal. A foreign instance still
-    using a group is not waited for: the delete is refused and names it (test_deletion_blockers.py)."""
+    latency model at 1/10 (shutting-down 4.5 s: at 1/100, 0.45 s, a module started on a loaded machine could find
+    the machine gone at its first read and have nothing to wait for) state=absent first waits, reading, for the
+    cluster's machines that use its groups to be terminated, then deletes every group without a refusal. A foreign
+    instance still using a group is not waited for: the delete is refused and names it (test_deletion_blockers.py)."""
     vpc_id = _vpc(aws)
     ec2 = aws.client("ec2")
     args = {"cluster_name": CLUSTER, "vpc_id": vpc_id, "vpc_cidr_block": "10.0.0.0/16", "cni_ingress_rules": "none"}
@@ -346,7 +347,7 @@ def test_absent_waits_for_the_clusters_leaving_machines_before_it_deletes_their_
         SecurityGroupIds=[node],
         TagSpecifications=owned,
     )["Instances"][0]["InstanceId"]
-    latency(0.01)
+    latency(0.1)
     ec2.terminate_instances(InstanceIds=[instance])
 
     gone = run_module(MODULE, {**args, "state": "absent", "wait_timeout": 30})
