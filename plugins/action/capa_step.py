@@ -18,11 +18,11 @@ process otherwise (``plugin_utils/in_process.py``).
 
 Between steps the reads travel (``module_utils/kernel/shared_reads.py``): each step is given the host fact
 ``capa_shared_reads`` (one packed string: ``shared_reads.pack``) as its ``shared_reads`` option and leaves what it
-hands forward in that fact - everything,
-when it changed nothing; the static reads (images, instance types) only, when it changed (or would change)
-anything; nothing, when it failed. A loop's items all see the fact as it was before the loop; once an item changed
-something, the items after it are given its static reads only (Ansible runs a host's items one after another in
-one worker process, where :data:`LOOPS_CHANGED` remembers it). The last item's reads are what the loop hands on.
+hands forward (packed by the module already) in that fact - everything, when it changed nothing; the static reads
+(images, instance types) only, when it changed (or would change) anything; nothing, when it failed. A loop's items
+all see the fact as it was before the loop; once an item changed something, the items after it are given its static
+reads only (Ansible runs a host's items one after another in one worker process, where :data:`LOOPS_CHANGED`
+remembers it). The last item's reads are what the loop hands on.
 """
 
 from __future__ import annotations
@@ -51,11 +51,12 @@ class ActionModule(CollectionModuleAction):
     def run(self, tmp: Any = None, task_vars: Any = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         handed = result.pop("shared_reads", None)
-        if result.get("failed") or not isinstance(handed, dict):
+        if result.get("failed") or not (is_packed(handed) or isinstance(handed, dict)):
             handed = {}  # the next step reads for itself
         if self._in_loop() and (result.get("changed") or result.get("failed")):
             LOOPS_CHANGED.add(self._loop_id(task_vars))
-        result.setdefault("ansible_facts", {})[SHARED_READS_FACT] = pack(handed)
+        # The module packed them (kernel/shared_reads.pack_withholding): the fact takes the string as it is.
+        result.setdefault("ansible_facts", {})[SHARED_READS_FACT] = handed if is_packed(handed) else pack(handed)
         return result
 
     def module_call(self, task_vars: dict[str, Any]) -> tuple[str, dict[str, Any]]:

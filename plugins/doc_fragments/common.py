@@ -53,11 +53,13 @@ options:
         API, secret names), never a secret's value, user data or an instance attribute.
       - When given, the result carries C(shared_reads) for the next run - everything given and read, or nothing once
         the run made or planned a change (it may have changed any of it) - and C(reads_shared), the requests
-        answered from them per C(service:Operation) (not counted in C(api_calls)).
+        answered from them per C(service:Operation) (not counted in C(api_calls)). C(shared_reads) is one packed
+        string (zlib-compressed JSON, base64), never nested data; when one of the run's C(no_log) values is among the
+        reads, it packs nothing.
       - The roles pass it from step to step (C(clusterapi.aws.capa_step) keeps it in the host fact
         C(capa_shared_reads)), so a run that changes nothing reads each thing once.
-      - Either a result's C(shared_reads) (a dict) or that fact's value (one packed string, which the task's
-        C(invocation) echoes as one value instead of every answer).
+      - A result's C(shared_reads) or that fact's value (the same packed string, which the task's C(invocation)
+        echoes as one value instead of every answer); the unpacked dict is accepted too.
     type: raw
 notes:
   - Every result carries C(plan), the ordered mutating AWS calls the run made (in check mode, would make),

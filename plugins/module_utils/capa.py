@@ -29,7 +29,7 @@ from .kernel.context import Context
 from .kernel.errors import ReconcileError, SpecError
 from .kernel.operations import is_placeholder, placeholder, placeholders_in
 from .kernel.session import AwsSession, IdentityRefused, with_legacy_session_token
-from .kernel.shared_reads import SharedReads, is_packed, unpack
+from .kernel.shared_reads import SharedReads, is_packed, pack_withholding, unpack
 from .kernel.tier import Outcome, Tier
 from .kernel.validation import check_cluster_name, check_tags
 
@@ -214,7 +214,7 @@ def _exit_with_result(
     if shared is not None:
         handed = shared.handed_forward(planned_change=bool(ctx.ops.plan))
         if handed is not None:
-            result["shared_reads"] = handed
+            result["shared_reads"] = pack_withholding(handed, module.no_log_values)
         if shared.served:
             result["reads_shared"] = dict(sorted(shared.served.items()))
     if ctx.progress_log:

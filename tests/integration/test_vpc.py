@@ -55,16 +55,17 @@ def test_create_then_noop(aws, run_module):
     assert len(aws.requests()) == 4  # the server counted what the module reported
 
 
-def test_reads_handed_on_as_a_dict_or_packed_answer_the_next_run(aws, run_module):
-    """shared_reads takes a result's shared_reads as it is, or the host fact capa_step keeps (one packed string, so
-    the task's invocation echoes one value); both answer the same identical reads without a request."""
-    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import pack
+def test_reads_handed_on_packed_or_as_a_dict_answer_the_next_run(aws, run_module):
+    """A result's shared_reads is one packed string, what capa_step keeps in the host fact (so neither the result nor
+    the next task's invocation carries every answer); it, or the dict it unpacks to, answers the same identical reads
+    without a request."""
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import is_packed, unpack
 
     args = {"cluster_name": "vpc-it"}
     created = run_module(MODULE, args)
     first = run_module(MODULE, {**args, "shared_reads": {}})
-    assert first["changed"] is False and first["shared_reads"], first
-    for handed in (first["shared_reads"], pack(first["shared_reads"])):
+    assert first["changed"] is False and is_packed(first["shared_reads"]) and unpack(first["shared_reads"]), first
+    for handed in (first["shared_reads"], unpack(first["shared_reads"])):
         aws.reset_requests()
         again = run_module(MODULE, {**args, "shared_reads": handed})
         assert again["changed"] is False and again["vpc"] == created["vpc"]
@@ -74,6 +75,20 @@ def test_reads_handed_on_as_a_dict_or_packed_answer_the_next_run(aws, run_module
             "ec2:DescribeVpcAttribute": 2,
             "ec2:DescribeVpcs": 1,
         }
+
+
+def test_reads_that_carry_a_no_log_value_are_not_handed_on(aws, run_module):
+    """A packed string cannot be masked as exit_json masks a result's no_log values: when a read carries one (here
+    the secret key is also a tag's value), the result hands nothing on, and a run given it reads for itself."""
+    from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.shared_reads import is_packed, unpack
+
+    secret = "vpc-it-not-so-secret"
+    args = {"cluster_name": "vpc-it", "secret_key": secret, "additional_tags": {"note": secret}}
+    run_module(MODULE, args)
+    first = run_module(MODULE, {**args, "shared_reads": {}})
+    assert first["changed"] is False and is_packed(first["shared_reads"]) and unpack(first["shared_reads"]) == {}
+    again = run_module(MODULE, {**args, "shared_reads": first["shared_reads"]})
+    assert again["api_calls"] == first["api_calls"] and "reads_shared" not in again
 
 
 def test_a_key_removed_from_additional_tags_is_removed_and_a_foreign_tag_stays(aws, run_module):

@@ -37,7 +37,7 @@ import datetime
 import json
 import time
 import zlib
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 if TYPE_CHECKING:
     from typing import TypeGuard  # Python 3.10; only the type checker reads it
@@ -109,8 +109,36 @@ PACKED_PREFIX = "capa-shared-reads:zlib+base64:"
 
 def pack(entries: Mapping[str, Any]) -> str:
     """``entries`` (what :meth:`SharedReads.handed_forward` returned) as one string for a host fact."""
-    text = json.dumps(entries, sort_keys=True, separators=(",", ":"))
+    return _packed(_text(entries))
+
+
+def pack_withholding(entries: Mapping[str, Any], secrets: Iterable[str]) -> str:
+    """``entries`` packed for a module's result - or nothing packed, when one of ``secrets`` (the run's ``no_log``
+    values) is among them.
+
+    A module's result leaves packed: as nested data, every answer of a no-op's reads was walked by
+    ``AnsibleModule.exit_json`` (masking ``no_log`` values), encoded, decoded by the action plugin and packed again - a
+    tenth of a step's CPU. A packed string cannot be masked, so the check is made here, on the JSON text, before it is
+    compressed; an answer that carries a secret (it should never happen: only descriptions are shared) is not handed
+    on, and the next step reads for itself.
+    """
+    text = _text(entries)
+    if any(_exposes(text, secret) for secret in secrets if secret):
+        text = _text({})
+    return _packed(text)
+
+
+def _text(entries: Mapping[str, Any]) -> str:
+    return json.dumps(entries, sort_keys=True, separators=(",", ":"))
+
+
+def _packed(text: str) -> str:
     return PACKED_PREFIX + base64.b64encode(zlib.compress(text.encode(), 6)).decode()
+
+
+def _exposes(text: str, secret: str) -> bool:
+    # As written, or as JSON escapes it (quotes, backslashes, anything beyond ASCII).
+    return secret in text or json.dumps(secret)[1:-1] in text
 
 
 def is_packed(value: Any) -> TypeGuard[str]:

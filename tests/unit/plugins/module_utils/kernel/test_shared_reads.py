@@ -207,6 +207,19 @@ def test_packed_reads_are_one_string_that_unpacks_to_the_same_entries():
     assert sr.is_packed(packed) and not any(sr.is_packed(other) for other in (None, "", "not packed", entries, 3))
 
 
+@pytest.mark.parametrize("secret", ["s3cr3t-key", 'with "quotes" and \\', "clé-ü"])
+def test_a_result_packs_its_reads_unless_a_no_log_value_is_among_them(secret):
+    """A module's result carries its reads packed (exit_json does not walk every answer), and a packed string cannot
+    be masked: reads that carry one of the run's no_log values, as written or as JSON escapes them, are not handed
+    on. Empty values (an option left unset) withhold nothing."""
+    entries = {"k": {"call": "ec2:DescribeVpcs", "taken": 1.0, "response": {"Vpcs": [{"VpcId": "vpc-1"}]}}}
+    assert sr.unpack(sr.pack_withholding(entries, ["", "not-there"])) == entries
+    assert sr.pack_withholding(entries, []) == sr.pack(entries)
+    tagged = {"k": {**entries["k"], "response": {"Vpcs": [{"VpcId": "vpc-1", "Tags": [{"Value": f"x{secret}y"}]}]}}}
+    packed = sr.pack_withholding(tagged, ["", secret])
+    assert sr.is_packed(packed) and sr.unpack(packed) == {}
+
+
 def test_an_unreachable_api_server_is_known_to_the_next_runs_while_nothing_changes_and_for_max_age():
     clock = Clock()
     first = sr.SharedReads({}, scope="us-east-1|", clock=clock)
