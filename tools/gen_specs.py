@@ -277,8 +277,9 @@ OUTPUT_DIR = {
     "description": [
         "Directory under which each cluster's files go (<dir>/<cluster>/status.json, kubeconfigs); a relative path "
         "is taken from where ansible-playbook runs.",
-        "Empty - no local file at all: the status is published with set_stats only (AWX shows it as the job's "
-        "artifacts) and kubeconfigs are not written (obtain them on demand, e.g. C(aws eks update-kubeconfig)).",
+        "Empty - no local file at all: the status is only published, as the run's custom statistic (set_stats' form; "
+        "AWX shows it as the job's artifacts), and kubeconfigs are not written (obtain them on demand, e.g. "
+        "C(aws eks update-kubeconfig)).",
     ],
 }
 NETWORK_OUTPUTS = {
@@ -569,7 +570,8 @@ ROLES: dict[str, dict[str, Any]] = {
             "before the first change (capa_preflight), then runs the network, bastion, control "
             "plane, machine deployment and machine pool roles (or the EKS ones) in CAPA's order - the reverse, "
             "machines first, to delete - and reports the status capa_cluster_info reads back: "
-            "<capa_output_dir>/<cluster>/status.json and set_stats (C(capa_status.<cluster>)).",
+            "<capa_output_dir>/<cluster>/status.json and the custom statistic C(capa_status.<cluster>) "
+            "(set_stats' form).",
         ],
         "options": {"capa_output_dir": OUTPUT_DIR, **state_switch("cluster", " (delete.yml sets absent)")},
         "compiles": True,

@@ -5,12 +5,18 @@
 
 DOCUMENTATION = r"""
 module: capa_status
-short_description: Write a cluster's status.json, or remove it
+short_description: Write a cluster's status.json, or remove it, and publish the status
 version_added: 0.2.0
 description:
   - Writes O(status) as JSON (sorted keys, four-space indents) to O(path), unless the file already holds exactly
     that text; with O(state=absent) removes the file. The C(cluster) and C(network) roles write each cluster's
     C(status.json) with it.
+  - With O(publish=true) it also publishes O(status) as the run's custom statistic C(capa_status.<cluster>), as
+    C(ansible.builtin.set_stats) with C(per_host=false) and C(aggregate=true) would (so the statistics of the
+    clusters of one run merge into one C(capa_status)); AWX keeps it as the job's artifact and hands it to a
+    workflow's later nodes. The C(cluster) role publishes every cluster's status so, in every state, with or
+    without a file - one task where a C(set_stats) task and this module were two (a task costs Ansible a worker
+    process per host).
   - The file is written atomically (a reader never sees half of it) and readable by its owner only, as the
     kubeconfig next to it; a missing directory is created, also owner-only.
   - The write is planned as C(file:WriteFile) (C(file:DeleteFile) for a removal), so it appears in C(plan) and in
@@ -45,11 +51,13 @@ options:
   path:
     description:
       - The status file, for example C(<capa_output_dir>/<cluster>/status.json) on the target.
+      - Without it no file is written or removed (the C(cluster) role's C(capa_output_dir="")); O(publish) still
+        publishes.
     type: path
-    required: true
   status:
     description:
-      - What the file says. Required with O(state=present).
+      - What the file says and what O(publish) publishes. Required with O(state=present) and with O(publish=true),
+        which needs its C(cluster) (a string) to name the statistic.
     type: dict
   state:
     description:
@@ -66,6 +74,12 @@ options:
         only, so a run that changes nothing rewrites neither.
     type: bool
     default: false
+  publish:
+    description:
+      - Also publish O(status) as the custom statistic C(capa_status.<cluster>) (see the description), in check mode
+        too, as C(set_stats) does. The action plugin does it in the controller, whatever the connection.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -80,11 +94,18 @@ EXAMPLES = r"""
   clusterapi.aws.capa_status:
     path: "{{ capa_output_dir }}/{{ capa_cluster.name }}/status.json"
     state: absent
+
+- name: Publish the status for AWX (the job's artifact capa_status.<cluster>) without writing a file
+  clusterapi.aws.capa_status:
+    status:
+      cluster: "{{ capa_cluster.name }}"
+      conditions: "{{ cluster_info.conditions }}"
+    publish: true
 """
 
 RETURN = r"""
 path:
-  description: The status file.
+  description: The status file (null without O(path)).
   returned: always
   type: str
   sample: /home/ops/.capa/demo/status.json
@@ -102,6 +123,7 @@ diff:
 """
 
 from pathlib import Path
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -109,6 +131,8 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status impo
     Operations,
     ReconcileError,
     SpecError,
+    StatusFile,
+    check_published_status,
     check_status_path,
     reconcile_status_file,
     reconcile_topology_files,
@@ -118,31 +142,37 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status impo
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            path=dict(type="path", required=True),
+            path=dict(type="path"),
             status=dict(type="dict"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             topology=dict(type="bool", default=False),
+            publish=dict(type="bool", default=False),
         ),
-        required_if=[("state", "present", ("status",))],
+        required_if=[("state", "present", ("status",)), ("publish", True, ("status",))],
         supports_check_mode=True,
     )
-    path = Path(module.params["path"])
+    path = Path(module.params["path"]) if module.params["path"] else None
     ops = Operations(check_mode=module.check_mode)
+    written = StatusFile(None, None)
     try:
-        check_status_path(path)
-        status = module.params["status"] if module.params["state"] == "present" else None
-        written = reconcile_status_file(ops, path, status)
-        if module.params["topology"] or status is None:
-            for warning in reconcile_topology_files(ops, path, status):
-                module.warn(warning)
+        if module.params["publish"]:
+            check_published_status(module.params["status"])  # the action plugin publishes it
+        if path is not None:
+            check_status_path(path)
+            status = module.params["status"] if module.params["state"] == "present" else None
+            written = reconcile_status_file(ops, path, status)
+            if module.params["topology"] or status is None:
+                for warning in reconcile_topology_files(ops, path, status):
+                    module.warn(warning)
     except SpecError as e:
         module.fail_json(msg=str(e), field=e.field)
     except (ReconcileError, OSError) as e:
         module.fail_json(msg=f"cannot write {path}: {e}", plan=ops.plan_as_list())
-    result = dict(changed=ops.changed, path=str(path), plan=ops.plan_as_list())
+    result: dict[str, Any] = dict(changed=ops.changed, path=str(path) if path else None, plan=ops.plan_as_list())
     if module._diff:
+        header = str(path) if path else ""
         result["diff"] = dict(
-            before=written.before or "", after=written.after or "", before_header=str(path), after_header=str(path)
+            before=written.before or "", after=written.after or "", before_header=header, after_header=header
         )
     module.exit_json(**result)
 

@@ -45,7 +45,7 @@ CLUSTER = {
 }
 
 # The job templates of extensions/awx/controller/capa.yml set capa_output_dir "" (AWX throws the job's folder
-# away): no local file is written, the status is published with set_stats, the kubeconfig comes from the lookup.
+# away): no local file is written, the status is published (set_stats' form), the kubeconfig comes from the lookup.
 EXTRAVARS = {"capa_output_dir": ""}
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -227,7 +227,7 @@ def test_site_as_an_awx_job(aws, tmp_path):
     )
     _assert_no_secret_in_events(second["events"], secrets)
 
-    # What the job leaves is what AWX keeps: the status as the job's artifact (set_stats), no file in its folder.
+    # What the job leaves is what AWX keeps: the status as the job's artifact (custom stats), no file in its folder.
     status = _stats(second["events"])["artifact_data"]["capa_status"][CLUSTER["name"]]
     assert status["state"] == "present" and all(c["status"] for c in status["conditions"].values()), status
     for job in ("job-1", "job-2"):

@@ -95,7 +95,7 @@ def test_the_plays_profile_and_region_reach_every_role(aws, run_playbook, tmp_pa
     for cluster in ("prof-sm", "prof-eks"):
         status = json.loads((tmp_path / "out" / cluster / "status.json").read_text())
         assert status["region"] == "us-east-1" and all(c["status"] for c in status["conditions"].values()), status
-        # The same status is published for AWX (set_stats, aggregated over the clusters of the run).
+        # The same status is published for AWX (capa_status publish: set_stats' form, aggregated over the clusters).
         assert result.json["global_custom_stats"]["capa_status"][cluster] == status
 
     ec2 = aws.client("ec2")

@@ -28,6 +28,7 @@ __all__ = [
     "ReconcileError",
     "SpecError",
     "StatusFile",
+    "check_published_status",
     "check_status_path",
     "reconcile_status_file",
     "render_status",
@@ -59,6 +60,20 @@ def check_status_path(path: Path) -> None:
         raise SpecError("path", f"'{path}' does not name a file")
     if path.is_dir():
         raise SpecError("path", f"'{path}' is a directory; name the file (for example {path / STATUS_FILE})")
+
+
+def check_published_status(status: Mapping[str, Any] | None) -> None:
+    """What ``publish`` needs: a status that names its cluster (the statistic is ``capa_status.<cluster>``)."""
+    cluster = (status or {}).get("cluster")
+    if not isinstance(cluster, str) or not cluster:
+        raise SpecError("status.cluster", "publish needs the status to name its cluster (a string)")
+
+
+def published_stats(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ansible_stats`` of a result that publishes ``status``: what ``ansible.builtin.set_stats`` returns for
+    ``data: {capa_status: {<cluster>: status}}, per_host: false, aggregate: true`` (Ansible's strategy takes it from any
+    action's result), so the statuses of the clusters of one run merge into one ``capa_status``."""
+    return {"data": {"capa_status": {status["cluster"]: dict(status)}}, "per_host": False, "aggregate": True}
 
 
 def reconcile_status_file(ops: Operations, path: Path, status: Mapping[str, Any] | None) -> StatusFile:
