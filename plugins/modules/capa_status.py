@@ -116,6 +116,17 @@ plan:
   type: list
   elements: dict
   sample: [{"call": "file:WriteFile", "resource": "/home/ops/.capa/demo/status.json", "reason": "status differs"}]
+summary:
+  description:
+    - What the C(cluster) role prints at the end of a run ("Show the cluster") - the short summary of O(status)
+      (machine groups with their Nodes, bastion, machine pools, the EKS side, certificates, etcd snapshots,
+      resources, what is not ready or was not read, orphans, where the file is), then, unless the status's C(state)
+      is C(absent), an empty line and the C(clusterapi.aws.capa_describe) tree.
+    - Built from O(status) alone; no AWS request and nothing read from the cluster.
+  returned: when O(status) is given
+  type: list
+  elements: str
+  sample: ["cluster demo (unmanaged, us-east-1): present", "  control-plane: 3 machines, 3 Nodes Ready, 3 etcd voters"]
 diff:
   description: The file's text before and after (empty for no file).
   returned: when diff mode is on
@@ -134,6 +145,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status impo
     StatusFile,
     check_published_status,
     check_status_path,
+    cluster_report,
     reconcile_status_file,
     reconcile_topology_files,
 )
@@ -169,6 +181,8 @@ def main():
     except (ReconcileError, OSError) as e:
         module.fail_json(msg=f"cannot write {path}: {e}", plan=ops.plan_as_list())
     result: dict[str, Any] = dict(changed=ops.changed, path=str(path) if path else None, plan=ops.plan_as_list())
+    if module.params["status"] is not None:
+        result["summary"] = cluster_report(module.params["status"], str(path) if path else None)
     if module._diff:
         header = str(path) if path else ""
         result["diff"] = dict(

@@ -273,3 +273,129 @@ def _render(rows: list[Row], now: datetime.datetime) -> list[str]:
         ).rstrip()
         for line in [COLUMNS, *cells]
     ]
+
+
+# the run's summary --------------------------------------------------------------------------------------------------
+def cluster_report(status: Mapping[str, Any], status_path: str | None = None) -> list[str]:
+    """What the cluster role shows at the end of a run: the summary, then (unless the cluster was deleted) the
+    describe tree after an empty line."""
+    lines = summary_lines(status, status_path)
+    return lines if status.get("state") == "absent" else lines + [""] + describe_tree(status)
+
+
+def summary_lines(status: Mapping[str, Any], status_path: str | None = None) -> list[str]:
+    """The short summary the cluster role prints at the end of a run (docs/docsite/rst/status.rst, "The run's
+    summary"): one line per machine group, the bastion, machine pools, the EKS side, certificates and etcd snapshots,
+    then resources, what is not ready or was not read, orphans, and where ``status.json`` is (``status_path``). A
+    deleted cluster (state ``absent``): what it still owns and its orphans."""
+    counts = ", ".join(f"{kind}={count}" for kind, count in (status.get("counts") or {}).items() if count)
+    orphans = ", ".join(str(o.get("name")) for o in status.get("orphans") or [])
+    title = f"cluster {status.get('cluster')} ({status.get('kind')}, {status.get('region')})"
+    if status.get("state") == "absent":
+        return [f"{title}: deleted", f"  still owned: {counts}" if counts else "  nothing it owned remains"] + (
+            [f"  orphans: {orphans}"] if orphans else []
+        )
+    not_read = status.get("not_read") or []
+    not_ready = ", ".join(_not_ready(status)) or ("none" if not not_read else "none of what was read")
+    return (
+        [f"{title}: {status.get('state')}"]
+        + ([f"  endpoint: {status['endpoint']}"] if status.get("endpoint") else [])
+        + [_group_line(group, machines) for group, machines in (status.get("machines") or {}).items()]
+        + _bastion_lines(status)
+        + [_pool_line(name, pool) for name, pool in (status.get("machine_pools") or {}).items()]
+        + _eks_lines(status)
+        + _certificate_lines(status.get("certificates"))
+        + _backup_lines(status.get("etcd_backup"))
+        + [f"  resources: {counts}", f"  not ready: {not_ready}"]
+        + ([f"  not read: {'; '.join(not_read)}"] if not_read else [])
+        + ([f"  orphans: {orphans}"] if orphans else [])
+        + ([f"  status: {status_path}"] if status_path else [])
+    )
+
+
+def _not_ready(status: Mapping[str, Any]) -> list[str]:
+    """Conditions that are not true, then machine groups and machine pools that are not ready."""
+    return (
+        [name for name, cond in (status.get("conditions") or {}).items() if not cond.get("status")]
+        + [name for name, group in (status.get("groups") or {}).items() if not group.get("ready")]
+        + [name for name, pool in (status.get("machine_pools") or {}).items() if not pool.get("ready")]
+    )
+
+
+def _group_line(group: str, machines: Sequence[Mapping[str, Any]]) -> str:
+    """``control-plane: 3 machines, 3 Nodes Ready, 3 etcd voters`` - or the AWS-only signal the machines were judged
+    by, when the Kubernetes API was not asked or did not answer."""
+    k8s = [m["kubernetes"] for m in machines if isinstance(m.get("kubernetes"), Mapping)]
+    ready = sum(1 for k in k8s if k.get("node_ready") == "True")
+    line = f"  {group}: {len(machines)} machines, {ready} Nodes Ready"
+    if group == "control-plane":
+        line += f", {sum(1 for k in k8s if k.get('etcd_member') == 'voter')} etcd voters"
+    sick = [m["health"] for m in machines if isinstance(m.get("health"), Mapping)]
+    sick = [h for h in sick if h.get("state") == "unhealthy"]
+    if sick:
+        line += f", {len(sick)} unhealthy ({sum(1 for h in sick if h.get('remediated'))} replaced)"
+    signal = k8s[0].get("signal") if k8s else None
+    if signal not in ("NodeReady", None):
+        line += f" (judged by {signal}: the Kubernetes API was not asked or did not answer)"
+    return line
+
+
+def _bastion_lines(status: Mapping[str, Any]) -> list[str]:
+    bastion = (status.get("groups") or {}).get("bastion")
+    if not bastion:
+        return []
+    reason = "" if bastion.get("ready") else f" ({bastion.get('reason')})"
+    return [f"  bastion: {bastion.get('message')}{reason}"]
+
+
+def _pool_line(name: str, pool: Mapping[str, Any]) -> str:
+    line = f"  {name} ({pool.get('kind')} pool): {pool.get('in_service')}/{pool.get('desired')} in service"
+    if pool.get("nodes_ready") is not None:
+        line += f", {pool['nodes_ready']} Nodes Ready"
+    return line + ("" if pool.get("ready") else f" ({pool.get('reason')})")
+
+
+def _eks_lines(status: Mapping[str, Any]) -> list[str]:
+    eks = status.get("eks")
+    if not eks:
+        return []
+    conditions = status.get("conditions") or {}
+
+    def reason(condition: str) -> str:
+        return str((conditions.get(condition) or {}).get("reason", ""))
+
+    cluster = eks.get("cluster")
+    state = f"{cluster.get('status')}, Kubernetes {cluster.get('version')}" if cluster else "not found"
+    lines = [f"  EKS control plane: {state} ({reason('EKSControlPlaneReady')})"]
+    for name, group in (eks.get("node_groups") or {}).items():
+        nodes = f", {group.get('nodes_ready')}/{group['nodes']} Nodes Ready" if group.get("nodes") is not None else ""
+        lines.append(f"  node group {name}: {group.get('status')}, {group.get('desired')} desired{nodes}")
+    for name, profile in (eks.get("fargate_profiles") or {}).items():
+        lines.append(f"  Fargate profile {name}: {profile.get('status')}")
+    if eks.get("addons"):
+        lines.append("  addons: " + ", ".join(f"{name} {a.get('status')}" for name, a in eks["addons"].items()))
+    if eks.get("role"):
+        lines.append(f"  IAM role: {eks['role'].get('name')} ({reason('IAMControlPlaneRolesReady')})")
+    if eks.get("oidc_provider"):
+        lines.append(f"  OIDC provider: {eks['oidc_provider']}")
+    if eks.get("access_entries"):
+        lines.append(f"  access entries: {len(eks['access_entries'])}")
+    return lines
+
+
+def _certificate_lines(certificates: Mapping[str, Any] | None) -> list[str]:
+    """The first expiry among the control-plane machines' certificates and among the CAs (self-managed clusters)."""
+    if not certificates:
+        return []
+    machines = [e for e in (certificates.get("machines") or {}).values() if e]
+    cas = [e for e in (certificates.get(ca) for ca in ("cluster_ca", "etcd_ca", "front_proxy_ca")) if e]
+    first = min(machines) if machines else "not read yet"
+    return [f"  certificates expire: control plane {first}, CAs {min(cas) if cas else 'unknown'}"]
+
+
+def _backup_lines(backup: Mapping[str, Any] | None) -> list[str]:
+    if not backup:
+        return []
+    newest = backup.get("newest")
+    latest = f"{newest.get('key')} ({newest.get('last_modified')})" if newest else "none"
+    return [f"  etcd snapshots: {backup.get('bucket')}, newest {latest}"]

@@ -20,6 +20,7 @@ from typing import Any
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.local_files import read_text_if_any
 from ..kernel.operations import Operations
+from .describe import cluster_report
 from .topology import topology_dot
 
 # What capa_status imports from here (a module imports its own tier file only: docs/architecture.md).
@@ -29,6 +30,7 @@ __all__ = [
     "SpecError",
     "StatusFile",
     "check_published_status",
+    "cluster_report",
     "check_status_path",
     "reconcile_status_file",
     "render_status",

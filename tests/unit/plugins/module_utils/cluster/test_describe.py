@@ -178,3 +178,127 @@ def test_graphviz_draws_it():
     assert svg.returncode == 0, svg.stderr
     texts = [t.text for t in ElementTree.fromstring(svg.stdout).iter("{http://www.w3.org/2000/svg}text")]
     assert "md-0 x1" in texts and "NAT gateway" in texts and "VPC vpc-1 10.0.0.0/16" in texts
+
+
+# the run's summary (what "Show the cluster" prints: capa_status returns it) -------------------------------------------
+def summary_status(**overrides: Any) -> dict[str, Any]:
+    voter = {"node_ready": "True", "etcd_member": "voter", "signal": "NodeReady"}
+    status = {
+        "cluster": "demo",
+        "kind": "unmanaged",
+        "region": "us-east-1",
+        "state": "present",
+        "endpoint": "https://demo-apiserver:6443",
+        "conditions": {"VpcReady": OK, "LoadBalancerReady": {"status": False, "reason": "Pending"}},
+        "not_read": [],
+        "counts": {"vpc": 1, "nat_gateway": 0, "subnet": 6},
+        "orphans": [],
+        "groups": {
+            "control-plane": {"ready": True},
+            "md-0": {"ready": False},
+            "bastion": {"ready": False, "reason": "NotRunning", "message": "0 of 1 running"},
+        },
+        "machine_pools": {
+            "mp-0": {
+                "kind": "asg",
+                "in_service": 1,
+                "desired": 2,
+                "nodes_ready": None,
+                "ready": False,
+                "reason": "ScalingUp",
+            }
+        },
+        "eks": None,
+        "machines": {
+            "control-plane": [
+                {"kubernetes": voter},
+                {"kubernetes": voter, "health": {"state": "unhealthy", "remediated": True}},
+                {"kubernetes": {**voter, "node_ready": "False", "etcd_member": "learner"}, "health": None},
+            ],
+            "md-0": [{"kubernetes": {"signal": "InstanceRunning", "node_ready": None}}, {"kubernetes": None}],
+        },
+        "certificates": {
+            "machines": {"i-1": "2027-12-03T21:18:08Z", "i-2": None},
+            "cluster_ca": "2036-11-30",
+            "etcd_ca": "2036-11-29",
+            "front_proxy_ca": None,
+        },
+        "etcd_backup": {"bucket": "demo-etcd", "newest": None},
+    }
+    return {**status, **overrides}
+
+
+def test_the_summary_says_per_group_what_the_cluster_saw_and_what_is_not_ready():
+    from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.describe import cluster_report, summary_lines
+
+    assert summary_lines(summary_status(), ".capa/demo/status.json") == [
+        "cluster demo (unmanaged, us-east-1): present",
+        "  endpoint: https://demo-apiserver:6443",
+        "  control-plane: 3 machines, 2 Nodes Ready, 2 etcd voters, 1 unhealthy (1 replaced)",
+        "  md-0: 2 machines, 0 Nodes Ready (judged by InstanceRunning: the Kubernetes API was not asked or did not"
+        " answer)",
+        "  bastion: 0 of 1 running (NotRunning)",
+        "  mp-0 (asg pool): 1/2 in service (ScalingUp)",
+        "  certificates expire: control plane 2027-12-03T21:18:08Z, CAs 2036-11-29",
+        "  etcd snapshots: demo-etcd, newest none",
+        "  resources: vpc=1, subnet=6",
+        "  not ready: LoadBalancerReady, md-0, bastion, mp-0",
+        "  status: .capa/demo/status.json",
+    ]
+    unread = summary_lines(summary_status(conditions={}, groups={}, machine_pools={}, not_read=["Nodes: no API"]))
+    assert unread[-2:] == ["  not ready: none of what was read", "  not read: Nodes: no API"]
+    report = cluster_report(summary_status(), None)
+    assert report[: report.index("")] == summary_lines(summary_status())
+    assert report[report.index("") + 1].split() == ["NAME", "READY", "REASON", "SINCE", "MESSAGE"]
+
+
+def test_the_summary_of_a_deleted_cluster_is_what_it_still_owns_without_a_tree():
+    from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.describe import cluster_report
+
+    gone = summary_status(state="absent", counts={"vpc": 0}, orphans=[])
+    assert cluster_report(gone) == ["cluster demo (unmanaged, us-east-1): deleted", "  nothing it owned remains"]
+    left = summary_status(state="absent", counts={"vpc": 1}, orphans=[{"name": "sg-1"}])
+    assert cluster_report(left) == [
+        "cluster demo (unmanaged, us-east-1): deleted",
+        "  still owned: vpc=1",
+        "  orphans: sg-1",
+    ]
+
+
+def test_the_summary_of_an_eks_cluster_reads_its_control_plane_node_groups_and_addons():
+    from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.describe import summary_lines
+
+    eks = {
+        "cluster": {"status": "ACTIVE", "version": "1.31"},
+        "node_groups": {"ng-0": {"status": "ACTIVE", "desired": 2, "nodes": 2, "nodes_ready": 1}},
+        "fargate_profiles": {"fp-0": {"status": "ACTIVE"}},
+        "addons": {"vpc-cni": {"status": "ACTIVE"}, "coredns": {"status": "CREATING"}},
+        "role": {"name": "demo-eks-role"},
+        "oidc_provider": "arn:oidc",
+        "access_entries": [{}, {}],
+    }
+    conditions = {
+        "EKSControlPlaneReady": {"status": True, "reason": "Active"},
+        "IAMControlPlaneRolesReady": {"status": True, "reason": "Created"},
+    }
+    lines = summary_lines(
+        summary_status(
+            kind="eks",
+            eks=eks,
+            conditions=conditions,
+            machines={},
+            groups={},
+            machine_pools={},
+            certificates=None,
+            etcd_backup=None,
+        )
+    )
+    assert lines[2:9] == [
+        "  EKS control plane: ACTIVE, Kubernetes 1.31 (Active)",
+        "  node group ng-0: ACTIVE, 2 desired, 1/2 Nodes Ready",
+        "  Fargate profile fp-0: ACTIVE",
+        "  addons: vpc-cni ACTIVE, coredns CREATING",
+        "  IAM role: demo-eks-role (Created)",
+        "  OIDC provider: arn:oidc",
+        "  access entries: 2",
+    ]
