@@ -212,3 +212,39 @@ def test_the_controller_leaves_its_heap_to_the_exit():
         os.unlink(written)
     assert done.returncode == 3, done.stderr
     assert done.stdout.splitlines() == ["frozen while running: False", "frozen at the exit: True"], done.stdout
+
+
+def test_the_controller_loads_the_template_plugins_every_worker_would_load():
+    """Importing in_process where Ansible runs (its collection loader set up, as in the controller) loads
+    ansible-core's Jinja filters and tests and the collection's filters once, for every forked worker to inherit
+    (a worker's first template that names one loaded them all again). Where the collection loader is not set up (a
+    plain import), the collection's filters cannot be looked up, and nothing breaks: a worker loads what is missing
+    as it always did. Shown on child interpreters."""
+    import subprocess
+    import textwrap
+    from pathlib import Path
+
+    collections = str(Path(in_process.__file__).parents[5])
+    script = textwrap.dedent(
+        """
+        import sys
+        from ansible.plugins.loader import filter_loader, init_plugin_loader, test_loader
+        if sys.argv[1] == "controller":
+            init_plugin_loader([sys.argv[2]])
+        from ansible_collections.clusterapi.aws.plugins.plugin_utils import in_process
+        core = [len(loader._cached_non_collection_wrappers) for loader in (filter_loader, test_loader)]
+        ours = sorted(n for n in sys.modules if n.startswith(in_process.FILTERS_PACKAGE + "."))
+        print(core[0] > 50, core[1] > 20, ",".join(ours))
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    answers = {}
+    for where in ("controller", "plain"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, where, collections], capture_output=True, text=True, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        answers[where] = done.stdout.split()
+    ours = ",".join(f"{in_process.FILTERS_PACKAGE}.{name}" for name in ("capa_describe", "capa_steps"))
+    assert answers["controller"] == ["True", "True", ours]
+    assert len(answers["plain"]) == 3  # the collection's filters cannot be looked up there: the import still works
