@@ -307,7 +307,7 @@ def summary_lines(status: Mapping[str, Any], status_path: str | None = None) -> 
         + _certificate_lines(status.get("certificates"))
         + _backup_lines(status.get("etcd_backup"))
         + [f"  resources: {counts}", f"  not ready: {not_ready}"]
-        + ([f"  not read: {'; '.join(not_read)}"] if not_read else [])
+        + ([f"  {_not_read(status)}"] if not_read else [])
         + ([f"  orphans: {orphans}"] if orphans else [])
         + ([f"  status: {status_path}"] if status_path else [])
     )
