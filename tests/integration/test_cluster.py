@@ -199,6 +199,8 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     for task in aws_tasks(again):
         shared.update(task.result.get("reads_shared") or {})
     assert shared["ec2:DescribeInstances"] >= 2 and shared["ec2:DescribeSecurityGroups"] == 1, dict(shared)
+    # The load balancer's tags: the preflight's tagging-API answer lists it with all of them (served, not asked).
+    assert counted["elasticloadbalancing:DescribeTags"] == 0 and shared["elb:DescribeTags"] >= 1, (counted, shared)
 
     # A key removed from additional_tags goes from everything the cluster owns (check mode shows each call first);
     # a tag someone else wrote stays. Bootstrap-data secrets are left: each lives until its node fetches it.

@@ -13,6 +13,9 @@ the same idea at the boundary a playbook has, between two module runs:
   no more than :data:`MAX_AGE` seconds ago - the answer AWS gave then, without a request;
 * a read that asks only for ids (:data:`BY_ID`: the VPC by id after the VPC by its owner tag) is answered from the
   items an earlier run's reads of the same call returned, when every id is among them;
+* a load balancer's tags (:data:`TAGS_FROM_TAGGING`) are answered from the tagging API's answers, when every load
+  balancer asked is listed there: ``GetResources`` lists a resource with all its tags, and the preflight's
+  request finds every load balancer the cluster owns;
 * each read is served at most once per run: the same request again inside one run is a poll, and goes to AWS;
 * once a run makes (or, in check mode, plans) any mutating call, it serves nothing more and hands nothing
   forward but :data:`STATIC` reads (images, instance types, zones: nothing a reconcile does changes them): what it
@@ -79,6 +82,30 @@ BY_ID: Mapping[str, tuple[str, str, str]] = {
     "ec2:DescribeInstanceTypes": ("InstanceTypes", "InstanceTypes", "InstanceType"),
     "elb:DescribeLoadBalancers": ("LoadBalancerNames", "LoadBalancerDescriptions", "LoadBalancerName"),
     "elbv2:DescribeLoadBalancers": ("Names", "LoadBalancers", "LoadBalancerName"),
+}
+
+# Tag reads the tagging API's answers hold: ``GetResources`` lists each resource it finds with ALL its tags, so the
+# tags of a load balancer the preflight's request found (by the cluster's owner tag) need no second request. The
+# request's id parameter, the answer's id field, and the id an ARN stands for (None: not this kind of resource).
+TAGGING_CALL = "resourcegroupstaggingapi:GetResources"
+
+
+def _classic_lb_name(arn: str) -> str | None:
+    # arn:aws:elasticloadbalancing:<region>:<account>:loadbalancer/<name> (v2 ones: loadbalancer/<type>/<name>/<id>)
+    parts = arn.split(":", 5)
+    if len(parts) < 6 or parts[2] != "elasticloadbalancing" or not parts[5].startswith("loadbalancer/"):
+        return None
+    name = parts[5][len("loadbalancer/") :]
+    return name if name and "/" not in name else None
+
+
+def _elbv2_arn(arn: str) -> str | None:
+    return arn if arn.startswith("arn:") and ":elasticloadbalancing:" in arn else None
+
+
+TAGS_FROM_TAGGING: Mapping[str, tuple[str, str, Callable[[str], str | None]]] = {
+    "elb:DescribeTags": ("LoadBalancerNames", "LoadBalancerName", _classic_lb_name),
+    "elbv2:DescribeTags": ("ResourceArns", "ResourceArn", _elbv2_arn),
 }
 
 # The entry that says a Kubernetes API server did not answer (:meth:`SharedReads.unreachable`): a fact of the run,
@@ -255,6 +282,31 @@ class SharedReads:
         self.served[call] += 1
         return {list_key: [decode(found[name]) for name in dict.fromkeys(ids)]}
 
+    def serve_tags(self, call: str, params: Any, key: str) -> Any | None:
+        """A load balancer tag read (:data:`TAGS_FROM_TAGGING`) answered from the given tagging-API answers, when
+        every load balancer asked is listed there; once per run, as :meth:`serve`. Tags are never static: after a
+        write nothing is answered this way."""
+        derived = TAGS_FROM_TAGGING.get(call)
+        if derived is None or not self.enabled or self.wrote or key in self._served_keys:
+            return None
+        id_param, id_field, identify = derived
+        ids = params.get(id_param) if isinstance(params, Mapping) and set(params) == {id_param} else None
+        if not isinstance(ids, list) or not ids:
+            return None
+        prefix = f"{self.scope}|{TAGGING_CALL}|"
+        found: dict[str, Any] = {}
+        for entry_key, entry in self._given.items():
+            if entry_key.startswith(prefix) and isinstance(entry.get("response"), dict):
+                for item in entry["response"].get("ResourceTagMappingList") or []:
+                    name = identify(str(item.get("ResourceARN", ""))) if isinstance(item, dict) else None
+                    if name in ids:
+                        found.setdefault(name, item.get("Tags") or [])
+        if not set(ids) <= set(found):
+            return None
+        self._served_keys.add(key)
+        self.served[call] += 1
+        return {"TagDescriptions": [{id_field: name, "Tags": decode(found[name])} for name in dict.fromkeys(ids)]}
+
     def record(self, call: str, key: str, response: Any) -> None:
         """This run's answer to ``key``, for the next run (only while it is still true: nothing written since)."""
         if self.enabled and not (self.wrote and call not in STATIC):
@@ -294,7 +346,8 @@ class SharedReads:
         key = self.key(call, {k: request.get(k) for k in ("url_path", "query_string", "body", "method")})
         answer = self.serve(call, key)
         if answer is None and isinstance(context, dict):
-            answer = self.serve_by_id(call, context.get("capa_params"), key)
+            params = context.get("capa_params")
+            answer = self.serve_by_id(call, params, key) or self.serve_tags(call, params, key)
         if isinstance(context, dict):
             # after-call is not given the request: it finds what it needs here
             context["capa_shared"] = (call, key, answer is not None)

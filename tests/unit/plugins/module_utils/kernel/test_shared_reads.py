@@ -237,3 +237,94 @@ def test_an_unreachable_api_server_is_known_to_the_next_runs_while_nothing_chang
     assert second.handed_forward(planned_change=False) == {}  # and it is not handed on
     clock.now += sr.MAX_AGE + 1
     assert sr.SharedReads(handed, scope="us-east-1|", clock=clock).unreachable("https://api:6443", "x") is None
+
+
+class ElbWire:
+    """The classic and v2 ELB APIs behind a session: ``DescribeTags`` answers with one tag per resource asked (so an
+    answer from the wire and one from the tagging API differ), and every request sent is kept."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def __call__(self, request, **_kw):
+        body = urllib.parse.parse_qs(request.body if isinstance(request.body, str) else request.body.decode())
+        action = body["Action"][0]
+        self.sent.append(action)
+        classic = "LoadBalancerNames.member.1" in body
+        member, field = ("LoadBalancerNames", "LoadBalancerName") if classic else ("ResourceArns", "ResourceArn")
+        asked = [v[0] for k, v in sorted(body.items()) if k.startswith(f"{member}.member.")]
+        items = "".join(
+            f"<member><{field}>{name}</{field}><Tags><member><Key>from</Key><Value>wire</Value></member></Tags>"
+            f"</member>"
+            for name in asked
+        )
+        version = "2012-06-01" if classic else "2015-12-01"
+        namespace = f"http://elasticloadbalancing.amazonaws.com/doc/{version}/"
+        text = (
+            f'<{action}Response xmlns="{namespace}"><{action}Result><TagDescriptions>{items}</TagDescriptions>'
+            f"</{action}Result></{action}Response>"
+        )
+        return AWSResponse(request.url, 200, {}, _Raw(text.encode()))
+
+
+def _tagging_answer(clock, scope="us-east-1|"):
+    """What the preflight's GetResources handed on: a classic and a v2 load balancer with all their tags."""
+    owned = {"Key": "sigs.k8s.io/cluster-api-provider-aws/cluster/c1", "Value": "owned"}
+    listed = [
+        {"ResourceARN": "arn:aws:elasticloadbalancing:us-east-1:1:loadbalancer/c1-apiserver", "Tags": [owned]},
+        {"ResourceARN": "arn:aws:elasticloadbalancing:us-east-1:1:loadbalancer/net/c1-nlb/abc", "Tags": [owned]},
+        {"ResourceARN": "arn:aws:ec2:us-east-1:1:vpc/vpc-1", "Tags": [owned]},
+    ]
+    key = f"{scope}|{sr.TAGGING_CALL}|{{}}"
+    return {key: {"taken": clock(), "call": sr.TAGGING_CALL, "response": {"ResourceTagMappingList": listed}}}
+
+
+def _elb_run(given, clock, service):
+    session = AwsSession("us-east-1", None, {"aws_access_key_id": "AKIAEXAMPLE", "aws_secret_access_key": "x"})
+    session.share_reads(sr.SharedReads(given, scope="us-east-1|", clock=clock))
+    client = session.client(service)
+    wire = ElbWire()
+    client.raw.meta.events.register("before-send", wire)
+    return session, client, wire
+
+
+def test_a_load_balancers_tags_are_answered_from_the_tagging_apis_answer_that_lists_it():
+    """capa_elb checks its load balancer's owner tag: the preflight's GetResources already listed it with every tag
+    it has, so a run that changes nothing asks ELB's DescribeTags no more."""
+    clock = Clock()
+    given = _tagging_answer(clock)
+    owned = [{"Key": "sigs.k8s.io/cluster-api-provider-aws/cluster/c1", "Value": "owned"}]
+
+    session, elb, wire = _elb_run(given, clock, "elb")
+    answer = elb.describe_tags(LoadBalancerNames=["c1-apiserver"])
+    assert answer["TagDescriptions"] == [{"LoadBalancerName": "c1-apiserver", "Tags": owned}]
+    assert wire.sent == [] and session.recorder.as_dict() == {}
+    assert dict(session.shared.served) == {"elb:DescribeTags": 1}
+    # The same read again (a poll), a name the tagging API did not list, a name with another: asked
+    elb.describe_tags(LoadBalancerNames=["c1-apiserver"])
+    elb.describe_tags(LoadBalancerNames=["other"])
+    assert elb.describe_tags(LoadBalancerNames=["c1-apiserver", "other"])["TagDescriptions"][0]["Tags"] == [
+        {"Key": "from", "Value": "wire"}
+    ]
+    assert wire.sent == ["DescribeTags"] * 3
+
+    session, elbv2, wire = _elb_run(given, clock, "elbv2")
+    arn = "arn:aws:elasticloadbalancing:us-east-1:1:loadbalancer/net/c1-nlb/abc"
+    assert elbv2.describe_tags(ResourceArns=[arn])["TagDescriptions"] == [{"ResourceArn": arn, "Tags": owned}]
+    assert wire.sent == []
+    # A v2 ARN is not a classic name: the classic API's read of "net/c1-nlb/abc" is asked
+    session, elb, wire = _elb_run(given, clock, "elb")
+    elb.describe_tags(LoadBalancerNames=["net"])
+    assert wire.sent == ["DescribeTags"]
+
+
+def test_tags_are_not_answered_from_the_tagging_api_after_a_write_or_in_another_region():
+    clock = Clock()
+    session, elb, wire = _elb_run(_tagging_answer(clock, scope="eu-west-1|"), clock, "elb")
+    elb.describe_tags(LoadBalancerNames=["c1-apiserver"])
+    assert wire.sent == ["DescribeTags"]
+
+    session, elb, wire = _elb_run(_tagging_answer(clock), clock, "elb")
+    session.shared.note_write()  # e.g. the tier just tagged it
+    elb.describe_tags(LoadBalancerNames=["c1-apiserver"])
+    assert wire.sent == ["DescribeTags"]
