@@ -298,8 +298,10 @@ class SharedReads:
         for entry_key, entry in self._given.items():
             if entry_key.startswith(prefix) and isinstance(entry.get("response"), dict):
                 for item in entry["response"].get("ResourceTagMappingList") or []:
-                    name = identify(str(item.get("ResourceARN", ""))) if isinstance(item, dict) else None
-                    if name in ids:
+                    if not isinstance(item, dict):
+                        continue
+                    name = identify(str(item.get("ResourceARN", "")))
+                    if name is not None and name in ids:
                         found.setdefault(name, item.get("Tags") or [])
         if not set(ids) <= set(found):
             return None
