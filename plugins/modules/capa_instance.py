@@ -22,7 +22,8 @@ description:
     what the group's machines run is refused after the describes, before any change."
   - The AMI is I(ami.id) or CAPA's lookup - the newest available HVM image of the instance type's architecture
     owned by I(ami.owner) whose name matches I(ami.name_format). The bastion looks up Canonical's newest Ubuntu 24.04
-    image instead. No image found is an error before anything changes.
+    image instead, and, as CAPA's, only when it is launched - a bastion is not replaced for a newer image, and a run
+    over an unchanged bastion makes no C(DescribeImages). No image found is an error before anything changes.
   - A machine whose template hash (AMI, instance type, root volume, key, profile, security groups, spot, tenancy,
     placement group, public IP, bootstrap settings) differs from the group's is outdated and replaced by a rolling
     update - never more than I(replicas) + I(rollout.max_surge) machines and never fewer than

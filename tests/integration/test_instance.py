@@ -454,6 +454,41 @@ def test_bastion_gets_canonical_ubuntu_in_the_first_public_subnet(aws, run_modul
     assert BOOTSTRAP_TAG not in _tags(instance["Tags"])
 
 
+OLDER_CANONICAL_X86 = "ami-6e6d1c0c6c8881413"  # tools/moto_amis.json: Ubuntu 24.04 amd64 a month before the newest
+
+
+def test_a_bastion_keeps_its_image_when_a_newer_one_is_published_and_rolls_when_its_definition_changes(
+    aws, run_module, network
+):
+    """CAPA looks a bastion's image up when it creates it and never replaces it for a newer one. Here the bastion
+    runs the older of two Canonical images (given by id at first); once the id is no longer given, the lookup would
+    find the newer one, yet the bastion stays - and its run asks no DescribeImages. A changed instance type rolls it
+    onto the lookup's image."""
+    bastion = {
+        "cluster_name": CLUSTER,
+        "name": "bastion",
+        "role": "bastion",
+        "subnets": network["subnets"],
+        "security_group_ids": [network["groups"]["node"]["id"]],
+    }
+    first = run_ok(run_module, {**bastion, "ami": {"id": OLDER_CANONICAL_X86}})
+    assert first["ami_id"] == OLDER_CANONICAL_X86
+    (before,) = _instances(aws, "bastion")
+
+    aws.reset_requests()
+    kept = run_ok(run_module, bastion)
+    assert not kept["changed"] and kept["plan"] == [] and aws.mutating_requests() == []
+    assert kept["ami_id"] == OLDER_CANONICAL_X86 and "ec2:DescribeImages" not in kept["api_calls"], kept["api_calls"]
+    assert [i["InstanceId"] for i in _instances(aws, "bastion")] == [before["InstanceId"]]
+
+    rolled = run_ok(run_module, {**bastion, "instance_type": "t3.small"})
+    assert rolled["changed"] and rolled["ami_id"] == LATEST_CANONICAL_X86
+    (after,) = _instances(aws, "bastion")
+    assert after["InstanceId"] != before["InstanceId"] and after["ImageId"] == LATEST_CANONICAL_X86
+    again = run_ok(run_module, {**bastion, "instance_type": "t3.small"})
+    assert not again["changed"] and "ec2:DescribeImages" not in again["api_calls"]
+
+
 BAD_INPUTS = [
     ({"role": "control-plane", "replicas": 2}, "replicas"),
     ({"rollout": {"max_surge": 0, "max_unavailable": 0}}, "rollout"),

@@ -227,6 +227,22 @@ class GroupSpec:
         }
 
 
+def kept_bastion_image(spec: GroupSpec, live: Sequence[Machine]) -> Image | None:
+    """The image a bastion keeps: the one its instance runs, while its definition with that image is the spec's.
+
+    CAPA looks the bastion's image up only when it creates the bastion and never replaces a bastion for a newer
+    image (a Canonical release a week): neither does the bastion group, and so a run over an unchanged bastion makes
+    no ``DescribeImages``. A bastion whose definition changed (its type, volume, key, groups; ``ami.id`` given) is
+    resolved as any machine is and rolled; None then, and for every other group - a machine group's image is part of
+    its definition as the lookup finds it.
+    """
+    if not spec.machine.bastion or spec.machine.ami.id or len(live) != 1 or not live[0].image_id:
+        return None
+    machine = live[0]
+    image = Image(machine.image_id or "", "", "", None, machine.architecture or "x86_64")
+    return image if machine.template_hash == template_hash(spec.definition(image)) else None
+
+
 # validation (pure, before any AWS call) ----------------------------------------------------------------------------
 def validate(spec: GroupSpec, region: str | None) -> None:
     if not GROUP_NAME.match(spec.name) or len(spec.name) > GROUP_NAME_MAX:
@@ -608,6 +624,7 @@ class GroupRun:
     health: Remediation = field(default_factory=Remediation)
     names: dict[str, str] = field(default_factory=dict)
     cluster_running: list[str] = field(default_factory=list)  # the cluster's running instances (all groups)
+    image_kept: bool = False  # the image is the one the bastion runs (kept_bastion_image), not a lookup's
 
     def __post_init__(self) -> None:
         self.boot = NodeBootstrap(self.ctx, self.spec.machine)
@@ -620,8 +637,13 @@ class GroupRun:
             running = [m.tags.get(VERSION_TAG, "") for m in live]
             check_upgrade_step([v for v in running if v], self.spec.machine.kubernetes_version or "")
         if self.spec.replicas or live:
-            seen = seen_architecture(((m.instance_type, m.architecture) for m in live), self.spec.machine.instance_type)
-            self.image = resolve_image(self.ctx, self.spec.machine, seen)
+            self.image = kept_bastion_image(self.spec, live)
+            self.image_kept = self.image is not None
+            if self.image is None:
+                seen = seen_architecture(
+                    ((m.instance_type, m.architecture) for m in live), self.spec.machine.instance_type
+                )
+                self.image = resolve_image(self.ctx, self.spec.machine, seen)
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash
@@ -777,6 +799,13 @@ class GroupRun:
         ctx, spec, machine_spec = self.ctx, self.spec, self.spec.machine
         if self.image is None:
             raise ReconcileError("no AMI was resolved before launching (a bug)")
+        if self.image_kept:
+            # A bastion launched again (its instance was unhealthy or gone) takes today's lookup, as CAPA's creation
+            # does; the new machine's definition is the one with that image.
+            live_types = ((m.instance_type, m.architecture) for m in self.machines if not m.leaving)
+            seen = seen_architecture(live_types, machine_spec.instance_type)
+            self.image, self.image_kept = resolve_image(ctx, machine_spec, seen), False
+            self.group_hash = template_hash(spec.definition(self.image))
         live = [m for m in self.machines if not m.leaving]
         zone = choose_zone(self.machines, spec.failure_domains)
         subnet = subnet_for_zone(spec.subnets, zone, spec.public_ip) or {}
