@@ -179,6 +179,10 @@ it more lenient than AWS)
     type ``elasticloadbalancing:loadbalancer`` (ARN ``...:loadbalancer/<name>``); moto files them under
     ``elb:loadbalancer``, so a ``ResourceTypeFilters`` of AWS's type never found one. The type is now AWS's.
 
+20. Elastic IPs and launch templates in the tagging API: AWS's ``GetResources`` lists them (resource types
+    ``ec2:elastic-ip``, ARN ``...:elastic-ip/<allocation id>``, and ``ec2:launch-template``, ARN
+    ``...:launch-template/<id>``); moto's EC2 backend leaves both out of what it walks.
+
 Fault injection (tests only)
 ----------------------------
 ``FaultInjector`` sits in front of everything and is off until a test posts a configuration to
@@ -765,6 +769,7 @@ def apply_moto_fixes(without: tuple[str, ...] = ()) -> list[str]:
         "iam-backends-on-demand": _fix_iam_backends_on_demand,
         "launch-template-instance-profile": _fix_launch_template_instance_profile,
         "tagging-classic-elb": _fix_tagging_classic_elb,
+        "tagging-ec2-addresses-templates": _fix_tagging_ec2_addresses_templates,
     }
     applied: list[str] = []
     for name, fix in fixes.items():
@@ -1500,6 +1505,34 @@ def _fix_tagging_classic_elb() -> list[str]:
     iter_tagged_resources._capa_fixed = True  # type: ignore[attr-defined]
     ELBBackend.iter_tagged_resources = iter_tagged_resources  # type: ignore[method-assign]
     return ["tagging-classic-elb"]
+
+
+def _fix_tagging_ec2_addresses_templates() -> list[str]:
+    """Fix 20: Elastic IPs (``ec2:elastic-ip``) and launch templates (``ec2:launch-template``) in ``GetResources``."""
+    from moto.core.resource_tagging import TaggedResource
+    from moto.ec2.models import EC2Backend
+
+    original = EC2Backend.iter_tagged_resources
+    if getattr(original, "_capa_fixed", False):
+        return ["tagging-ec2-addresses-templates"]
+
+    def iter_tagged_resources(self: Any) -> Any:
+        yield from original(self)
+        kinds = (
+            ("elastic-ip", [a.allocation_id for a in self.addresses if a.allocation_id]),
+            ("launch-template", list(self.launch_templates)),
+        )
+        for kind, ids in kinds:
+            for resource_id in ids:
+                yield TaggedResource(
+                    arn=f"arn:{self.partition}:ec2:{self.region_name}:{self.account_id}:{kind}/{resource_id}",
+                    tags=dict(self.tags.get(resource_id, {})),
+                    resource_type=f"ec2:{kind}",
+                )
+
+    iter_tagged_resources._capa_fixed = True  # type: ignore[attr-defined]
+    EC2Backend.iter_tagged_resources = iter_tagged_resources  # type: ignore[method-assign]
+    return ["tagging-ec2-addresses-templates"]
 
 
 # --------------------------------------------------------------------------------------

@@ -189,6 +189,8 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     # The instance types' architectures are what the machines already show (ami.seen_architecture): not asked.
     # The bastion keeps the image it runs (machines/instance.kept_bastion_image): its lookup is not asked either.
     assert counted["ec2:DescribeImages"] == 1, counted
+    # The Elastic IPs: read to create a NAT gateway only; the status has them from the gateways and the tagging API.
+    assert counted["ec2:DescribeAddresses"] == 0, counted
     assert counted["ec2:DescribeInstanceTypes"] == 0, counted
     # Nor the zones: the default layout's subnets use as many as it allows, so they are its zones
     # (network/subnet.zones_known). The status asks for the subnets of the VPC, capa_subnet's own question.

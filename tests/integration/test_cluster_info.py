@@ -27,7 +27,8 @@ EXPECTED_CALLS = {
     "ec2:DescribeSubnets": 1,
     "ec2:DescribeRouteTables": 1,
     "ec2:DescribeNatGateways": 1,
-    "ec2:DescribeAddresses": 1,
+    # No DescribeAddresses: each Elastic IP the cluster owns is a NAT gateway's, whose answer has its public IP, and
+    # the tagging API's has its tags (cluster_info._fetch_elastic_ips).
     "ec2:DescribeSecurityGroups": 1,
     "ec2:DescribeInstances": 1,
     "elb:DescribeLoadBalancers": 1,
@@ -99,6 +100,12 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
     assert result["api_calls"] == EXPECTED_CALLS
     server_side = sorted(f"{r['service']}:{r['operation']}" for r in aws.requests())
     assert len(server_side) == sum(EXPECTED_CALLS.values()), server_side
+    # ... and the addresses are what AWS's own answer says of them.
+    addresses = {a["AllocationId"]: a for a in aws.client("ec2").describe_addresses()["Addresses"]}
+    assert {e["id"]: e["public_ip"] for e in result["resources"]["elastic_ip"]} == {
+        i: a["PublicIp"] for i, a in addresses.items()
+    }
+    assert all(e["role"] == "common" for e in result["resources"]["elastic_ip"])
 
     # Check mode reads the same and reports the same.
     assert info(run_module, aws, check=True)["counts"] == counts
@@ -133,6 +140,9 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
         for s in ec2.describe_subnets(Filters=[{"Name": f"tag:{ROLE}", "Values": ["public"]}])["Subnets"]
         if s["SubnetId"] != extra_subnet
     ]
+    stray_address = ec2.allocate_address(
+        Domain="vpc", TagSpecifications=tag_spec("elastic-ip", {OWNER: "owned", ROLE: "common", "Name": "stray"})
+    )["AllocationId"]
     aws.client("elb").create_load_balancer(
         LoadBalancerName="a1b2c3service",
         Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 80, "InstancePort": 30080}],
@@ -145,7 +155,10 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
     result = info(run_module, aws, limits={"elb:DescribeLoadBalancers": 2})
     assert result["api_calls"]["elb:DescribeLoadBalancers"] == 2
     orphans = {o["id"]: o for o in result["orphans"]}
-    assert set(orphans) == {extra_subnet, extra_group, stray_instance}, result["orphans"]
+    assert set(orphans) == {extra_subnet, extra_group, stray_instance, stray_address}, result["orphans"]
+    # An Elastic IP no NAT gateway holds: the addresses are described (AWS's own answer), and it is an orphan.
+    assert result["api_calls"]["ec2:DescribeAddresses"] == 1
+    assert orphans[stray_address]["reason"] == "allocated for a NAT gateway, used by none"
     assert orphans[extra_subnet]["kind"] == "subnet"
     assert "default layout" in orphans[extra_subnet]["reason"]
     assert orphans[extra_group]["reason"].startswith("role 'extra'")

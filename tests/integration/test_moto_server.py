@@ -364,6 +364,32 @@ def test_tagging_api_files_classic_load_balancers_under_aws_type(aws):
     assert [r["ResourceARN"].split(":", 5)[5] for r in found] == ["loadbalancer/tagged"]
 
 
+def test_tagging_api_lists_elastic_ips_and_launch_templates(aws):
+    """Fix 20: ``ec2:elastic-ip`` and ``ec2:launch-template`` find Elastic IPs and launch templates by their tags, as
+    on AWS (with all their tags)."""
+    ec2 = aws.client("ec2")
+    tagged = [{"Key": "k", "Value": "v"}, {"Key": "Name", "Value": "x"}]
+    ip = ec2.allocate_address(Domain="vpc", TagSpecifications=[{"ResourceType": "elastic-ip", "Tags": tagged}])[
+        "AllocationId"
+    ]
+    ec2.allocate_address(
+        Domain="vpc", TagSpecifications=[{"ResourceType": "elastic-ip", "Tags": [{"Key": "k", "Value": "w"}]}]
+    )
+    template = ec2.create_launch_template(
+        LaunchTemplateName="lt",
+        LaunchTemplateData={"InstanceType": "t3.micro"},
+        TagSpecifications=[{"ResourceType": "launch-template", "Tags": tagged}],
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    found = aws.client("resourcegroupstaggingapi").get_resources(
+        TagFilters=[{"Key": "k", "Values": ["v"]}], ResourceTypeFilters=["ec2:elastic-ip", "ec2:launch-template"]
+    )["ResourceTagMappingList"]
+    assert sorted(r["ResourceARN"].split(":", 5)[5] for r in found) == [
+        f"elastic-ip/{ip}",
+        f"launch-template/{template}",
+    ]
+    assert all(sorted(t["Key"] for t in r["Tags"]) == ["Name", "k"] for r in found)
+
+
 def test_describe_cluster_versions_filters_and_pages(aws):
     """Fix 11: DescribeClusterVersions (moto answers 404) - the offered versions, by filter and page."""
     eks = aws.client("eks")

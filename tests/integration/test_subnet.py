@@ -12,8 +12,9 @@ CCM = f"kubernetes.io/cluster/{CLUSTER}"
 MODULE = "clusterapi.aws.capa_subnet"
 OWNED_FILTER = [{"Name": f"tag:{OWNER}", "Values": ["owned"]}]
 # No zones: the default layout's subnets exist in as many zones as it allows, so they are its zones.
+# No Elastic IPs either: as CAPA, they are read to create a NAT gateway (or to carry a tag change of the cluster's
+# to its gateways' addresses); a gateway's own answer has its address.
 NOOP_DESCRIBES = {
-    "ec2:DescribeAddresses": 1,
     "ec2:DescribeNatGateways": 1,
     "ec2:DescribeRouteTables": 1,
     "ec2:DescribeSubnets": 1,

@@ -313,8 +313,44 @@ def _fetch_instances(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
 def _fetch_nat_gateways(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     # Asked in every state, as the network tier asks (kernel/shared_reads.py: one request on a run that changes
     # nothing); deleted ones stay visible for about an hour and are history, not resources.
-    found = describe_kind(ctx, "nat_gateway", scope.owner_filter())
-    return [nat for nat in found if nat.get("State") in LIVE_NAT_STATES]
+    if "nat_gateways" not in scope.shared:
+        found = describe_kind(ctx, "nat_gateway", scope.owner_filter())
+        scope.shared["nat_gateways"] = [nat for nat in found if nat.get("State") in LIVE_NAT_STATES]
+    return scope.shared["nat_gateways"]
+
+
+def _fetch_elastic_ips(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """The cluster's Elastic IPs, without a request when each is a live NAT gateway's: the tagging API's answer (the
+    preflight's request) lists every one the cluster owns with all its tags, and each NAT gateway its addresses with
+    their public IP and association - what ``DescribeAddresses`` would say of them.
+
+    An owned address no live NAT gateway holds (freed, leaked, its gateway deleting), or a gateway's address the
+    tagging API does not list (not the cluster's, or just allocated: that API is eventually consistent), makes the
+    describe, as before: then the answer is AWS's own.
+    """
+    tagged = {
+        arn_parts(r["ResourceARN"])[1].split("/", 1)[1]: r
+        for r in _tagged(ctx, scope)
+        if arn_parts(r["ResourceARN"])[1].startswith("elastic-ip/")
+    }
+    held = {
+        address["AllocationId"]: address
+        for nat in _fetch_nat_gateways(ctx, scope)
+        for address in nat.get("NatGatewayAddresses") or []
+        if address.get("AllocationId")
+    }
+    if set(tagged) != set(held):
+        return describe_kind(ctx, "elastic_ip", scope.owner_filter())
+    return [
+        {
+            "AllocationId": allocation,
+            "PublicIp": address.get("PublicIp"),
+            "AssociationId": address.get("AssociationId"),
+            "Domain": "vpc",
+            "Tags": tagged[allocation].get("Tags") or [],
+        }
+        for allocation, address in sorted(held.items())
+    ]
 
 
 def _fetch_asgs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
@@ -492,7 +528,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "elastic_ip",
-        _ec2("elastic_ip", Scope.owner_filter),
+        _fetch_elastic_ips,
         _ec2_id("elastic_ip"),
         fields=lambda r: {"public_ip": r.get("PublicIp"), "association_id": r.get("AssociationId")},
     ),

@@ -248,7 +248,7 @@ class Observed:
     states: list[SubnetState]
     unassociated_tables: list[RouteTable] = field(default_factory=list)  # ours, left by an interrupted run
     nats: list[NatGateway] = field(default_factory=list)  # live ones
-    addresses: list[Address] = field(default_factory=list)
+    addresses: list[Address] | None = None  # the cluster's Elastic IPs, read only when a run needs them
 
     @property
     def zones(self) -> list[str]:
@@ -278,17 +278,26 @@ def observe(ctx: Context, spec: SubnetSpec) -> Observed:
 
 
 def observe_egress(ctx: Context, observed: Observed) -> None:
-    """The NAT gateways and Elastic IPs of a managed VPC, read once the network's shape passed its checks."""
+    """The NAT gateways of a managed VPC, read once the network's shape passed its checks. The Elastic IPs are read
+    when a run needs them (:func:`cluster_addresses`): as CAPA, to create a NAT gateway; and to carry a tag change
+    of the cluster's to its gateways' addresses. A gateway's own answer has its address and public IP."""
     vpc = observed.vpc
     if not vpc.managed or vpc.planned:
+        observed.addresses = []  # a planned VPC's gateways take new addresses; an unmanaged one gets none
         return
     # The cluster's NAT gateways wherever they are, this VPC's picked here: the status read-back's request, so a
     # run that changes nothing asks it once (kernel/shared_reads.py).
     nats = describe(ctx, "describe_nat_gateways", "NatGateways", Filter=ctx.owner_filters())
     here = [NatGateway.from_aws(n) for n in nats if n.get("VpcId") == vpc.id]
     observed.nats = [n for n in here if n.live]
-    addresses = describe(ctx, "describe_addresses", "Addresses", Filters=ctx.owner_filters())
-    observed.addresses = [Address.from_aws(a) for a in addresses]
+
+
+def cluster_addresses(ctx: Context, observed: Observed) -> list[Address]:
+    """The cluster's Elastic IPs (one describe, on the first need of the run)."""
+    if observed.addresses is None:
+        addresses = describe(ctx, "describe_addresses", "Addresses", Filters=ctx.owner_filters())
+        observed.addresses = [Address.from_aws(a) for a in addresses]
+    return observed.addresses
 
 
 def _vpc(ctx: Context, spec: SubnetSpec) -> VpcView:
@@ -635,8 +644,12 @@ class _Build:
                 observed.nats.append(nat)
             else:
                 free.remove(nat)
-                repair_tags(self.ctx, "ec2", nat.id, name, nat.tags, self.ctx.tags(ROLE_COMMON, name))
-                self._repair_address_tags(observed, nat)
+                tags = repair_tags(self.ctx, "ec2", nat.id, name, nat.tags, self.ctx.tags(ROLE_COMMON, name))
+                if tags != nat.tags:
+                    # The cluster's tags changed (additional_tags): its gateway's addresses follow. CAPA repairs
+                    # the gateway's tags alone; an address's own drift is left, so a run that changes nothing
+                    # reads no Elastic IPs.
+                    self._repair_address_tags(observed, nat)
             if nat.state != "available" and not is_placeholder(nat.id):
                 waiting.append(nat.id)
             nat_by_zone[slot.availability_zone] = nat.id
@@ -661,15 +674,18 @@ class _Build:
         """The Elastic IPs of a kept NAT gateway are the cluster's too: their tags follow the spec."""
         name = eip_name(self.ctx.cluster)
         in_use = {a.allocation_id for a in nat.addresses}
-        for index, address in enumerate(observed.addresses):
+        addresses = cluster_addresses(self.ctx, observed)
+        for index, address in enumerate(addresses):
             if address.allocation_id in in_use:
                 tags = repair_tags(
                     self.ctx, "ec2", address.allocation_id, name, address.tags, self.ctx.tags(ROLE_COMMON, name)
                 )
-                observed.addresses[index] = replace(address, tags=tags)
+                addresses[index] = replace(address, tags=tags)
 
     def _create_nat(self, observed: Observed, subnet: SubnetState) -> NatGateway:
-        address = free_address(observed.addresses, observed.nats) or self._allocate_address(observed, subnet.zone)
+        address = free_address(cluster_addresses(self.ctx, observed), observed.nats) or self._allocate_address(
+            observed, subnet.zone
+        )
         name = nat_gateway_name(self.ctx.cluster)
         tags = self.ctx.tags(ROLE_COMMON, name)
         created = self.ctx.ops.call(
@@ -700,7 +716,7 @@ class _Build:
             TagSpecifications=tag_specifications("elastic-ip", tags),
         )
         address = Address(allocated["AllocationId"], allocated.get("PublicIp"), None, dict(tags))
-        observed.addresses.append(address)
+        cluster_addresses(self.ctx, observed).append(address)
         return address
 
     # route tables ----------------------------------------------------------------------------------------------
@@ -958,7 +974,7 @@ def nat_view(nat: NatGateway, addresses: Sequence[Address], zone_of_subnet: Mapp
 def summary(cluster: str, observed: Observed, observed_only: bool = False) -> dict[str, Any]:
     """The tier's result: subnets (as observed, or as the run left them), NAT gateways and their IPs, the zones."""
     subnets = [subnet_view(cluster, s.observed, None if observed_only else s) for s in observed.states if s.observed]
-    nat_list = [nat_view(n, observed.addresses, observed.zone_of_subnet()) for n in observed.nats]
+    nat_list = [nat_view(n, observed.addresses or [], observed.zone_of_subnet()) for n in observed.nats]
     return {
         "subnets": subnets,
         "nat_gateways": nat_list,
