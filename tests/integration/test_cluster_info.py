@@ -33,7 +33,7 @@ EXPECTED_CALLS = {
     "ec2:DescribeInstances": 1,
     "elb:DescribeLoadBalancers": 1,
     "autoscaling:DescribeAutoScalingGroups": 1,
-    "ec2:DescribeLaunchTemplates": 1,
+    # No DescribeLaunchTemplates: the spec has no machine pools and the tagging API lists no launch template.
     "resourcegroupstaggingapi:GetResources": 2,  # CAPA's tag, then the cloud provider's (v2 LBs, target groups)
 }
 
@@ -140,6 +140,11 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
         for s in ec2.describe_subnets(Filters=[{"Name": f"tag:{ROLE}", "Values": ["public"]}])["Subnets"]
         if s["SubnetId"] != extra_subnet
     ]
+    stray_template = ec2.create_launch_template(
+        LaunchTemplateName="mp-gone",
+        LaunchTemplateData={"InstanceType": "t3.micro"},
+        TagSpecifications=tag_spec("launch-template", {OWNER: "owned", ROLE: "node"}),
+    )["LaunchTemplate"]["LaunchTemplateId"]
     stray_address = ec2.allocate_address(
         Domain="vpc", TagSpecifications=tag_spec("elastic-ip", {OWNER: "owned", ROLE: "common", "Name": "stray"})
     )["AllocationId"]
@@ -155,7 +160,10 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
     result = info(run_module, aws, limits={"elb:DescribeLoadBalancers": 2})
     assert result["api_calls"]["elb:DescribeLoadBalancers"] == 2
     orphans = {o["id"]: o for o in result["orphans"]}
-    assert set(orphans) == {extra_subnet, extra_group, stray_instance, stray_address}, result["orphans"]
+    assert set(orphans) == {extra_subnet, extra_group, stray_instance, stray_address, stray_template}, result["orphans"]
+    # A launch template the tagging API lists: described (its latest version is the status's), and an orphan.
+    assert result["api_calls"]["ec2:DescribeLaunchTemplates"] == 1
+    assert orphans[stray_template]["reason"] == "machine pool 'mp-gone' is not in the spec"
     # An Elastic IP no NAT gateway holds: the addresses are described (AWS's own answer), and it is an orphan.
     assert result["api_calls"]["ec2:DescribeAddresses"] == 1
     assert orphans[stray_address]["reason"] == "allocated for a NAT gateway, used by none"

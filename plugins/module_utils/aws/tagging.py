@@ -34,15 +34,16 @@ def tagged_resources(ctx: Context, key: str, values: Sequence[str], types: Seque
 
 
 # What the collection finds of a cluster through the tagging API, by CAPA's owner tag: the preflight's existence
-# check (VPC, subnets, NAT gateways, instances, EKS) and the status read-back's Elastic IPs, load balancers, target
-# groups, bootstrap secrets and parameters; the load balancer tier's tags come from it too. One question for all,
-# so a run that changes nothing asks it once (kernel/shared_reads.py); each reader picks the kinds it counts from
-# the ARNs.
+# check (VPC, subnets, NAT gateways, instances, EKS) and the status read-back's Elastic IPs, launch templates, load
+# balancers, target groups, bootstrap secrets and parameters; the load balancer tier's tags come from it too. One
+# question for all, so a run that changes nothing asks it once (kernel/shared_reads.py); each reader picks the
+# kinds it counts from the ARNs.
 OWNED_TYPES = (
     "ec2:vpc",
     "ec2:subnet",
     "ec2:natgateway",
     "ec2:elastic-ip",
+    "ec2:launch-template",
     "ec2:instance",
     "eks:cluster",
     "eks:nodegroup",

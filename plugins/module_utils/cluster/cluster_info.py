@@ -319,6 +319,17 @@ def _fetch_nat_gateways(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     return scope.shared["nat_gateways"]
 
 
+def _fetch_launch_templates(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """The cluster's launch templates (the pool tier's request). A spec without machine pools has them only as
+    orphans: when the tagging API's answer (the preflight's request) lists none, there is none to describe. With
+    pools they are always read: a template just created can be missing from that eventually consistent API for a
+    while, and a pool's status must not say so."""
+    listed = any(arn_parts(r["ResourceARN"])[1].startswith("launch-template/") for r in _tagged(ctx, scope))
+    if not listed and not scope.shared.get("pools"):
+        return []
+    return describe_kind(ctx, "launch_template", scope.owner_filter())
+
+
 def _fetch_elastic_ips(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     """The cluster's Elastic IPs, without a request when each is a live NAT gateway's: the tagging API's answer (the
     preflight's request) lists every one the cluster owns with all its tags, and each NAT gateway its addresses with
@@ -592,7 +603,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "launch_template",
-        _ec2("launch_template", Scope.owner_filter),
+        _fetch_launch_templates,
         _ec2_id("launch_template"),
         fields=lambda r: {"latest_version": r.get("LatestVersionNumber")},
         name_of=lambda r: r.get("LaunchTemplateName"),
@@ -1145,6 +1156,7 @@ class ClusterInfoTier:
         view = request.view
         scope = Scope(cluster=ctx.cluster, byo_vpc_id=view.byo_vpc_id)
         scope.shared["lb_name"] = view.classic_lb_name
+        scope.shared["pools"] = bool(view.pools)
         if view.lb_type == "external":
             scope.shared["external_lb"] = view.lb_name
         raw = observe(ctx, scope)
