@@ -477,6 +477,11 @@ def test_machine_pools_life(aws, run_playbook, tmp_path):
     again = run_playbook(SITE, inventory=inventory)
     assert again.stats["mp-it"]["changed"] == 0, [t.name for t in again.changed_tasks]
     assert aws.mutating_requests() == []
+    # The pools' instance types: their architectures are what their instances show, among the cluster's instances
+    # the machine groups described (machines/ami.pool_architecture): not asked.
+    counted = Counter(f"{r['service']}:{r['operation']}" for r in aws.requests())
+    asked = [t.name for t in aws_tasks(again) if "ec2:DescribeInstanceTypes" in t.result["api_calls"]]
+    assert counted["ec2:DescribeInstanceTypes"] == 0, asked
 
     run_playbook(DELETE, inventory=inventory)
     assert autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["mp-it-asg"])["AutoScalingGroups"] == []

@@ -20,6 +20,7 @@ from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kernel.operations import is_placeholder
 from ..kernel.resources import BY_NAME, Ec2Kind
+from ..kernel.shared_reads import NotShared
 from ..kernel.tags import tags_to_dict
 from ..kernel.waiting import Backoff, wait_until
 from .errors import error_code, error_message, is_not_found, missing_as_none
@@ -56,6 +57,22 @@ def cluster_instances_request(ctx: Context) -> dict[str, Any]:
     the same for 2 machines and for 200."""
     states = list(LIVE_INSTANCE_STATES)
     return {"Filters": ctx.owner_filters() + [{"Name": "instance-state-name", "Values": states}], "MaxResults": 1000}
+
+
+def cluster_instances_if_read(ctx: Context) -> list[dict[str, Any]] | None:
+    """The cluster's instances as an earlier step of the chain described them (:func:`cluster_instances_request`),
+    without a request: None when none did, or the run is not part of a chain (``kernel/shared_reads.py``,
+    ``SharedReads.only_served``). For what a run would not ask AWS for on its own."""
+    shared = ctx.session.shared
+    if shared is None:
+        return None
+    request = cluster_instances_request(ctx)
+    try:
+        with shared.only_served():
+            reservations = describe_kind(ctx, "instance", request["Filters"], MaxResults=request["MaxResults"])
+    except NotShared:
+        return None
+    return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
 
 
 def wait_for_leaving_instances(ctx: Context, filters: list[dict[str, Any]], what: str) -> None:

@@ -87,8 +87,10 @@ class ApiCallRecorder:
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
         # Calls answered by an earlier run's identical read (kernel/shared_reads.py) pass before-parameter-build
-        # too, but send nothing: they are counted there and taken off here.
+        # too, but send nothing: they are counted there and taken off here - as are those asked of the shared reads
+        # alone that found nothing there (SharedReads.only_served: nothing was sent).
         self.served: collections.Counter[str] = collections.Counter()
+        self.unsent: collections.Counter[str] = collections.Counter()
 
     def attach(self, session: Any) -> None:
         session.events.register("before-parameter-build", self._record)
@@ -103,7 +105,7 @@ class ApiCallRecorder:
         self.counts[name] += 1
 
     def as_dict(self) -> dict[str, int]:
-        sent = self.counts - self.served
+        sent = self.counts - self.served - self.unsent
         return dict(sorted(sent.items()))
 
     def mutating(self) -> dict[str, int]:
@@ -331,6 +333,7 @@ class AwsSession:
         """Answer reads from ``shared`` (an earlier run's identical requests) and record this run's for the next."""
         self.shared = shared
         self.recorder.served = shared.served
+        self.recorder.unsent = shared.unsent
         shared.attach(self._session.events)
 
     def client(self, service: str, region: str | None = None) -> RetryingClient:

@@ -23,6 +23,9 @@ the same idea at the boundary a playbook has, between two module runs:
   hands on everything (what it was given and what it read) - exactly where the reads repeat;
 * only descriptions of infrastructure are shared (:func:`shareable`): never a secret's value, a launch template's
   user data or an instance attribute, so the handed-forward data can sit in a host fact and a task's result;
+* a read may be asked of the given reads alone (:meth:`SharedReads.only_served`): answered when an earlier run of
+  the chain made it, :class:`NotShared` raised - and nothing sent - otherwise. A run uses it for what it would not
+  ask AWS for (a pool's architecture from the cluster's instances, which a machine group already described);
 * a Kubernetes API server a run could not reach is handed on as that fact (:meth:`SharedReads.unreachable`): while
   nothing is written, the steps after it fail every request to it at once, in the same words, instead of each
   reading the cluster PKI, minting a certificate and waiting out a connect timeout.
@@ -36,11 +39,12 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import datetime
 import json
 import time
 import zlib
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 if TYPE_CHECKING:
     from typing import TypeGuard  # Python 3.10; only the type checker reads it
@@ -212,6 +216,10 @@ def decode(value: Any) -> Any:
     return value
 
 
+class NotShared(Exception):
+    """A read asked of the given reads alone (:meth:`SharedReads.only_served`) that no earlier run made."""
+
+
 class SharedReads:
     """One run's side of the hand-over: what it was given, what it served from that, what it read itself."""
 
@@ -228,7 +236,9 @@ class SharedReads:
         self._read: dict[str, dict[str, Any]] = {}
         self._served_keys: set[str] = set()
         self.served: collections.Counter[str] = collections.Counter()
+        self.unsent: collections.Counter[str] = collections.Counter()  # asked of the given reads alone, not there
         self.wrote = False
+        self._only_served = False
 
     # any client's side ---------------------------------------------------------------------------------------
     def serve(self, call: str, key: str) -> Any | None:
@@ -241,6 +251,16 @@ class SharedReads:
         self._served_keys.add(key)
         self.served[call] += 1
         return decode(entry["response"])
+
+    @contextlib.contextmanager
+    def only_served(self) -> Iterator[None]:
+        """Inside, a read is answered from the given reads or not at all: :class:`NotShared` is raised before
+        anything is sent (and it is not counted as a request). For a question a run would not ask AWS on its own."""
+        self._only_served = True
+        try:
+            yield
+        finally:
+            self._only_served = False
 
     def unreachable(self, target: str, call: str) -> str | None:
         """Why an earlier run of the chain could not reach the API server ``target`` (its words), while nothing was
@@ -340,6 +360,8 @@ class SharedReads:
             return None
         service, operation = model.service_model.service_name, model.name
         if not shareable(service, operation):
+            if self._only_served:
+                self._withhold(f"{service}:{operation}")
             if not operation.startswith(("Describe", "List", "Get", "Head")):
                 self.note_write()
             return None
@@ -354,8 +376,14 @@ class SharedReads:
             # after-call is not given the request: it finds what it needs here
             context["capa_shared"] = (call, key, answer is not None)
         if answer is None:
+            if self._only_served:
+                self._withhold(call)
             return None
         return AWSResponse(None, 200, {}, None), answer
+
+    def _withhold(self, call: str) -> None:
+        self.unsent[call] += 1
+        raise NotShared(call)
 
     def _after_call(self, http_response: Any = None, parsed: Any = None, context: Any = None, **_kw: Any) -> None:
         shared = context.get("capa_shared") if isinstance(context, dict) else None

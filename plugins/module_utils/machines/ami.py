@@ -8,7 +8,8 @@ lookup does); otherwise CAPA's lookup - the newest available HVM image of the in
 by ``owner`` whose name matches the name format with the base OS and the Kubernetes version filled in. The bastion
 looks up Canonical's Ubuntu 24.04 by description instead. One ``DescribeInstanceTypes`` and one ``DescribeImages``
 per run (plus one ``GetParameters`` for the EKS image), whatever the size of the group; none of the first when the
-caller already knows the architecture (a running machine of the same instance type shows it: :func:`seen_architecture`).
+caller already knows the architecture (a running machine of the same instance type shows it: :func:`seen_architecture`;
+a pool's machines, among the cluster's instances an earlier step of the chain described: :func:`pool_architecture`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ try:
 except ImportError:
     pass
 
+from ..aws.ec2 import cluster_instances_if_read, tags_of
 from ..aws.errors import error_code, missing_as_none
 from ..aws.ssm import parameter_values
 from ..kernel.context import Context
@@ -92,6 +94,17 @@ def seen_architecture(instances: Iterable[tuple[str | None, str | None]], instan
     """
     seen = {arch for kind, arch in instances if kind == instance_type and arch in ARCHITECTURES}
     return seen.pop() if len(seen) == 1 else None
+
+
+def pool_architecture(ctx: Context, tag_key: str, pool: str, instance_type: str | None) -> str | None:
+    """The architecture a pool's instances (tagged ``tag_key=pool``) show, when an earlier step of the run's chain
+    described the cluster's instances (a machine group does): answered from that read, never asked - a pool has no
+    describe of instances of its own, so none is made for this. None otherwise (then the type is asked)."""
+    instances = cluster_instances_if_read(ctx)
+    if not instances:
+        return None
+    mine = [i for i in instances if tags_of(i).get(tag_key) == pool]
+    return seen_architecture(((i.get("InstanceType"), i.get("Architecture")) for i in mine), instance_type)
 
 
 def resolve_image(ctx: Context, machine: MachineSpec, architecture: str | None = None) -> Image:

@@ -47,7 +47,7 @@ from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from ..workload.access import KUBERNETES_API
 from . import bootstrap_data as _bootstrap_data
-from .ami import Image, resolve_image
+from .ami import Image, pool_architecture, resolve_image
 from .asg_plan import (
     ACTIVE_REFRESH_STATES,
     BOOTSTRAP_HASH_TAG,
@@ -177,7 +177,9 @@ class PoolRun:
     def reconcile(self) -> None:
         ctx, spec = self.ctx, self.spec
         self._check_owned()
-        image = resolve_image(ctx, spec.machine)
+        image = resolve_image(
+            ctx, spec.machine, pool_architecture(ctx, ASG_NAME_TAG, spec.name, spec.machine.instance_type)
+        )
         latest = self.observed.latest
         token_due = self.join.observe(version_token_id(latest["LaunchTemplateData"]) if latest else None)
         # The hash is the document's with a fixed token: a rotated token changes no machine of the pool.

@@ -30,7 +30,7 @@ from ..kernel.tier import Outcome
 from ..kernel.waiting import wait_until
 from ..workload.access import KUBERNETES_API
 from . import launch_template as _launch_template
-from .ami import resolve_image
+from .ami import pool_architecture, resolve_image
 from .fleet_plan import (
     GONE_STATES,
     ON_DEMAND,
@@ -147,7 +147,7 @@ def present(
     instances: list[dict[str, Any]],
     template: _launch_template.Template | None,
 ) -> dict[str, Any] | None:
-    image = resolve_image(ctx, spec.machine)
+    image = resolve_image(ctx, spec.machine, pool_architecture(ctx, POOL_TAG, spec.name, spec.machine.instance_type))
     template_hash = spec.template_hash(image.id)
     if fleet is not None:
         # Refuse before making a template version the fleet could never use.

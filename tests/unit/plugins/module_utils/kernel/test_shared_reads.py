@@ -328,3 +328,27 @@ def test_tags_are_not_answered_from_the_tagging_api_after_a_write_or_in_another_
     session.shared.note_write()  # e.g. the tier just tagged it
     elb.describe_tags(LoadBalancerNames=["c1-apiserver"])
     assert wire.sent == ["DescribeTags"]
+
+
+def test_a_read_asked_of_the_shared_reads_alone_is_answered_from_them_or_not_sent_at_all():
+    """A pool's architecture from the cluster's instances a machine group described: only if one did."""
+    clock = Clock()
+    first, ec2, wire = run({}, clock)
+    ec2.describe_instances(Filters=OWNED)
+    handed = first.shared.handed_forward(False)
+
+    second, ec2, wire = run(handed, clock)
+    with second.shared.only_served():
+        answer = ec2.describe_instances(Filters=OWNED)
+    assert answer["Reservations"][0]["Instances"][0]["InstanceId"] == "i-1"
+    with pytest.raises(sr.NotShared), second.shared.only_served():
+        ec2.describe_instances(Filters=OWNED)  # served once per run: the second time it is not there
+    with pytest.raises(sr.NotShared), second.shared.only_served():
+        ec2.describe_vpcs(Filters=OWNED)  # never read before
+    with pytest.raises(sr.NotShared), second.shared.only_served():
+        ec2.create_tags(Resources=["i-1"], Tags=[{"Key": "a", "Value": "b"}])  # nor is a write sent
+    assert wire.sent == [] and second.recorder.as_dict() == {} and not second.shared.wrote
+    assert dict(second.shared.served) == {"ec2:DescribeInstances": 1}
+    # Outside the block, reads go to AWS as always
+    ec2.describe_vpcs(Filters=OWNED)
+    assert wire.sent == ["DescribeVpcs"] and second.recorder.as_dict() == {"ec2:DescribeVpcs": 1}
