@@ -12,9 +12,15 @@ description:
     generates the cluster certificate authorities (cluster, etcd, front proxy; RSA 2048, valid 10 years like
     kubeadm's) and the service-account key pair, and keeps them in one AWS Secrets Manager secret,
     C(clusterapi.aws/<cluster_name>/pki), tagged with the cluster's ownership tags.
-  - The secret is created once and read on every later run (one C(GetSecretValue) request); it is rewritten only
-    when I(pki) brings certificates or keys that differ from what it holds. Machine modules render each machine's
-    C(kubeadm init) / C(kubeadm join) cloud-init from it.
+  - The secret is created once and rewritten only when I(pki) brings certificates or keys that differ from what it
+    holds. Machine modules render each machine's C(kubeadm init) / C(kubeadm join) cloud-init from it.
+  - The PKI's public facts (the CA's discovery hash, the CAs' expiry, the CIDRs, the cluster CA certificate's
+    digest) are tags of the secret (C(clusterapi.aws/pki-*)), bound to the version of the value they describe
+    (C(clusterapi.aws/pki-version)). A run that changes nothing makes one C(ListSecrets) request and reads no value:
+    the tags describe the secret's current version, I(pki) is not given, the CIDRs are the described ones and the
+    kubeconfig is good. Otherwise (a first run, I(pki) given, a version someone else wrote, a kubeconfig to write)
+    the value is read (one C(GetSecretValue)) and the tags follow it. ListSecrets is eventually consistent: for a
+    few minutes after someone else writes a version, a run may still see the one before, and describe it.
   - Writes the admin kubeconfig (user C(kubernetes-admin), group C(system:masters), signed by the cluster CA) to
     C(<output_dir>/<cluster_name>/kubeconfig) with mode C(0600). An existing file is kept while its server, CA and
     names are right and its client certificate has more than 30 days left, so a run that changes nothing mints no
@@ -221,7 +227,7 @@ api_calls:
   description: Number of AWS requests the run made, per C(service:Operation).
   returned: always
   type: dict
-  sample: {"secretsmanager:GetSecretValue": 1}
+  sample: {"secretsmanager:ListSecrets": 1}
 """
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.capa import run_tier

@@ -180,10 +180,6 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     # capa_vpc's by the owner tag). What is still asked twice or more asks another question, or must not travel.
     asked_again = {
         "ec2:DescribeVpcAttribute": 2,  # two attributes, one per call
-        # The PKI: capa_kubeadm's own, and the control plane's (its etcd client is made with it) - a secret never
-        # travels. No API server answers on moto alone: the control plane's try is handed on as "unreachable", so
-        # md-0 and the status neither try again nor read the PKI to (kernel/shared_reads.SharedReads.unreachable).
-        "secretsmanager:GetSecretValue": 2,
         "tagging:GetResources": 2,  # the cluster's by CAPA's tag (preflight, status), the cloud provider's (status)
     }
     # The instance types' architectures are what the machines already show (ami.seen_architecture): not asked.
@@ -191,6 +187,11 @@ def test_ha_cluster_life(aws, run_playbook, tmp_path):
     assert counted["ec2:DescribeImages"] == 1, counted
     # The Elastic IPs: read to create a NAT gateway only; the status has them from the gateways and the tagging API.
     assert counted["ec2:DescribeAddresses"] == 0, counted
+    # The PKI's value: read by the control plane alone (its etcd client is made with it; a secret never travels).
+    # capa_kubeadm knows the PKI's public facts from the secret's tags, which describe its current version. No API
+    # server answers on moto alone: the control plane's try is handed on as "unreachable", so md-0 and the status
+    # neither try again nor read the PKI to (kernel/shared_reads.SharedReads.unreachable).
+    assert counted["secretsmanager:GetSecretValue"] == 1, counted
     assert counted["ec2:DescribeInstanceTypes"] == 0, counted
     # Nor the zones: the default layout's subnets use as many as it allows, so they are its zones
     # (network/subnet.zones_known). The status asks for the subnets of the VPC, capa_subnet's own question.

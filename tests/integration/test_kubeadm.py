@@ -71,14 +71,24 @@ def test_create_then_noop(aws, run_module, tmp_path):
     ]
     sm = aws.client("secretsmanager")
     described = sm.describe_secret(SecretId=SECRET)
+    pki = stored_pki(aws)
+    # The PKI's public facts, bound to the version of the value they describe (the one this run wrote).
+    [current] = [v for v, stages in described["VersionIdsToStages"].items() if "AWSCURRENT" in stages]
     assert {t["Key"]: t["Value"] for t in described["Tags"]} == {
         "Name": SECRET,
         "team": "a",
         OWNER: "owned",
         "sigs.k8s.io/cluster-api-provider-aws/role": "control-plane",
         "sigs.k8s.io/cluster-api-provider-aws/last-applied-tags": "team",
+        "clusterapi.aws/pki-ca-cert-hash": pki.ca_cert_hash,
+        "clusterapi.aws/pki-cluster-ca-expires": first["pki"]["cluster_ca_expires"],
+        "clusterapi.aws/pki-etcd-ca-expires": first["pki"]["etcd_ca_expires"],
+        "clusterapi.aws/pki-front-proxy-ca-expires": first["pki"]["front_proxy_ca_expires"],
+        "clusterapi.aws/pki-service-cidr": "10.96.0.0/12",
+        "clusterapi.aws/pki-pod-cidr": "192.168.0.0/16",
+        "clusterapi.aws/pki-cluster-ca-sha256": k.ca_cert_digest(pki.cluster_ca_cert),
+        "clusterapi.aws/pki-version": current,
     }
-    pki = stored_pki(aws)
     assert first["pki"]["secret_arn"] == described["ARN"]
     assert first["pki"]["secret_name"] == SECRET
     assert first["pki"]["ca_cert_hash"] == pki.ca_cert_hash
@@ -99,13 +109,35 @@ def test_create_then_noop(aws, run_module, tmp_path):
     aws.reset_requests()
     second = run_module(MODULE, args(tmp_path))
     assert second["changed"] is False and second["plan"] == [], second
-    # The value, then the secret's tags (GetSecretValue answers none): both kept on the spec.
-    assert second["api_calls"] == {"secretsmanager:GetSecretValue": 1, "secretsmanager:ListSecrets": 1}
+    # The secret's tags describe its current version and the kubeconfig is good: its value is not read.
+    assert second["api_calls"] == {"secretsmanager:ListSecrets": 1}
     assert aws.mutating_requests() == []
-    assert len(aws.requests()) == 2
+    assert len(aws.requests()) == 1
     assert path.read_text() == content  # not rewritten with a fresh certificate
-    assert second["pki"] == first["pki"]
+    assert second["pki"] == first["pki"] and second["kubeconfig"] == first["kubeconfig"]
     assert_no_secrets(second, pki)
+
+    # Someone else writes a version (the same PKI): the tags describe another one, so the value is read, and the
+    # tags then describe the version read; the run after it reads no value again.
+    aws.client("secretsmanager").put_secret_value(SecretId=SECRET, SecretString=pki.to_secret_string())
+    aws.reset_requests()
+    third = run_module(MODULE, args(tmp_path))
+    assert third["api_calls"] == {
+        "secretsmanager:GetSecretValue": 1,
+        "secretsmanager:ListSecrets": 1,
+        "secretsmanager:TagResource": 1,
+    }
+    assert [(p["call"], p["reason"]) for p in third["plan"]] == [
+        ("secretsmanager:TagResource", "tags differ: clusterapi.aws/pki-version")
+    ]
+    assert third["pki"] == first["pki"] and path.read_text() == content
+    assert run_module(MODULE, args(tmp_path))["api_calls"] == {"secretsmanager:ListSecrets": 1}
+
+    # A kubeconfig that is not good (here: gone) is written again, with a certificate the CA signs: the value is read.
+    path.unlink()
+    rewritten = run_module(MODULE, args(tmp_path))
+    assert [p["call"] for p in rewritten["plan"]] == ["file:WriteFile"]
+    assert rewritten["api_calls"] == {"secretsmanager:GetSecretValue": 1, "secretsmanager:ListSecrets": 1}
 
 
 def test_check_mode_from_empty_creates_nothing(aws, run_module, tmp_path):
@@ -229,6 +261,11 @@ def test_supplied_pki_is_stored_and_updated_only_when_it_differs(aws, run_module
     replaced = run_module(MODULE, args(tmp_path, pki=_supplied(newer, "cluster_ca")), diff=True)
     assert [(p["call"], p["reason"]) for p in replaced["plan"]] == [
         ("secretsmanager:PutSecretValue", "differs: cluster_ca_cert, cluster_ca_key"),
+        (  # the public facts follow the new version
+            "secretsmanager:TagResource",
+            "tags differ: clusterapi.aws/pki-ca-cert-hash, clusterapi.aws/pki-cluster-ca-expires, "
+            "clusterapi.aws/pki-cluster-ca-sha256, clusterapi.aws/pki-version",
+        ),
         ("file:WriteFile", "cluster CA differs"),
     ]
     assert stored_pki(aws).cluster_ca_cert == newer.cluster_ca_cert

@@ -33,6 +33,7 @@ from ..workload.credentials import mint_client_certificate
 from .cloud_init import endpoint_address
 from .pki import (
     ClusterPki,
+    ca_cert_digest,
     cert_expiry,
     not_after,
     spki_der,
@@ -103,12 +104,14 @@ def kubeconfig_document(
 
 
 def kubeconfig_problem(
-    text: str | None, pki: ClusterPki, cluster: str, server: str, now: datetime.datetime | None = None
+    text: str | None, ca_digest: str, cluster: str, server: str, now: datetime.datetime | None = None
 ) -> str | None:
     """Why an existing kubeconfig must be rewritten (``None``: keep it as it is).
 
     The file is kept when its names, server and CA are the wanted ones and its client certificate was signed by
-    the cluster CA and is not about to expire; a fresh certificate alone is no reason to rewrite it.
+    the cluster CA and is not about to expire; a fresh certificate alone is no reason to rewrite it. The CA is
+    known by its certificate's digest (``pki.ca_cert_digest``: the stored PKI's, or what the secret's tags say of
+    it), so a steady run needs no value of the secret: a kubeconfig CA with that digest is the cluster CA's text.
     """
     if text is None:
         return "missing"
@@ -130,7 +133,8 @@ def kubeconfig_problem(
     if entry["cluster"].get("server") != server:
         return "server differs"
     try:
-        if base64.b64decode(ca_data).decode().strip() != pki.cluster_ca_cert.strip():
+        ca_text = base64.b64decode(ca_data).decode()
+        if ca_cert_digest(ca_text) != ca_digest:
             return "cluster CA differs"
         client_cert = x509.load_pem_x509_certificate(client_cert_text.encode())
         client_key = serialization.load_pem_private_key(client_key_text.encode(), password=None)
@@ -138,7 +142,7 @@ def kubeconfig_problem(
         return "client credentials unreadable"
     if spki_der(client_cert.public_key()) != spki_der(client_key.public_key()):
         return "client key does not match its certificate"
-    if not _signed_by(client_cert, pki.cluster_ca_cert):
+    if not _signed_by(client_cert, ca_text):
         return "client certificate not signed by the cluster CA"
     if not_after(client_cert) - (now or utc_now()) < CLIENT_RENEW_BEFORE:
         return "client certificate expires soon"

@@ -3,13 +3,18 @@
 """Private: the ``capa_kubeadm`` tier - the cluster PKI kept in Secrets Manager and the admin kubeconfig file.
 
 One secret per cluster, ``clusterapi.aws/<cluster>/pki``, created once with the cluster's ownership tags and
-changed only when the user brings PKI that differs from what it holds. A steady run makes two requests: the value
-(``GetSecretValue``) and the cluster's secrets with their tags (one ``ListSecrets`` of ``clusterapi.aws/<cluster>/``:
-the PKI secret's tags follow the spec, and kubeadm init's token - kept by the machine tier for the joins of a first
-build without the API - is deleted once it has expired). The kubeconfig is a local file written through
-``ctx.ops.write_file`` (``file:WriteFile`` in the plan), so ``changed`` and check mode cover it like an AWS write;
-with ``output_dir: ""`` no local file is read, written or deleted at all (AWX: the kubeconfig is then built on
-demand by the ``capa_kubeconfig`` lookup).
+changed only when the user brings PKI that differs from what it holds. Its public facts (the CA hash, the CAs'
+expiry, the CIDRs, the CA certificate's digest) are tags of the secret too, bound to the version of the value they
+describe (``pki.metadata_tags``). A steady run makes one request: the cluster's secrets with their tags (one
+``ListSecrets`` of ``clusterapi.aws/<cluster>/``: the PKI secret's tags follow the spec, and kubeadm init's token -
+kept by the machine tier for the joins of a first build without the API - is deleted once it has expired); when
+they describe the secret's current version, the spec brings no PKI, its CIDRs are the described ones and the
+kubeconfig is good, the value is not read. Otherwise - a first run, a PKI the user brings, a secret written by
+someone else, a kubeconfig to (re)write - it is (``GetSecretValue``) and the secret reconciled from it.
+
+The kubeconfig is a local file written through ``ctx.ops.write_file`` (``file:WriteFile`` in the plan), so
+``changed`` and check mode cover it like an AWS write; with ``output_dir: ""`` no local file is read, written or
+deleted at all (AWX: the kubeconfig is then built on demand by the ``capa_kubeconfig`` lookup).
 """
 
 from __future__ import annotations
@@ -112,14 +117,18 @@ class KubeadmTier:
         path = kubeconfig_path(spec.output_dir, ctx.cluster)
         if spec.state == "absent":
             return self._delete(ctx, path)
-        stored, secret = pki.read_pki_secret(ctx, ctx.cluster)
+        listed = cluster_secrets(ctx)
         existing_kubeconfig = _read_text(path)
+        steady = self._steady(ctx, spec, listed, path, existing_kubeconfig)
+        if steady is not None:
+            return steady
+        stored, secret = pki.read_pki_secret(ctx, ctx.cluster)
         before = {
             "pki": _pki_result(stored, secret) if stored else None,
             "kubeconfig": _kubeconfig_result(existing_kubeconfig, path, ctx.cluster),
         }
         wanted = pki.desired_pki(stored, spec.supplied_pki, spec.service_cidr, spec.pod_cidr)
-        written = self._ensure_secret(ctx, stored, wanted, secret)
+        written = self._ensure_secret(ctx, stored, wanted, secret, listed)
         if written is None:
             # Another run created the secret between our read and our create: converge on the PKI it stored, so
             # concurrent runs never leave the cluster with two CAs.
@@ -127,7 +136,7 @@ class KubeadmTier:
             if stored is None:
                 raise ReconcileError(f"secret {pki.secret_name(ctx.cluster)} exists but cannot be read")
             wanted = pki.desired_pki(stored, spec.supplied_pki, spec.service_cidr, spec.pod_cidr)
-            written = self._ensure_secret(ctx, stored, wanted, secret)
+            written = self._ensure_secret(ctx, stored, wanted, secret, cluster_secrets(ctx))
         current, secret = written or (wanted, secret)
         endpoint = spec.endpoint
         if endpoint is None:  # validate requires it with state present
@@ -141,16 +150,48 @@ class KubeadmTier:
             result.update(ca_cert_hash=None, cluster_ca_expires=None, etcd_ca_expires=None, front_proxy_ca_expires=None)
         return before, {"pki": result, "kubeconfig": kubeconfig}
 
+    def _steady(
+        self, ctx: Context, spec: KubeadmSpec, listed: Mapping[str, Any], path: Path | None, existing: str | None
+    ) -> tuple[Any, Any] | None:
+        """The run of a secret that needs no change, from its tags alone (see the module docstring); None when the
+        value must be read. What it returns and the tags it repairs are what the run that reads the value would."""
+        name = pki.secret_name(ctx.cluster)
+        description = listed.get(name)
+        if spec.supplied_pki or description is None or spec.endpoint is None:
+            return None
+        current_tags = tags_to_dict(description.get("Tags"))
+        facts = pki.described_metadata(current_tags, pki.current_version(description))
+        if not is_owned(current_tags, ctx.cluster) or facts is None:
+            return None
+        if (facts["service_cidr"], facts["pod_cidr"]) != (spec.service_cidr, spec.pod_cidr):
+            return None
+        kubeconfig, problem = _kept_kubeconfig(ctx, path, existing, spec.endpoint, facts["ca_cert_digest"])
+        if problem is not None:
+            return None  # it is (re)written, with a certificate the CA's key signs: the value is read
+        described = {key: current_tags[key] for key in pki.described_tag_keys()}
+        repair_tags(ctx, "secretsmanager", name, name, current_tags, ctx.tags(ROLE_CONTROL_PLANE, name, described))
+        tidy_init_token(ctx, listed.get(init_token_secret_name(ctx.cluster)))
+        result = {"secret_name": name, "secret_arn": description.get("ARN"), **pki.metadata_of(facts)}
+        before = {"pki": result, "kubeconfig": _kubeconfig_result(existing, path, ctx.cluster)}
+        return before, {"pki": result, "kubeconfig": kubeconfig}
+
     # the secret ---------------------------------------------------------------------------------------------
     def _ensure_secret(
-        self, ctx: Context, stored: pki.ClusterPki | None, wanted: pki.ClusterPki, secret: dict[str, Any] | None
+        self,
+        ctx: Context,
+        stored: pki.ClusterPki | None,
+        wanted: pki.ClusterPki,
+        secret: dict[str, Any] | None,
+        listed: Mapping[str, Any],
     ) -> tuple[pki.ClusterPki, dict[str, Any]] | None:
-        """Create or update the secret; ``None`` when another run created it first (our create was refused)."""
+        """Create or update the secret; ``None`` when another run created it first (our create was refused).
+        ``listed``: the cluster's secrets (:func:`cluster_secrets`), read before the value."""
         client = ctx.client("secretsmanager")
         name = pki.secret_name(ctx.cluster)
         content = wanted.to_secret_string()
         token = secret_version_token(name, content)
-        tags = ctx.tags(ROLE_CONTROL_PLANE, name)
+        # The version the tags describe: the one this run writes (its token is the version id), or the one it read.
+        tags = ctx.tags(ROLE_CONTROL_PLANE, name, pki.metadata_tags(wanted, token))
         if stored is None:
             answer = ctx.ops.call_unless_refused(
                 client,
@@ -166,16 +207,17 @@ class KubeadmTier:
                 Tags=dict_to_tags(tags),
             )
             return None if answer is None else (wanted, {"arn": answer.get("ARN"), "name": name})
-        # GetSecretValue answers no tags: one ListSecrets per run (the cluster's secrets: the PKI and kubeadm init's
-        # token) keeps an owned secret's tags on the spec. A secret the cluster does not own is used as it is while
-        # it needs no change, and never written.
-        listed = cluster_secrets(ctx)
+        # GetSecretValue answers no tags: the run's one ListSecrets (the cluster's secrets: the PKI and kubeadm
+        # init's token) keeps an owned secret's tags on the spec. A secret the cluster does not own is used as it is
+        # while it needs no change, and never written.
         description = listed.get(name)
         if description is None:
             raise ReconcileError(f"secret {name} was deleted while this run read it; run again")
         current_tags = tags_to_dict(description.get("Tags"))
         owned = is_owned(current_tags, ctx.cluster)
         changed = wanted.differing_fields(stored)
+        if not changed and (secret or {}).get("version"):
+            tags = ctx.tags(ROLE_CONTROL_PLANE, name, pki.metadata_tags(wanted, str((secret or {})["version"])))
         if changed:
             if not owned:
                 raise ReconcileError(
@@ -200,19 +242,13 @@ class KubeadmTier:
     def _ensure_kubeconfig(
         self, ctx: Context, current: pki.ClusterPki, path: Path | None, existing: str | None, host: str, port: int
     ) -> dict[str, Any] | None:
-        if path is None:
-            return None
+        endpoint = {"host": host, "port": port}
+        kept, problem = _kept_kubeconfig(ctx, path, existing, endpoint, pki.ca_cert_digest(current.cluster_ca_cert))
+        if path is None or problem is None:
+            return kept
         names = admin_kubeconfig.kubeconfig_names(ctx.cluster)
         server = admin_kubeconfig.server_url(host, port)
         result = {"path": str(path), "server": server, **names, "client_certificate_expires": None}
-        if is_placeholder(host):  # check mode only: the runner refuses placeholders outside it
-            problem: str | None = "control-plane endpoint not created yet"
-        else:
-            problem = admin_kubeconfig.kubeconfig_problem(existing, current, ctx.cluster, server)
-        if problem is None:
-            # A valid kubeconfig is kept as it is: no certificate is minted, nothing is written.
-            result["client_certificate_expires"] = admin_kubeconfig.client_cert_expiry(existing or "", ctx.cluster)
-            return result
         cert, key = admin_kubeconfig.new_admin_credentials(current)
         text = admin_kubeconfig.render_kubeconfig(current, ctx.cluster, server, cert, key)
         ctx.ops.write_file(path, text, "kubeconfig", reason=problem)
@@ -244,6 +280,26 @@ class KubeadmTier:
             except OSError:
                 pass
         return before, {"pki": None, "kubeconfig": None}
+
+
+def _kept_kubeconfig(
+    ctx: Context, path: Path | None, existing: str | None, endpoint: Mapping[str, Any], ca_digest: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """(the result of the kubeconfig kept as it is, None), or (None, why it must be (re)written); (None, None)
+    without a local file. A valid kubeconfig is kept: no certificate is minted, nothing is written. The CA is known
+    by its certificate's digest, so no value of the secret is needed to tell."""
+    if path is None:
+        return None, None
+    host, port = endpoint["host"], endpoint["port"]
+    server = admin_kubeconfig.server_url(host, port)
+    if is_placeholder(host):  # check mode only: the runner refuses placeholders outside it
+        return None, "control-plane endpoint not created yet"
+    problem = admin_kubeconfig.kubeconfig_problem(existing, ca_digest, ctx.cluster, server)
+    if problem is not None:
+        return None, problem
+    names = admin_kubeconfig.kubeconfig_names(ctx.cluster)
+    expires = admin_kubeconfig.client_cert_expiry(existing or "", ctx.cluster)
+    return {"path": str(path), "server": server, **names, "client_certificate_expires": expires}, None
 
 
 def cluster_secrets(ctx: Context) -> dict[str, dict[str, Any]]:

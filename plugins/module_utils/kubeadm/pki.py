@@ -327,6 +327,63 @@ def pki_metadata(pki: ClusterPki) -> dict[str, Any]:
     }
 
 
+# The public facts as tags of the PKI secret, bound to the version of the value they describe: a run that finds the
+# secret's current version described needs no value to know them (capa_kubeadm's steady run: one ListSecrets, no
+# GetSecretValue). The tag key of each pki_metadata entry; the cluster CA certificate's own digest, with which the
+# admin kubeconfig's CA is compared (as its text was); the version they describe.
+METADATA_TAGS: Mapping[str, str] = {
+    "clusterapi.aws/pki-ca-cert-hash": "ca_cert_hash",
+    "clusterapi.aws/pki-cluster-ca-expires": "cluster_ca_expires",
+    "clusterapi.aws/pki-etcd-ca-expires": "etcd_ca_expires",
+    "clusterapi.aws/pki-front-proxy-ca-expires": "front_proxy_ca_expires",
+    "clusterapi.aws/pki-service-cidr": "service_cidr",
+    "clusterapi.aws/pki-pod-cidr": "pod_cidr",
+}
+CA_CERT_DIGEST_TAG = "clusterapi.aws/pki-cluster-ca-sha256"
+DESCRIBED_VERSION_TAG = "clusterapi.aws/pki-version"
+
+
+def ca_cert_digest(cert_text: str) -> str:
+    """The digest of a CA certificate's PEM text (as the admin kubeconfig check compares it: surrounding whitespace
+    aside)."""
+    return "sha256:" + hashlib.sha256(cert_text.strip().encode()).hexdigest()
+
+
+def metadata_tags(pki: ClusterPki, version: str) -> dict[str, str]:
+    """The tags that describe ``pki``, stored as the secret's ``version`` (public facts only)."""
+    facts = pki_metadata(pki)
+    tags = {key: str(facts[name]) for key, name in METADATA_TAGS.items()}
+    return {**tags, CA_CERT_DIGEST_TAG: ca_cert_digest(pki.cluster_ca_cert), DESCRIBED_VERSION_TAG: version}
+
+
+def described_tag_keys() -> tuple[str, ...]:
+    """The keys of :func:`metadata_tags`."""
+    return (*METADATA_TAGS, CA_CERT_DIGEST_TAG, DESCRIBED_VERSION_TAG)
+
+
+def metadata_of(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`pki_metadata`'s entries of what :func:`described_metadata` returned."""
+    return {name: facts[name] for name in METADATA_TAGS.values()}
+
+
+def current_version(listed: Mapping[str, Any]) -> str | None:
+    """The version id ListSecrets says is ``AWSCURRENT``."""
+    for version, stages in (listed.get("SecretVersionsToStages") or {}).items():
+        if "AWSCURRENT" in (stages or []):
+            return str(version)
+    return None
+
+
+def described_metadata(tags: Mapping[str, str], version: str | None) -> dict[str, Any] | None:
+    """:func:`pki_metadata` as the tags say it, with the CA certificate's digest - when they describe ``version``
+    (the value's current one) and are complete; None otherwise (then the value is read)."""
+    if not version or tags.get(DESCRIBED_VERSION_TAG) != version:
+        return None
+    if any(not tags.get(key) for key in (*METADATA_TAGS, CA_CERT_DIGEST_TAG)):
+        return None
+    return {**{name: tags[key] for key, name in METADATA_TAGS.items()}, "ca_cert_digest": tags[CA_CERT_DIGEST_TAG]}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # kubeadm configuration and cloud-init
 # ---------------------------------------------------------------------------------------------------------------
@@ -354,7 +411,8 @@ def read_pki_secret(ctx: Context, cluster: str) -> tuple[ClusterPki | None, dict
     text = answer.get("SecretString")
     if text is None:
         raise ReconcileError(f"secret {name} holds binary data; it was not written by capa_kubeadm")
-    return ClusterPki.from_secret_string(text, f"secret {name}"), {"arn": answer.get("ARN"), "name": name}
+    described = {"arn": answer.get("ARN"), "name": name, "version": answer.get("VersionId")}
+    return ClusterPki.from_secret_string(text, f"secret {name}"), described
 
 
 @overload

@@ -14,7 +14,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import admin_kubeconfig as k
-from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.pki import not_after
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.pki import ca_cert_digest, not_after
 
 
 def cert(text: str):
@@ -43,7 +43,7 @@ class TestKubeconfig:
         client.verify_directly_issued_by(cert(pki.cluster_ca_cert))
 
     def test_existing_file_is_kept_when_right(self, pki):
-        assert k.kubeconfig_problem(self.written(pki), pki, "demo", self.SERVER) is None
+        assert k.kubeconfig_problem(self.written(pki), ca_cert_digest(pki.cluster_ca_cert), "demo", self.SERVER) is None
 
     @pytest.mark.parametrize(
         "mutate,problem",
@@ -62,18 +62,19 @@ class TestKubeconfig:
             base64.b64encode(other_pki.cluster_ca_cert.encode()).decode(),
         )
         text = mutate(self.written(pki), other)
-        assert problem in k.kubeconfig_problem(text, pki, "demo", self.SERVER)
+        assert problem in k.kubeconfig_problem(text, ca_cert_digest(pki.cluster_ca_cert), "demo", self.SERVER)
 
     def test_client_cert_from_another_ca_is_rewritten(self, pki, other_pki):
         foreign = k.render_kubeconfig(pki, "demo", self.SERVER, *k.new_admin_credentials(other_pki))
         assert (
-            k.kubeconfig_problem(foreign, pki, "demo", self.SERVER) == "client certificate not signed by the cluster CA"
+            k.kubeconfig_problem(foreign, ca_cert_digest(pki.cluster_ca_cert), "demo", self.SERVER)
+            == "client certificate not signed by the cluster CA"
         )
 
     def test_expiring_client_cert_is_renewed(self, pki):
         later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=340)
         assert (
-            k.kubeconfig_problem(self.written(pki), pki, "demo", self.SERVER, now=later)
+            k.kubeconfig_problem(self.written(pki), ca_cert_digest(pki.cluster_ca_cert), "demo", self.SERVER, now=later)
             == "client certificate expires soon"
         )
 
@@ -84,7 +85,12 @@ class TestKubeconfig:
         now = datetime.datetime.now(datetime.timezone.utc)
         config = k.admin_kubeconfig(pki, "demo", "demo-apiserver.elb.example.com", 6443, datetime.timedelta(hours=1))
         text = yaml.safe_dump(config)
-        assert k.kubeconfig_problem(text, pki, "demo", self.SERVER, now=now - k.CLIENT_RENEW_BEFORE) is None
+        assert (
+            k.kubeconfig_problem(
+                text, ca_cert_digest(pki.cluster_ca_cert), "demo", self.SERVER, now=now - k.CLIENT_RENEW_BEFORE
+            )
+            is None
+        )
         client = cert(base64.b64decode(config["users"][0]["user"]["client-certificate-data"]).decode())
         lifetime = not_after(client) - now
         assert datetime.timedelta(minutes=55) < lifetime <= datetime.timedelta(hours=1)
