@@ -16,10 +16,10 @@ description:
     holds. Machine modules render each machine's C(kubeadm init) / C(kubeadm join) cloud-init from it.
   - The PKI's public facts (the CA's discovery hash, the CAs' expiry, the CIDRs, the cluster CA certificate's
     digest) are tags of the secret (C(clusterapi.aws/pki-*)), bound to the version of the value they describe
-    (C(clusterapi.aws/pki-version)). A run that changes nothing makes one C(ListSecrets) request and reads no value:
-    the tags describe the secret's current version, I(pki) is not given, the CIDRs are the described ones and the
+    (C(clusterapi.aws/pki-version)). A run that changes nothing makes one C(ListSecrets) request and reads no value,
+    as the tags describe the secret's current version, I(pki) is not given, the CIDRs are the described ones and the
     kubeconfig is good. Otherwise (a first run, I(pki) given, a version someone else wrote, a kubeconfig to write)
-    the value is read (one C(GetSecretValue)) and the tags follow it. ListSecrets is eventually consistent: for a
+    the value is read (one C(GetSecretValue)) and the tags follow it. ListSecrets is eventually consistent - for a
     few minutes after someone else writes a version, a run may still see the one before, and describe it.
   - Writes the admin kubeconfig (user C(kubernetes-admin), group C(system:masters), signed by the cluster CA) to
     C(<output_dir>/<cluster_name>/kubeconfig) with mode C(0600). An existing file is kept while its server, CA and

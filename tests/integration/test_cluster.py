@@ -483,6 +483,11 @@ def test_machine_pools_life(aws, run_playbook, tmp_path):
     counted = Counter(f"{r['service']}:{r['operation']}" for r in aws.requests())
     asked = [t.name for t in aws_tasks(again) if "ec2:DescribeInstanceTypes" in t.result["api_calls"]]
     assert counted["ec2:DescribeInstanceTypes"] == 0, asked
+    # Nor the PKI's value, but by the control plane: a worker's join document (the pools' bootstrap-data hash) is
+    # rendered from the PKI's public facts the secret's tags say (capa_kubeadm's ListSecrets, handed on), and on
+    # moto alone no API server answers, so no pool mints a client certificate to check its join token.
+    asked = [t.name for t in aws_tasks(again) if "secretsmanager:GetSecretValue" in t.result["api_calls"]]
+    assert asked == ["clusterapi.aws.control_plane : Reconcile the control-plane machines"], asked
 
     run_playbook(DELETE, inventory=inventory)
     assert autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["mp-it-asg"])["AutoScalingGroups"] == []

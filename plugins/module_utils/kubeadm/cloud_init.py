@@ -24,10 +24,10 @@ try:
 except ImportError:
     HAS_YAML = False
 
-from ..kernel.errors import SpecError
+from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.validation import parse_kubernetes_version
 from .bootstrap_tokens import NODE_GROUP, ttl_text
-from .pki import CA_PAIRS, ClusterPki, ca_cert_hash
+from .pki import CA_PAIRS, ClusterPki, PublicPki, ca_cert_hash
 
 DEFAULT_API_PORT = 6443
 
@@ -122,7 +122,7 @@ def endpoint_address(host: str, port: int) -> str:
 
 
 def kubeadm_documents(
-    pki: ClusterPki,
+    pki: ClusterPki | PublicPki,
     role: str,
     *,
     cluster: str,
@@ -136,6 +136,8 @@ def kubeadm_documents(
     seconds, as every token of this collection does), for a join the one minted for the machine in the cluster."""
     api_version = kubeadm_api_version(kubernetes_version)
     endpoint = endpoint_address(endpoint_host, endpoint_port)
+    if role != ROLE_JOIN_WORKER and not isinstance(pki, ClusterPki):
+        raise ReconcileError(f"a {role} document needs the cluster PKI, not its public facts (a bug)")
     if role == ROLE_INIT:
         init = {
             "apiVersion": api_version,
@@ -181,7 +183,7 @@ def kubeadm_documents(
     return [join]
 
 
-def pki_files(pki: ClusterPki, role: str) -> list[tuple[str, str, str]]:
+def pki_files(pki: ClusterPki | PublicPki, role: str) -> list[tuple[str, str, str]]:
     """(path, permissions, content) of the PKI files a role's node needs.
 
     Control-plane nodes get the CAs with their keys and the service-account pair: kubeadm signs each node's own
@@ -190,6 +192,8 @@ def pki_files(pki: ClusterPki, role: str) -> list[tuple[str, str, str]]:
     """
     if role == ROLE_JOIN_WORKER:
         return []
+    if not isinstance(pki, ClusterPki):
+        raise ReconcileError(f"a {role} node needs the cluster PKI, not its public facts (a bug)")
     base = "/etc/kubernetes/pki"
     return [
         (f"{base}/ca.crt", "0640", pki.cluster_ca_cert),
@@ -248,7 +252,7 @@ def _check_role(role: str) -> None:
 
 
 def render_cloud_init(
-    pki: ClusterPki,
+    pki: ClusterPki | PublicPki,
     role: str,
     *,
     cluster: str,

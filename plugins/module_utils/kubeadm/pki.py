@@ -39,6 +39,7 @@ from ..aws.errors import error_code
 from ..aws.secretsmanager import get_secret_value
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
+from ..kernel.tags import OWNED, cluster_tag_key
 
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"  # kubeadm's and CAPI templates' default
 DEFAULT_POD_CIDR = "192.168.0.0/16"  # CAPA templates (Calico's default pool)
@@ -354,6 +355,26 @@ def metadata_tags(pki: ClusterPki, version: str) -> dict[str, str]:
     facts = pki_metadata(pki)
     tags = {key: str(facts[name]) for key, name in METADATA_TAGS.items()}
     return {**tags, CA_CERT_DIGEST_TAG: ca_cert_digest(pki.cluster_ca_cert), DESCRIBED_VERSION_TAG: version}
+
+
+@dataclass(frozen=True)
+class PublicPki:
+    """What a worker's join document is rendered from (``kubeadm join`` checks the CA it discovers against its
+    hash; a worker gets no key): public facts, which the secret's tags say (:func:`public_pki_of`)."""
+
+    ca_cert_hash: str
+    service_cidr: str
+    pod_cidr: str
+
+
+def public_pki_of(listed: Mapping[str, Any], cluster: str) -> PublicPki | None:
+    """The :class:`PublicPki` the PKI secret's tags say, from its ListSecrets entry (``listed``), when it is the
+    cluster's and they describe its current version; None otherwise (then the value is what to read)."""
+    tags = {t.get("Key", ""): t.get("Value", "") for t in listed.get("Tags") or []}
+    facts = described_metadata(tags, current_version(listed))
+    if facts is None or tags.get(cluster_tag_key(cluster)) != OWNED:
+        return None
+    return PublicPki(facts["ca_cert_hash"], facts["service_cidr"], facts["pod_cidr"])
 
 
 def described_tag_keys() -> tuple[str, ...]:

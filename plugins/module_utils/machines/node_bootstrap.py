@@ -28,10 +28,11 @@ except ImportError:  # PyYAML ships with ansible-core; the sanity import test ru
     yaml = None  # type: ignore[assignment]
 
 from ..aws.eks import describe_cluster
+from ..aws.secretsmanager import list_secrets
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kubeadm.cloud_init import ROLE_JOIN_WORKER, render_cloud_init
-from ..kubeadm.pki import ClusterPki, load_cluster_pki
+from ..kubeadm.pki import ClusterPki, PublicPki, load_cluster_pki, public_pki_of, secret_name
 from .machine_spec import EKS, KUBEADM, NONE, RAW, MachineSpec
 from .termination import DEFAULT_KUBECONFIG, with_watcher
 
@@ -106,6 +107,20 @@ class NodeBootstrap:
             self._pki_loaded = True
         return self._pki
 
+    def join_pki(self) -> ClusterPki | PublicPki | None:
+        """What a worker's join document is rendered from: the PKI when this run read it already; else its public
+        facts, when the secret's tags describe its current version (its ListSecrets entry: ``capa_kubeadm``'s
+        request, which a run that changes nothing has handed on); else the PKI (``GetSecretValue``). A worker gets
+        no key, so its document needs no secret value."""
+        if self._pki_loaded:
+            return self._pki
+        name = secret_name(self.ctx.cluster)
+        prefix = name.rsplit("/", 1)[0] + "/"
+        for listed in list_secrets(self.ctx, prefix):
+            if listed.get("Name") == name:
+                return public_pki_of(listed, self.ctx.cluster) or self.pki()
+        return self.pki()
+
     def document(
         self,
         name: str,
@@ -124,7 +139,7 @@ class NodeBootstrap:
             return (bootstrap.data or "").encode()
         if bootstrap.type == EKS:
             return self._eks_document(name)
-        pki = self.pki()
+        pki = self.join_pki() if kubeadm_role == ROLE_JOIN_WORKER else self.pki()
         if pki is None:  # check mode before capa_kubeadm ran: plan the entries without content
             return PLANNED
         if token is None:

@@ -159,8 +159,7 @@ class PoolToken:
     def _join_tokens(self) -> JoinTokens | None:
         if self.tokens is not None or self.reason:
             return self.tokens
-        pki = self.boot.pki()
-        if pki is None:
+        if self.boot.join_pki() is None:
             self.reason = "the cluster PKI does not exist yet"
             return None
         host, port = self.machine.bootstrap.endpoint_host or "", self.machine.bootstrap.endpoint_port
@@ -169,13 +168,21 @@ class PoolToken:
             self.settings,
             endpoint_host=host,
             endpoint_port=port,
-            cluster_ca=pki.cluster_ca,
+            # The CA's key is read when the first request goes out: a cluster an earlier step found unreachable
+            # (handed on) is not asked, and then no secret value is read for it.
+            cluster_ca=self._cluster_ca,
         )
         if self.access.api is None:
             self.reason = self.access.reason
             return None
         self.tokens = JoinTokens(self.ctx, self.access.api)
         return self.tokens
+
+    def _cluster_ca(self) -> tuple[str, str]:
+        pki = self.boot.pki()
+        if pki is None:  # join_pki found it: only check mode reads a missing one as None
+            raise ReconcileError("the cluster PKI does not exist yet")
+        return pki.cluster_ca()
 
     def _unreachable(self, problem: str) -> None:
         if self.settings.mode == "required":

@@ -11,9 +11,9 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import SpecError
+from ansible_collections.clusterapi.aws.plugins.module_utils.kernel.errors import ReconcileError, SpecError
 from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm import cloud_init as k
-from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.pki import ClusterPki
+from ansible_collections.clusterapi.aws.plugins.module_utils.kubeadm.pki import ClusterPki, PublicPki
 
 ENDPOINT = dict(cluster="demo", endpoint_host="demo-apiserver.elb.example.com", endpoint_port=6443)
 TOKEN = "abcdef.0123456789abcdef"
@@ -253,3 +253,13 @@ def test_upgrades_go_one_minor_at_a_time(running, desired, refused):
     with pytest.raises(SpecError, match=refused) as error:
         k.check_upgrade_step(running, desired)
     assert error.value.field == "kubernetes_version"
+
+
+def test_a_workers_join_document_is_the_same_from_the_pkis_public_facts(pki):
+    """A worker gets no key: its document (hence a pool's bootstrap-data hash) is rendered from the PKI's public
+    facts, as the secret's tags say them, to the byte; the other roles refuse them (they carry the CAs)."""
+    facts = PublicPki(pki.ca_cert_hash, pki.service_cidr, pki.pod_cidr)
+    assert render(facts, k.ROLE_JOIN_WORKER) == render(pki, k.ROLE_JOIN_WORKER)
+    for role in (k.ROLE_INIT, k.ROLE_JOIN_CONTROL_PLANE):
+        with pytest.raises(ReconcileError, match="needs the cluster PKI"):
+            render(facts, role)

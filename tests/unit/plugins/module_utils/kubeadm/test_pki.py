@@ -190,3 +190,28 @@ class TestSuppliedPki:
 def test_secret_name_is_outside_the_node_readable_prefix():
     assert k.secret_name("demo") == "clusterapi.aws/demo/pki"
     assert not k.secret_name("demo").startswith("aws.cluster.x-k8s.io/")
+
+
+def test_the_secrets_tags_say_the_public_facts_of_the_version_they_describe(pki):
+    """capa_kubeadm tags the PKI secret with its public facts and the version they describe; a ListSecrets entry
+    then says them (the steady run, a worker's join document) while that version is the current one and the
+    secret the cluster's."""
+    tags = {**k.metadata_tags(pki, "v-1"), "sigs.k8s.io/cluster-api-provider-aws/cluster/c1": "owned"}
+    assert all(len(value) <= 256 for value in tags.values())  # Secrets Manager's limit
+    assert not any("PRIVATE" in value or "BEGIN" in value for value in tags.values())  # public facts only
+    described = k.described_metadata(tags, "v-1")
+    assert k.metadata_of(described) == k.pki_metadata(pki)
+    assert described["ca_cert_digest"] == k.ca_cert_digest(pki.cluster_ca_cert)
+
+    def listed(version, **extra):
+        every = {**tags, **extra}
+        return {
+            "Tags": [{"Key": key, "Value": value} for key, value in every.items()],
+            "SecretVersionsToStages": {version: ["AWSCURRENT"], "v-0": ["AWSPREVIOUS"]},
+        }
+
+    assert k.public_pki_of(listed("v-1"), "c1") == k.PublicPki(pki.ca_cert_hash, pki.service_cidr, pki.pod_cidr)
+    assert k.public_pki_of(listed("v-2"), "c1") is None  # someone wrote another version
+    assert k.public_pki_of(listed("v-1"), "c2") is None  # not the cluster's
+    assert k.public_pki_of(listed("v-1", **{k.CA_CERT_DIGEST_TAG: ""}), "c1") is None  # incomplete
+    assert k.described_metadata(tags, None) is None

@@ -112,9 +112,13 @@ def test_no_and_raw_bootstrap_need_no_request():
 INIT, CONTROL_PLANE, WORKER = "aaaaaa.0000000000000000", "bbbbbb.1111111111111111", "cccccc.2222222222222222"
 
 
+LISTED = {"Filters": [{"Key": "name", "Values": ["clusterapi.aws/demo/"]}]}
+
+
 def test_a_kubeadm_document_without_its_token_is_a_bug_not_a_document_without_one(pki_secret):
     ctx = StubContext()
     with Stubber(ctx.raw["secretsmanager"]) as sm:
+        sm.add_response("list_secrets", {"SecretList": []}, LISTED)  # a worker's: the tags are looked at first
         sm.add_response(
             "get_secret_value", {"SecretString": pki_secret, "Name": "clusterapi.aws/demo/pki"}, {"SecretId": ANY}
         )
@@ -143,10 +147,50 @@ def test_kubeadm_documents_read_the_pki_once_and_render_the_role(pki_secret):
     assert joining != worker  # a control plane joins with the cluster's CA keys, a worker without
 
 
+def test_a_workers_document_comes_from_the_secrets_tags_without_its_value():
+    """The tags capa_kubeadm keeps on the PKI secret say its public facts for the version they describe: a worker's
+    join document (no key in it) needs no GetSecretValue then - Stubber fails any request not answered here. Tags
+    of another version, or of a secret the cluster does not own, are not used: the value is read."""
+    the_pki = pki.generate_pki()
+    tags = {**pki.metadata_tags(the_pki, "v" * 32), "sigs.k8s.io/cluster-api-provider-aws/cluster/demo": "owned"}
+
+    def entry(version: str, owner: str = "demo") -> dict:
+        own = {k: v for k, v in tags.items() if "/cluster/" not in k} | {
+            f"sigs.k8s.io/cluster-api-provider-aws/cluster/{owner}": "owned"
+        }
+        return {
+            "Name": "clusterapi.aws/demo/pki",
+            "Tags": [{"Key": k, "Value": v} for k, v in own.items()],
+            "SecretVersionsToStages": {version: ["AWSCURRENT"]},
+        }
+
+    ctx = StubContext()
+    with Stubber(ctx.raw["secretsmanager"]) as sm:
+        sm.add_response("list_secrets", {"SecretList": [entry("v" * 32)]}, LISTED)
+        worker = nb.NodeBootstrap(ctx, machine(bootstrap=KUBEADM)).document("demo-md-0-ccccc", token=WORKER)
+        sm.assert_no_pending_responses()
+    expected = nb.NodeBootstrap(ctx, machine(bootstrap=KUBEADM))
+    expected._pki, expected._pki_loaded = the_pki, True
+    assert worker == expected.document("demo-md-0-ccccc", token=WORKER)
+
+    for listed in (entry("w" * 32), entry("v" * 32, owner="other")):
+        ctx = StubContext()
+        with Stubber(ctx.raw["secretsmanager"]) as sm:
+            sm.add_response("list_secrets", {"SecretList": [listed]}, LISTED)
+            sm.add_response(
+                "get_secret_value",
+                {"SecretString": the_pki.to_secret_string(), "Name": "clusterapi.aws/demo/pki"},
+                {"SecretId": ANY},
+            )
+            assert nb.NodeBootstrap(ctx, machine(bootstrap=KUBEADM)).document("demo-md-0-ccccc", token=WORKER) == worker
+            sm.assert_no_pending_responses()
+
+
 def test_kubeadm_without_a_pki_is_planned_in_check_mode_and_an_error_otherwise():
     for check_mode in (True, False):
         ctx = StubContext(check_mode=check_mode)
         with Stubber(ctx.raw["secretsmanager"]) as sm:
+            sm.add_response("list_secrets", {"SecretList": []}, LISTED)
             sm.add_client_error("get_secret_value", "ResourceNotFoundException")
             boot = nb.NodeBootstrap(ctx, machine(bootstrap=KUBEADM))
             if check_mode:
