@@ -48,7 +48,9 @@ options:
       - Reads an earlier module run of the same cluster handed forward, as its result C(shared_reads) returned them.
         A describe this run makes that is the identical request (same operation, parameters, region, endpoint and
         I(identity)) of one made there at most 120 seconds ago is answered from it without a request, once per run
-        (the same request again is a poll and goes to AWS).
+        (the same request again is a poll and goes to AWS). A read by ids of what an earlier read returned whole
+        (a VPC by id after the VPC by its owner tag) and a load balancer's tags the tagging API's answer lists are
+        answered from them the same way.
       - Only descriptions of infrastructure travel (EC2, load balancer, Auto Scaling and EKS describes, the tagging
         API, secret names), never a secret's value, user data or an instance attribute.
       - When given, the result carries C(shared_reads) for the next run - everything given and read, or nothing once

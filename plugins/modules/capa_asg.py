@@ -43,12 +43,16 @@ description:
   - With I(externally_managed_replicas) (a cluster autoscaler owns the size) the desired capacity is only set when
     the group is created; later runs leave AWS's value alone and report it.
   - A run that changes nothing makes one C(DescribeLaunchTemplates), one C(DescribeLaunchTemplateVersions), one
-    C(DescribeAutoScalingGroups), one C(DescribeLifecycleHooks), the AMI lookup (C(DescribeInstanceTypes) and
-    C(DescribeImages)) and, with kubeadm bootstrap, one C(GetSecretValue) of the cluster PKI and one list of the
-    cluster's bootstrap tokens. The group and the template are looked for among the cluster's own (filtered by its
-    owned tag, the questions M(clusterapi.aws.capa_cluster_info) asks, so a playbook's status step has them
-    answered), and by name only when not found there (a group or template of that name the cluster does not own
-    is refused).
+    C(DescribeAutoScalingGroups), one C(DescribeLifecycleHooks), the AMI lookup (C(DescribeImages), and
+    C(DescribeInstanceTypes) unless an earlier step of the chain described the cluster's instances, the pool's
+    among them - then their architecture is the type's) and, with kubeadm bootstrap, one list of the cluster's
+    bootstrap tokens. The bootstrap document (hence its hash) of a worker is rendered from the PKI's public facts,
+    which the PKI secret's tags say (one C(ListSecrets), handed on by M(clusterapi.aws.capa_kubeadm) in a chain);
+    the PKI's value (C(GetSecretValue)) is read only when those tags do not describe its current version, and for
+    the CA that mints the client certificate of a request to the cluster.
+  - The group and the template are looked for among the cluster's own (filtered by its owned tag, the questions
+    M(clusterapi.aws.capa_cluster_info) asks, so a playbook's status step has them answered), and by name only when
+    not found there (a group or template of that name the cluster does not own is refused).
   - C(state=absent) force-deletes the group (AWS terminates its instances), waits until it is gone, then deletes
     every version's bootstrap entries and the launch template. A group or template the cluster does not own is
     never changed or deleted.

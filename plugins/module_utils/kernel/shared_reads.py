@@ -216,6 +216,12 @@ def decode(value: Any) -> Any:
     return value
 
 
+def _asked_ids(params: Any, id_param: str) -> list[Any] | None:
+    """The ids a read asks for when ``id_param`` is all it gives (as the caller gave it), else None."""
+    ids = params.get(id_param) if isinstance(params, Mapping) and set(params) == {id_param} else None
+    return ids if isinstance(ids, list) and ids else None
+
+
 class NotShared(Exception):
     """A read asked of the given reads alone (:meth:`SharedReads.only_served`) that no earlier run made."""
 
@@ -286,20 +292,15 @@ class SharedReads:
         if by_id is None or not self.enabled or (self.wrote and call not in STATIC) or key in self._served_keys:
             return None
         id_param, list_key, id_field = by_id
-        ids = params.get(id_param) if isinstance(params, Mapping) and set(params) == {id_param} else None
-        if not isinstance(ids, list) or not ids:
+        ids = _asked_ids(params, id_param)
+        if ids is None:
             return None
-        prefix = f"{self.scope}|{call}|"
         found: dict[str, Any] = {}
-        for entry_key, entry in self._given.items():
-            if entry_key.startswith(prefix) and isinstance(entry.get("response"), dict):
-                for item in entry["response"].get(list_key) or []:
-                    if isinstance(item, dict) and item.get(id_field) in ids:
-                        found.setdefault(item[id_field], item)
-        if not set(ids) <= set(found):
+        for item in self._given_items(call, list_key):
+            if item.get(id_field) in ids:
+                found.setdefault(item[id_field], item)
+        if not self._all_found(call, key, ids, found):
             return None
-        self._served_keys.add(key)
-        self.served[call] += 1
         return {list_key: [decode(found[name]) for name in dict.fromkeys(ids)]}
 
     def serve_tags(self, call: str, params: Any, key: str) -> Any | None:
@@ -310,24 +311,32 @@ class SharedReads:
         if derived is None or not self.enabled or self.wrote or key in self._served_keys:
             return None
         id_param, id_field, identify = derived
-        ids = params.get(id_param) if isinstance(params, Mapping) and set(params) == {id_param} else None
-        if not isinstance(ids, list) or not ids:
+        ids = _asked_ids(params, id_param)
+        if ids is None:
             return None
-        prefix = f"{self.scope}|{TAGGING_CALL}|"
         found: dict[str, Any] = {}
+        for item in self._given_items(TAGGING_CALL, "ResourceTagMappingList"):
+            name = identify(str(item.get("ResourceARN", "")))
+            if name is not None and name in ids:
+                found.setdefault(name, item.get("Tags") or [])
+        if not self._all_found(call, key, ids, found):
+            return None
+        return {"TagDescriptions": [{id_field: name, "Tags": decode(found[name])} for name in dict.fromkeys(ids)]}
+
+    def _given_items(self, call: str, list_key: str) -> Iterator[dict[str, Any]]:
+        """The items of every given answer to ``call`` in this run's scope."""
+        prefix = f"{self.scope}|{call}|"
         for entry_key, entry in self._given.items():
             if entry_key.startswith(prefix) and isinstance(entry.get("response"), dict):
-                for item in entry["response"].get("ResourceTagMappingList") or []:
-                    if not isinstance(item, dict):
-                        continue
-                    name = identify(str(item.get("ResourceARN", "")))
-                    if name is not None and name in ids:
-                        found.setdefault(name, item.get("Tags") or [])
+                yield from (item for item in entry["response"].get(list_key) or [] if isinstance(item, dict))
+
+    def _all_found(self, call: str, key: str, ids: list[Any], found: Mapping[str, Any]) -> bool:
+        """Whether every id asked is in ``found``; if so the read counts as served (once per run)."""
         if not set(ids) <= set(found):
-            return None
+            return False
         self._served_keys.add(key)
         self.served[call] += 1
-        return {"TagDescriptions": [{id_field: name, "Tags": decode(found[name])} for name in dict.fromkeys(ids)]}
+        return True
 
     def record(self, call: str, key: str, response: Any) -> None:
         """This run's answer to ``key``, for the next run (only while it is still true: nothing written since)."""
