@@ -131,7 +131,7 @@ notes:
     C(DescribeTargetGroups), C(DescribeListeners), C(DescribeTags) (all ARNs at once),
     C(DescribeLoadBalancerAttributes) and C(DescribeTargetGroupAttributes) (once per target group). Given
     I(shared_reads), the tags of a load balancer the preflight's tagging-API request listed are answered from it
-    (it lists a resource with all its tags): no C(DescribeTags) then.
+    (it lists a resource with all its tags), so no C(DescribeTags) is made then.
   - With I(wait) a new NLB is awaited until C(active) before its target groups and listeners are created, and a
     deleted load balancer until it is gone, within I(wait_timeout).
 extends_documentation_fragment:
