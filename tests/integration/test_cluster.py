@@ -488,6 +488,9 @@ def test_machine_pools_life(aws, run_playbook, tmp_path):
     # moto alone no API server answers, so no pool mints a client certificate to check its join token.
     asked = [t.name for t in aws_tasks(again) if "secretsmanager:GetSecretValue" in t.result["api_calls"]]
     assert asked == ["clusterapi.aws.control_plane : Reconcile the control-plane machines"], asked
+    # ... and the pools ask no ListSecrets of their own for those tags: capa_kubeadm's answer, handed on.
+    asked = [t.name for t in aws_tasks(again) if "secretsmanager:ListSecrets" in t.result["api_calls"]]
+    assert asked == ["clusterapi.aws.control_plane : Reconcile the cluster PKI and the admin kubeconfig"], asked
 
     run_playbook(DELETE, inventory=inventory)
     assert autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["mp-it-asg"])["AutoScalingGroups"] == []

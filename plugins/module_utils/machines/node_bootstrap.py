@@ -84,6 +84,7 @@ class NodeBootstrap:
         self.ctx, self.machine = ctx, machine
         self._pki: ClusterPki | None = None
         self._pki_loaded = False
+        self._public: PublicPki | None = None  # the PKI's public facts, as its secret's tags said them
         self._eks: Mapping[str, Any] | None = None
         self._eks_loaded = False
 
@@ -114,12 +115,14 @@ class NodeBootstrap:
         no key, so its document needs no secret value."""
         if self._pki_loaded:
             return self._pki
-        name = secret_name(self.ctx.cluster)
-        prefix = name.rsplit("/", 1)[0] + "/"
-        for listed in list_secrets(self.ctx, prefix):
-            if listed.get("Name") == name:
-                return public_pki_of(listed, self.ctx.cluster) or self.pki()
-        return self.pki()
+        if self._public is None:
+            name = secret_name(self.ctx.cluster)
+            prefix = name.rsplit("/", 1)[0] + "/"
+            listed = [s for s in list_secrets(self.ctx, prefix) if s.get("Name") == name]
+            self._public = public_pki_of(listed[0], self.ctx.cluster) if listed else None
+            if self._public is None:
+                return self.pki()
+        return self._public
 
     def document(
         self,
