@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..aws.secretsmanager import delete_secret, list_secrets
+from ..aws.secretsmanager import delete_secret
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.local_files import read_text_if_any
@@ -117,7 +117,7 @@ class KubeadmTier:
         path = kubeconfig_path(spec.output_dir, ctx.cluster)
         if spec.state == "absent":
             return self._delete(ctx, path)
-        listed = cluster_secrets(ctx)
+        listed = pki.cluster_secrets(ctx)
         existing_kubeconfig = _read_text(path)
         steady = self._steady(ctx, spec, listed, path, existing_kubeconfig)
         if steady is not None:
@@ -136,7 +136,7 @@ class KubeadmTier:
             if stored is None:
                 raise ReconcileError(f"secret {pki.secret_name(ctx.cluster)} exists but cannot be read")
             wanted = pki.desired_pki(stored, spec.supplied_pki, spec.service_cidr, spec.pod_cidr)
-            written = self._ensure_secret(ctx, stored, wanted, secret, cluster_secrets(ctx))
+            written = self._ensure_secret(ctx, stored, wanted, secret, pki.cluster_secrets(ctx))
         current, secret = written or (wanted, secret)
         endpoint = spec.endpoint
         if endpoint is None:  # validate requires it with state present
@@ -185,14 +185,13 @@ class KubeadmTier:
         listed: Mapping[str, Any],
     ) -> tuple[pki.ClusterPki, dict[str, Any]] | None:
         """Create or update the secret; ``None`` when another run created it first (our create was refused).
-        ``listed``: the cluster's secrets (:func:`cluster_secrets`), read before the value."""
+        ``listed``: the cluster's secrets (:func:`pki.cluster_secrets`), read before the value."""
         client = ctx.client("secretsmanager")
         name = pki.secret_name(ctx.cluster)
         content = wanted.to_secret_string()
         token = secret_version_token(name, content)
-        # The version the tags describe: the one this run writes (its token is the version id), or the one it read.
-        tags = ctx.tags(ROLE_CONTROL_PLANE, name, pki.metadata_tags(wanted, token))
         if stored is None:
+            tags = ctx.tags(ROLE_CONTROL_PLANE, name, pki.metadata_tags(wanted, token))
             answer = ctx.ops.call_unless_refused(
                 client,
                 "create_secret",
@@ -216,8 +215,9 @@ class KubeadmTier:
         current_tags = tags_to_dict(description.get("Tags"))
         owned = is_owned(current_tags, ctx.cluster)
         changed = wanted.differing_fields(stored)
-        if not changed and (secret or {}).get("version"):
-            tags = ctx.tags(ROLE_CONTROL_PLANE, name, pki.metadata_tags(wanted, str((secret or {})["version"])))
+        # The version the tags describe: the one this run writes (its token is the version id), or the one it read.
+        version = str((secret or {}).get("version") or token) if not changed else token
+        tags = ctx.tags(ROLE_CONTROL_PLANE, name, pki.metadata_tags(wanted, version))
         if changed:
             if not owned:
                 raise ReconcileError(
@@ -260,7 +260,7 @@ class KubeadmTier:
     def _delete(self, ctx: Context, path: Path | None) -> tuple[Any, Any]:
         name = pki.secret_name(ctx.cluster)
         init_token = init_token_secret_name(ctx.cluster)  # kubeadm init's token (machines/join_tokens.py)
-        listed = cluster_secrets(ctx)
+        listed = pki.cluster_secrets(ctx)
         description = listed.get(name)
         existing = _read_text(path)
         before = {
@@ -300,12 +300,6 @@ def _kept_kubeconfig(
     names = admin_kubeconfig.kubeconfig_names(ctx.cluster)
     expires = admin_kubeconfig.client_cert_expiry(existing or "", ctx.cluster)
     return {"path": str(path), "server": server, **names, "client_certificate_expires": expires}, None
-
-
-def cluster_secrets(ctx: Context) -> dict[str, dict[str, Any]]:
-    """The cluster's controller-side secrets (the PKI, kubeadm init's token) by name: one ``ListSecrets``."""
-    prefix = pki.secret_name(ctx.cluster).rsplit("/", 1)[0] + "/"
-    return {s["Name"]: s for s in list_secrets(ctx, prefix) if s.get("Name", "").startswith(prefix)}
 
 
 def tidy_init_token(ctx: Context, found: Mapping[str, Any] | None) -> None:

@@ -36,7 +36,7 @@ except ImportError:  # ansible-core depends on cryptography; a controller withou
     HAS_CRYPTOGRAPHY = False
 
 from ..aws.errors import error_code
-from ..aws.secretsmanager import get_secret_value
+from ..aws.secretsmanager import get_secret_value, list_secrets
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError, SpecError
 from ..kernel.tags import OWNED, cluster_tag_key
@@ -434,6 +434,14 @@ def read_pki_secret(ctx: Context, cluster: str) -> tuple[ClusterPki | None, dict
         raise ReconcileError(f"secret {name} holds binary data; it was not written by capa_kubeadm")
     described = {"arn": answer.get("ARN"), "name": name, "version": answer.get("VersionId")}
     return ClusterPki.from_secret_string(text, f"secret {name}"), described
+
+
+def cluster_secrets(ctx: Context) -> dict[str, dict[str, Any]]:
+    """The cluster's controller-side secrets (the PKI, kubeadm init's token) by name, with their tags and version
+    stages: one ``ListSecrets``, the question ``capa_kubeadm`` and a worker's join document ask alike (so a run that
+    changes nothing has it answered from the chain's reads)."""
+    prefix = secret_name(ctx.cluster).rsplit("/", 1)[0] + "/"
+    return {s["Name"]: s for s in list_secrets(ctx, prefix) if s.get("Name", "").startswith(prefix)}
 
 
 @overload

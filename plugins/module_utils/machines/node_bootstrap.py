@@ -28,11 +28,10 @@ except ImportError:  # PyYAML ships with ansible-core; the sanity import test ru
     yaml = None  # type: ignore[assignment]
 
 from ..aws.eks import describe_cluster
-from ..aws.secretsmanager import list_secrets
 from ..kernel.context import Context
 from ..kernel.errors import ReconcileError
 from ..kubeadm.cloud_init import ROLE_JOIN_WORKER, render_cloud_init
-from ..kubeadm.pki import ClusterPki, PublicPki, load_cluster_pki, public_pki_of, secret_name
+from ..kubeadm.pki import ClusterPki, PublicPki, cluster_secrets, load_cluster_pki, public_pki_of, secret_name
 from .machine_spec import EKS, KUBEADM, NONE, RAW, MachineSpec
 from .termination import DEFAULT_KUBECONFIG, with_watcher
 
@@ -116,10 +115,8 @@ class NodeBootstrap:
         if self._pki_loaded:
             return self._pki
         if self._public is None:
-            name = secret_name(self.ctx.cluster)
-            prefix = name.rsplit("/", 1)[0] + "/"
-            listed = [s for s in list_secrets(self.ctx, prefix) if s.get("Name") == name]
-            self._public = public_pki_of(listed[0], self.ctx.cluster) if listed else None
+            listed = cluster_secrets(self.ctx).get(secret_name(self.ctx.cluster))
+            self._public = public_pki_of(listed, self.ctx.cluster) if listed else None
             if self._public is None:
                 return self.pki()
         return self._public
