@@ -640,10 +640,7 @@ class GroupRun:
             self.image = kept_bastion_image(self.spec, live)
             self.image_kept = self.image is not None
             if self.image is None:
-                seen = seen_architecture(
-                    ((m.instance_type, m.architecture) for m in live), self.spec.machine.instance_type
-                )
-                self.image = resolve_image(self.ctx, self.spec.machine, seen)
+                self.image = self._looked_up_image()
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
             machine.updated = machine.template_hash == self.group_hash
@@ -704,6 +701,11 @@ class GroupRun:
         self._repair([m for m in self.machines if m.id in kept and not m.leaving])
         self.cluster.record_certificate_expiries(self.machines)  # the machines this run launched, once they joined
         self.cluster.tidy_join_tokens(self.machines)
+
+    def _looked_up_image(self) -> Image:
+        """The group's image as the spec resolves it; the architecture from its live machines when they show it."""
+        live = ((m.instance_type, m.architecture) for m in self.machines if not m.leaving)
+        return resolve_image(self.ctx, self.spec.machine, seen_architecture(live, self.spec.machine.instance_type))
 
     # health ----------------------------------------------------------------------------------------------------
     def _check_health(self, instance_reasons: dict[str, str]) -> None:
@@ -802,9 +804,7 @@ class GroupRun:
         if self.image_kept:
             # A bastion launched again (its instance was unhealthy or gone) takes today's lookup, as CAPA's creation
             # does; the new machine's definition is the one with that image.
-            live_types = ((m.instance_type, m.architecture) for m in self.machines if not m.leaving)
-            seen = seen_architecture(live_types, machine_spec.instance_type)
-            self.image, self.image_kept = resolve_image(ctx, machine_spec, seen), False
+            self.image, self.image_kept = self._looked_up_image(), False
             self.group_hash = template_hash(spec.definition(self.image))
         live = [m for m in self.machines if not m.leaving]
         zone = choose_zone(self.machines, spec.failure_domains)
