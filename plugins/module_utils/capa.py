@@ -203,7 +203,7 @@ def _exit_with_result(
     if info and ctx.ops.plan:
         module.fail_json(msg="an info tier planned a mutating call (a bug)", **_progress(session, ctx))
     for message in ctx.warnings:
-        module.warn(message)
+        _warn(module, message)
     result: dict[str, Any] = {"changed": ctx.ops.changed}
     if result_key is None:
         result.update(after or {})
@@ -222,6 +222,17 @@ def _exit_with_result(
     if module._diff:
         result["diff"] = {"before": before, "after": after}
     module.exit_json(**result)
+
+
+def _warn(module: AnsibleAWSModule, message: str) -> None:
+    """A warning of the run, given to ansible-core's own ``AnsibleModule.warn``.
+
+    amazon.aws 10's ``AnsibleAWSModule.warn`` also keeps the message and hands it back to ``exit_json`` as a
+    ``warnings`` key on ansible-core 2.19 and later, where that key is deprecated: every warning then came with a
+    ``[DEPRECATION WARNING]: Passing `warnings` to `exit_json` ...`` of its own (ansible 12: ansible-core 2.19,
+    amazon.aws 10.1.2). The wrapped module reports it once, as every ansible-core of our range expects.
+    """
+    getattr(module, "_module", module).warn(message)
 
 
 def _progress(session: AwsSession | None, ctx: Context | None) -> dict[str, Any]:

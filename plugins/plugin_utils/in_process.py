@@ -59,6 +59,11 @@ from ansible.vars.clean import remove_internal_keys
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import context as kernel_context
 
+try:
+    from ansible.module_utils import _internal as _core_internal  # ansible-core 2.19 and later
+except ImportError:  # pragma: no cover - ansible-core 2.17 and 2.18
+    _core_internal = None
+
 # Imported here, in the controller, so that every worker Ansible forks for a task has them already (Ansible's
 # strategy loads an action plugin's class in the controller before it forks the task's worker). A module that
 # misses one reports it as it does out of process.
@@ -310,16 +315,36 @@ def same_python(interpreter: str | None, executable: str) -> bool:
 
 @contextlib.contextmanager
 def module_arguments(encoded: bytes) -> Iterator[None]:
-    """Hand the module its arguments where ``AnsibleModule`` reads them (AnsiballZ sets the same two globals)."""
+    """Hand the module its arguments where ``AnsibleModule`` reads them (AnsiballZ sets the same two globals), and
+    let ansible-core's module side act as in a module process while it runs (:func:`module_side`)."""
     saved = basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE
     basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = encoded, PROFILE
     # A module process starts with no warnings; a loop runs its items in one worker, one after another.
     module_warnings._global_warnings.clear()
     module_warnings._global_deprecations.clear()
     try:
-        yield
+        with module_side():
+            yield
     finally:
         basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = saved
+
+
+@contextlib.contextmanager
+def module_side() -> Iterator[None]:
+    """ansible-core 2.19 and later mark the controller's process (``module_utils._internal.is_controller``), and
+    there a module's ``warn()`` and ``deprecate()`` go straight to the display instead of into the result. In the
+    worker the module is on the target's side: its warnings and deprecations are recorded and returned with its
+    result, as a module process returns them - the controller shows them from the result, and callbacks (the json
+    one, AWX's job events) see them on the task. Older ansible-core has no such mark and always records them."""
+    if _core_internal is None or not hasattr(_core_internal, "is_controller"):
+        yield
+        return
+    saved = _core_internal.is_controller
+    _core_internal.is_controller = False
+    try:
+        yield
+    finally:
+        _core_internal.is_controller = saved
 
 
 @contextlib.contextmanager

@@ -3,9 +3,9 @@
 plugins/plugin_utils/in_process.py runs a module's ``main()`` in the worker Ansible forked for the task when the
 target is local and its Python is the controller's; anything else (here: the host variable ``capa_in_process: false``)
 runs the module as a process. The same tasks run both ways against the same account must give the same results -
-check mode with its plan and diff, a real create, a no-op with its exact reads, a refusal of bad input - and the
-``-vvv`` output names the way each ran. The task's ``environment`` reaches the module in the worker as it would reach
-a module process, and only for that task.
+check mode with its plan and diff, a real create, a no-op with its exact reads and its warning, a refusal of bad
+input - and the ``-vvv`` output names the way each ran. The task's ``environment`` reaches the module in the worker
+as it would reach a module process, and only for that task.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def test_both_ways_answer_the_same(aws, run_playbook, tmp_path):
         vpc_task("refused", cidr_block="10.0.0.0/33"),
     ]
     plays = [play(steps, True), play(steps, False)]
-    plays.append(play([vpc_task("create")], True))
+    plays.append(play([vpc_task("create", secondary_cidr_blocks=["10.1.0.0/16"])], True))
+    # The no-ops leave out the secondary block: kept (add-only), with a warning.
     plays += [play([vpc_task("no-op")], True), play([vpc_task("no-op")], False)]
     results, verbose = run(run_playbook, tmp_path, plays)
 
@@ -85,6 +86,11 @@ def test_both_ways_answer_the_same(aws, run_playbook, tmp_path):
     assert created["changed"] is True and created["vpc"]["id"].startswith("vpc-")
     noop = results[("in process", "no-op")]
     assert noop["changed"] is False and noop["plan"] == [] and noop["vpc"]["id"] == created["vpc"]["id"]
+    # The warning is the module's result, both ways, once: no deprecation of a `warnings` key handed to exit_json
+    # (ansible-core 2.19 and amazon.aws 10 gave one with every warning: capa._warn, in_process.module_side).
+    assert [w for w in noop["warnings"] if "10.1.0.0/16" in w] == noop["warnings"] != [], noop.get("warnings")
+    assert "deprecations" not in noop, noop["deprecations"]
+    assert "DEPRECATION" not in verbose, verbose[verbose.find("DEPRECATION") - 300 :][:900]
     assert noop["api_calls"] == {
         "ec2:DescribeInternetGateways": 1,
         "ec2:DescribeVpcAttribute": 2,

@@ -88,6 +88,21 @@ def test_arguments_are_where_ansible_module_reads_them_and_warnings_start_empty(
     assert (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE) == before
 
 
+def test_a_modules_warnings_are_its_results_while_it_runs_in_the_worker(monkeypatch):
+    """In the controller (ansible-core 2.19 marks it) a warning goes to the display; a module process records it and
+    returns it with its result. In the worker the module is on the module's side, and the mark is back after it."""
+    from ansible.module_utils import _internal
+
+    monkeypatch.setattr(_internal, "is_controller", True, raising=False)
+    with pytest.raises(RuntimeError):
+        with module_arguments(b'{"ANSIBLE_MODULE_ARGS": {}}'):
+            assert _internal.is_controller is False
+            module_warnings.warn("the secondary block is kept")
+            assert module_warnings.get_warning_messages() == ("the secondary block is kept",)
+            raise RuntimeError("the module failed")
+    assert _internal.is_controller is True
+
+
 def test_the_tasks_environment_applies_for_the_run_only(monkeypatch):
     monkeypatch.setenv("CAPA_TEST_KEPT", "controller")
     monkeypatch.delenv("CAPA_TEST_NEW", raising=False)
