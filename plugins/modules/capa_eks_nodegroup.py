@@ -32,6 +32,9 @@ description:
     C(ec2.amazonaws.com) with AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy and
     AmazonEC2ContainerRegistryReadOnly. One role per pool, so deleting a pool never takes a role another pool uses.
   - C(state=absent) deletes the pool's node groups, waits until they are gone and then deletes the role it created.
+    With I(wait=false) it starts their deletion and keeps the role (C(conditions.EKSNodegroupReady.reason) is
+    C(Deleting)); a run with I(wait) deletes the role once the node groups are gone. The C(eks_node_groups) role
+    deletes a cluster's node groups that way - started before anything else, waited for later in the same run.
 author:
   - clusterapi.aws maintainers (@clusterapi)
 options:

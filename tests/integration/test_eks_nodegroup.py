@@ -203,6 +203,8 @@ def test_nodegroup_life(aws, steps, eks_cluster):
             ("resized", NODEGROUP, {**auto, "scaling": {"min_size": 1, "max_size": 8}}, {}),
             ("foreign", NODEGROUP, args(name="md-x"), {"ignore_errors": True}),
             ("absent md-0", NODEGROUP, args(name="md-0", state="absent"), {}),
+            # Started without a wait (as the eks_node_groups role starts a cluster's deletion), then waited for.
+            ("started md-auto", NODEGROUP, args(name="md-auto", state="absent", wait=False), {}),
             ("absent md-auto", NODEGROUP, args(name="md-auto", state="absent"), {}),
             ("absent again", NODEGROUP, args(name="md-0", state="absent"), {}),
         ]
@@ -212,10 +214,15 @@ def test_nodegroup_life(aws, steps, eks_cluster):
     assert calls(r["resized"]) == ["eks:UpdateNodegroupConfig"]
     assert r["resized"]["nodegroup"]["scaling"] == {"min_size": 1, "max_size": 8, "desired_size": 5}
     assert r["foreign"]["failed"] and "not owned" in r["foreign"]["msg"] and mutating(r["foreign"]) == []
-    for pool in ("md-0", "md-auto"):
-        gone = r[f"absent {pool}"]
-        assert gone["changed"] is True and gone["nodegroup"] is None
-        assert calls(gone)[0] == "eks:DeleteNodegroup" and calls(gone)[-1] == "iam:DeleteRole"
+    gone = r["absent md-0"]
+    assert gone["changed"] is True and gone["nodegroup"] is None
+    assert calls(gone)[0] == "eks:DeleteNodegroup" and calls(gone)[-1] == "iam:DeleteRole"
+    # wait=false: the deletion started, the role kept - what the caller asked for, so no warning - and the condition
+    # says so; the run that waits deletes the role.
+    started = r["started md-auto"]
+    assert calls(started) == ["eks:DeleteNodegroup"] and "warnings" not in started, started.get("warnings")
+    assert started["conditions"]["EKSNodegroupReady"] == {"status": False, "reason": "Deleting"}
+    assert calls(r["absent md-auto"])[-1] == "iam:DeleteRole"
     assert r["absent again"]["changed"] is False
     assert [g["nodegroupName"] for g in nodegroups(eks)] == ["md-x"]
     assert owned_roles(iam) == []

@@ -306,8 +306,8 @@ class _NodegroupRun:
         gone = self.delete(groups, reason="state absent")
         if gone:
             delete_owned_role(self.ctx, self.role_name)
-        else:
-            self.ctx.warn(f"IAM role {self.role_name} is kept until the node groups are gone (run again)")
+        # Not gone: the deletion was started without a wait (wait=false), which the caller asked for and which the
+        # condition reports (Deleting); a run that waits deletes the role.
         self.conditions["EKSNodegroupReady"] = {"status": False, "reason": "Deleted" if gone else "Deleting"}
         return before, self.result(None)
 
