@@ -21,14 +21,17 @@ description:
     upgrades one minor version at a time, a I(kubernetes_version) that skips a minor from, or goes a minor back from,
     what the group's machines run is refused after the describes, before any change."
   - The AMI is I(ami.id) or CAPA's lookup - the newest available HVM image of the instance type's architecture
-    owned by I(ami.owner) whose name matches I(ami.name_format). The bastion looks up Canonical's newest Ubuntu 24.04
-    image instead, and, as CAPA's, only when it is launched - a bastion is not replaced for a newer image, and a run
-    over an unchanged bastion makes no C(DescribeImages). No image found is an error before anything changes.
-  - A machine whose template hash (AMI, instance type, root volume, key, profile, security groups, spot, tenancy,
-    placement group, public IP, bootstrap settings) differs from the group's is outdated and replaced by a rolling
-    update - never more than I(replicas) + I(rollout.max_surge) machines and never fewer than
-    I(replicas) - I(rollout.max_unavailable) running ones. A control plane replaces one machine at a time. Drift of
-    the instance metadata options and of tags is repaired in place.
+    owned by I(ami.owner) whose name matches I(ami.name_format) (the bastion's - Canonical's newest Ubuntu 24.04).
+    As CAPA's machines, a machine gets the lookup's image when it is launched and keeps it - a newer image of the
+    same lookup replaces no machine, and a run over machines that keep theirs makes no C(DescribeImages); a new
+    machine (a scale-up, a replacement) takes the newest. No image found is an error before anything changes.
+  - A machine whose template hash (AMI it runs, and for a looked-up one the lookup - I(ami.base_os), I(ami.owner),
+    I(ami.name_format) -, instance type, root volume, key, profile, security groups, spot, tenancy, placement group,
+    public IP, bootstrap settings) is not the spec's is outdated and replaced by a rolling update - never more than
+    I(replicas) + I(rollout.max_surge) machines and never fewer than I(replicas) - I(rollout.max_unavailable)
+    running ones; the new machines boot the lookup's image of the day, or I(ami.id). A control plane replaces one
+    machine at a time. Drift of the instance metadata options and of tags is repaired in place. A machine launched
+    by a release before 2026-12 (its hash without the lookup) counts as current with the image it runs.
   - Bootstrap data never travels in EC2 user data - it is gzipped and stored in Secrets Manager or SSM Parameter
     Store; user data only carries a boot hook that fetches it with the AWS CLI, deletes it and restarts cloud-init
     (the AMI needs the AWS CLI, the instance profile C(GetSecretValue)/C(DeleteSecret) or
@@ -36,10 +39,10 @@ description:
     the machine.
   - Control-plane machines are registered with the I(load_balancers) once running and deregistered before they
     are terminated. Worker machines are never registered.
-  - A run that changes nothing makes one C(DescribeInstances) and one C(DescribeImages) (and a load-balancer read
-    for control planes), however many machines the group has. The image lookup takes the instance type's
-    architecture from the group's running machines (C(DescribeInstances) reports it); C(DescribeInstanceTypes) is
-    asked only when no machine of the spec's instance type runs yet.
+  - A run that changes nothing makes one C(DescribeInstances) and one C(DescribeInstanceStatus) (and a
+    load-balancer read for control planes), however many machines the group has. An image lookup takes the instance
+    type's architecture from the group's running machines (C(DescribeInstances) reports it);
+    C(DescribeInstanceTypes) is asked only when no machine of the spec's instance type runs yet.
   - C(state=absent) deregisters and terminates every machine of the group and deletes their bootstrap entries.
 author:
   - clusterapi.aws maintainers (@clusterapi)
@@ -435,17 +438,23 @@ machines:
       type: str
       sample: "2027-12-03T15:04:05Z"
 replicas:
-  description: C(desired), C(ready) (available) and C(updated) (made from the current template) machine counts.
+  description:
+    - C(desired), C(ready) (available) and C(updated) (the spec's definition with the image each runs) machine
+      counts.
   returned: always
   type: dict
   sample: {"desired": 2, "ready": 2, "updated": 2}
 template_hash:
-  description: The group's current template hash (null when the group has no machine and wants none).
+  description:
+    - The template hash of the image below with the spec's definition (null when the group has no machine and
+      wants none).
   returned: always
   type: str
   sample: 3f9a1c0b2d
 ami_id:
-  description: The AMI new machines get (looked up or given).
+  description:
+    - The image the group's newest current machine runs; when none is current, or this run launched one, the image
+      new machines get (looked up or given).
   returned: always
   type: str
   sample: ami-0a1b2c3d4e5f67890

@@ -148,7 +148,8 @@ def test_second_run_only_describes_and_costs_the_same_for_2_and_6_machines(aws, 
         two
         == six
         == {
-            "ec2:DescribeImages": 1,  # no DescribeInstanceTypes: the machines show their architecture
+            # No DescribeImages: the machines keep the image they run (instance.kept_image); no
+            # DescribeInstanceTypes either.
             "ec2:DescribeInstances": 1,
             "ec2:DescribeInstanceStatus": 1,  # the health check (self-healing)
         }
@@ -487,6 +488,50 @@ def test_a_bastion_keeps_its_image_when_a_newer_one_is_published_and_rolls_when_
     assert after["InstanceId"] != before["InstanceId"] and after["ImageId"] == LATEST_CANONICAL_X86
     again = run_ok(run_module, {**bastion, "instance_type": "t3.small"})
     assert not again["changed"] and "ec2:DescribeImages" not in again["api_calls"]
+
+
+def _own_capa_image(aws, created: str) -> str:
+    """An image of this account named as CAPA names v1.31.2's Ubuntu 24.04 images, created now. A copy of CAPA's:
+    moto's RegisterImage drops the architecture and virtualization type the lookup filters on (test_ami_info.py)."""
+    return aws.client("ec2").copy_image(
+        Name=f"capa-ami-ubuntu-24.04-v1.31.2-{created}", SourceImageId=LATEST_CAPA_AMI_X86, SourceRegion="us-east-1"
+    )["ImageId"]
+
+
+def test_workers_keep_their_image_when_a_newer_one_is_published_a_new_machine_takes_it_and_a_new_lookup_rolls(
+    aws, run_module, network
+):
+    """CAPA resolves a machine's image when it creates it; a newer image of the same lookup replaces no machine
+    (a plain re-run must not roll a cluster because an image came out), a new machine takes the newest, and another
+    lookup is another template, which rolls. The run over machines that keep their image asks no DescribeImages.
+    The images are this account's own (``ami.owner``), so the test can publish one between two runs."""
+    account = aws.client("sts").get_caller_identity()["Account"]
+    older = _own_capa_image(aws, "1700000000")
+    group = args(network, ami={"owner": account})
+    first = run_ok(run_module, group)
+    assert first["ami_id"] == older and {i["ImageId"] for i in _instances(aws, "md-0")} == {older}
+    machines = {i["InstanceId"] for i in _instances(aws, "md-0")}
+
+    time.sleep(1.1)  # CreationDate has one-second resolution: the next image is the newer
+    newer = _own_capa_image(aws, "1800000000")
+    aws.reset_requests()
+    kept = run_ok(run_module, group)
+    assert not kept["changed"] and kept["plan"] == [] and aws.mutating_requests() == []
+    assert "ec2:DescribeImages" not in kept["api_calls"], kept["api_calls"]
+    assert kept["ami_id"] == older and kept["replicas"]["updated"] == 2
+    assert {i["InstanceId"] for i in _instances(aws, "md-0")} == machines
+
+    grown = run_ok(run_module, {**group, "replicas": 3})
+    assert [p["call"] for p in grown["plan"]].count("ec2:RunInstances") == 1 and grown["ami_id"] == newer
+    assert grown["replicas"] == {"desired": 3, "ready": 3, "updated": 3}
+    images = {i["InstanceId"]: i["ImageId"] for i in _instances(aws, "md-0")}
+    assert {images[m] for m in machines} == {older} and sorted(images.values()).count(newer) == 1
+
+    # CAPA's own images (the default owner): another lookup, so every machine is replaced, onto its newest image.
+    rolled = run_ok(run_module, args(network, replicas=3))
+    assert rolled["ami_id"] == LATEST_CAPA_AMI_X86 and rolled["replicas"]["updated"] == 3
+    assert {i["ImageId"] for i in _instances(aws, "md-0")} == {LATEST_CAPA_AMI_X86}
+    assert not set(images) & {i["InstanceId"] for i in _instances(aws, "md-0")}
 
 
 BAD_INPUTS = [

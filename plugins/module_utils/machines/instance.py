@@ -218,29 +218,57 @@ class GroupSpec:
     def role_tag(self) -> str:
         return ROLE_TAGS[self.role]
 
-    def definition(self, image: Image) -> dict[str, Any]:
-        """Everything that defines a machine of the group (not its placement, not IMDS: that is repaired in place)."""
-        return {
+    def definition(self, image: Image, with_lookup: bool = True) -> dict[str, Any]:
+        """Everything that defines a machine of the group (not its placement, not IMDS: that is repaired in place):
+        the image it boots and, for a looked-up image, the lookup that found it (a changed lookup - another base OS,
+        owner or name format - is another machine, as a new AWSMachineTemplate is in CAPA)."""
+        found = {
             **self.machine.definition(image.id),
             **self.machine.market_and_placement(),
             "public_ip": self.public_ip,
         }
+        if with_lookup and not self.machine.ami.id:
+            found["ami_lookup"] = self.machine.ami_lookup()
+        return found
+
+    def current_hashes(self, image: Image) -> set[str]:
+        """The template hashes of a machine that runs ``image`` and is what the spec defines. A machine launched
+        before the lookup was part of its definition (releases before 2026-12) has the hash without it: it counts as
+        current too, its lookup taken to be the spec's - a rollout on upgrading the collection would be a surprise."""
+        hashes = {template_hash(self.definition(image))}
+        if not self.machine.ami.id:
+            hashes.add(template_hash(self.definition(image, with_lookup=False)))
+        return hashes
 
 
-def kept_bastion_image(spec: GroupSpec, live: Sequence[Machine]) -> Image | None:
-    """The image a bastion keeps: the one its instance runs, while its definition with that image is the spec's.
+def running_image(machine: Machine) -> Image:
+    """The image a machine runs, as far as its instance shows it (its id is what its definition holds)."""
+    return Image(machine.image_id or "", "", "", None, machine.architecture or "x86_64")
 
-    CAPA looks the bastion's image up only when it creates the bastion and never replaces a bastion for a newer
-    image (a Canonical release a week): neither does the bastion group, and so a run over an unchanged bastion makes
-    no ``DescribeImages``. A bastion whose definition changed (its type, volume, key, groups; ``ami.id`` given) is
-    resolved as any machine is and rolled; None then, and for every other group - a machine group's image is part of
-    its definition as the lookup finds it.
+
+def is_current(spec: GroupSpec, machine: Machine) -> bool:
+    """Whether the machine is what the spec defines, with the image it runs.
+
+    CAPA resolves a machine's image when it creates the machine (AWSMachine ``spec.ami`` lookup) and never replaces
+    a machine for a newer image of the same lookup (Canonical's or CAPA's images come out every few weeks): a
+    machine is replaced only when its template changes. So here: a machine keeps its image while the rest of its
+    definition is unchanged; the image given by ``ami.id`` must be the one it runs.
     """
-    if not spec.machine.bastion or spec.machine.ami.id or len(live) != 1 or not live[0].image_id:
-        return None
-    machine = live[0]
-    image = Image(machine.image_id or "", "", "", None, machine.architecture or "x86_64")
-    return image if machine.template_hash == template_hash(spec.definition(image)) else None
+    if not machine.image_id or (spec.machine.ami.id and machine.image_id != spec.machine.ami.id):
+        return False
+    return machine.template_hash in spec.current_hashes(running_image(machine))
+
+
+def kept_image(spec: GroupSpec, live: Sequence[Machine]) -> Image | None:
+    """The image of the group's newest current machine (:func:`is_current`); None when no machine is current.
+
+    A group with a current machine needs no image lookup (no ``DescribeImages``, no EKS image parameter) until it
+    launches one: the launch looks the image up as CAPA's creation does (:meth:`GroupRun._launch`).
+    """
+    for machine in sorted(live, key=lambda m: (m.launch_time, m.name), reverse=True):
+        if is_current(spec, machine):
+            return running_image(machine)
+    return None
 
 
 # validation (pure, before any AWS call) ----------------------------------------------------------------------------
@@ -603,7 +631,7 @@ class InstanceTier:
             "replicas": {
                 "desired": spec.replicas if spec.state == "present" else 0,
                 "ready": sum(m.available for m in live),
-                "updated": sum(1 for m in live if group_hash and m.template_hash == group_hash),
+                "updated": sum(1 for m in live if group_hash and is_current(spec, m)),
             },
             "template_hash": group_hash,
             "ami_id": image.id if image else None,
@@ -624,7 +652,7 @@ class GroupRun:
     health: Remediation = field(default_factory=Remediation)
     names: dict[str, str] = field(default_factory=dict)
     cluster_running: list[str] = field(default_factory=list)  # the cluster's running instances (all groups)
-    image_kept: bool = False  # the image is the one the bastion runs (kept_bastion_image), not a lookup's
+    image_kept: bool = False  # the image is the one a current machine runs (kept_image), not a lookup's
 
     def __post_init__(self) -> None:
         self.boot = NodeBootstrap(self.ctx, self.spec.machine)
@@ -637,13 +665,13 @@ class GroupRun:
             running = [m.tags.get(VERSION_TAG, "") for m in live]
             check_upgrade_step([v for v in running if v], self.spec.machine.kubernetes_version or "")
         if self.spec.replicas or live:
-            self.image = kept_bastion_image(self.spec, live)
+            self.image = kept_image(self.spec, live)
             self.image_kept = self.image is not None
             if self.image is None:
                 self.image = self._looked_up_image()
             self.group_hash = template_hash(self.spec.definition(self.image))
         for machine in self.machines:
-            machine.updated = machine.template_hash == self.group_hash
+            machine.updated = is_current(self.spec, machine)
         instance_reasons = observe_health(self.ctx, self.machines, self.cluster_running) if self.spec.replicas else {}
         self.registrations = Registrations.observe(self.ctx, self.spec)
         if self.spec.replicas:
@@ -802,8 +830,8 @@ class GroupRun:
         if self.image is None:
             raise ReconcileError("no AMI was resolved before launching (a bug)")
         if self.image_kept:
-            # A bastion launched again (its instance was unhealthy or gone) takes today's lookup, as CAPA's creation
-            # does; the new machine's definition is the one with that image.
+            # A new machine (a scale-up, a replacement of an unhealthy one) takes today's lookup, as CAPA's creation
+            # does; its definition is the one with that image.
             self.image, self.image_kept = self._looked_up_image(), False
             self.group_hash = template_hash(spec.definition(self.image))
         live = [m for m in self.machines if not m.leaving]

@@ -675,6 +675,16 @@ class MachineSpec:
             "bootstrap": self.bootstrap.definition(self.kubernetes_version),
         }
 
+    def ami_lookup(self) -> dict[str, Any]:
+        """The lookup that finds the machine's image when ``ami.id`` is not given, as the spec states it (a default
+        the collection changes later is no change of the machine): CAPA's fields, or the EKS-optimised image."""
+        return {
+            "base_os": self.ami.base_os or "",
+            "owner": self.ami.owner or "",
+            "name_format": self.ami.name_format or "",
+            "eks_optimized": self.uses_eks_image,
+        }
+
     def market_and_placement(self) -> dict[str, Any]:
         """Spot, tenancy and placement group as a group's template hash has them (pools have none of them)."""
         return {
