@@ -14,11 +14,13 @@ description:
     gateways (deleted ones skipped), Elastic IPs, security groups, instances (terminated ones skipped), classic
     load balancers, and through one Resource Groups Tagging API request the network load balancers, target
     groups, bootstrap secrets and SSM parameters the cluster owns.
-  - Two kinds need no request of their own when that answer tells enough. The Elastic IPs, when each the cluster
+  - Three kinds need no request of their own when that answer tells enough. The Elastic IPs, when each the cluster
     owns is a live NAT gateway's (the tagging API has their tags, the gateways their public IPs and associations);
     an address no gateway holds, or a gateway's address the tagging API does not list, makes the
-    C(DescribeAddresses). The launch templates of a spec without machine pools, when the tagging API lists none
-    (they could only be orphans); with pools, or a listed template, one C(DescribeLaunchTemplates).
+    C(DescribeAddresses). The launch templates and auto scaling groups of a spec without machine pools, when the
+    tagging API lists no launch template (they could only be orphans, and a pool's group has its template as long as
+    it exists; the tagging API does not list groups); with pools, or a listed template, one
+    C(DescribeLaunchTemplates) and one C(DescribeAutoScalingGroups).
   - Reports CAPA's conditions (C(VpcReady), C(SubnetsReady), C(InternetGatewayReady), C(NatGatewaysReady),
     C(RouteTablesReady), C(ClusterSecurityGroupsReady), C(BastionHostReady) when the bastion is enabled,
     C(LoadBalancerReady) for self-managed clusters), and a readiness summary per machine group.

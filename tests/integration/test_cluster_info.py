@@ -32,8 +32,8 @@ EXPECTED_CALLS = {
     "ec2:DescribeSecurityGroups": 1,
     "ec2:DescribeInstances": 1,
     "elb:DescribeLoadBalancers": 1,
-    "autoscaling:DescribeAutoScalingGroups": 1,
-    # No DescribeLaunchTemplates: the spec has no machine pools and the tagging API lists no launch template.
+    # No DescribeLaunchTemplates nor DescribeAutoScalingGroups: the spec has no machine pools and the tagging API
+    # lists no launch template (every pool's group has one; cluster_info._no_pool_to_read).
     "resourcegroupstaggingapi:GetResources": 2,  # CAPA's tag, then the cloud provider's (v2 LBs, target groups)
 }
 
@@ -145,6 +145,15 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
         LaunchTemplateData={"InstanceType": "t3.micro"},
         TagSpecifications=tag_spec("launch-template", {OWNER: "owned", ROLE: "node"}),
     )["LaunchTemplate"]["LaunchTemplateId"]
+    # A pool's group the spec no longer lists, on its template (the tagging API lists the template, not the group).
+    aws.client("autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName="mp-gone",
+        LaunchTemplate={"LaunchTemplateId": stray_template, "Version": "$Latest"},
+        MinSize=0,
+        MaxSize=0,
+        VPCZoneIdentifier=public_subnets[0],
+        Tags=[{"Key": OWNER, "Value": "owned", "PropagateAtLaunch": True}],
+    )
     stray_address = ec2.allocate_address(
         Domain="vpc", TagSpecifications=tag_spec("elastic-ip", {OWNER: "owned", ROLE: "common", "Name": "stray"})
     )["AllocationId"]
@@ -160,10 +169,14 @@ def test_network_conditions_counts_orphans_and_cloud_provider(aws, run_module):
     result = info(run_module, aws, limits={"elb:DescribeLoadBalancers": 2})
     assert result["api_calls"]["elb:DescribeLoadBalancers"] == 2
     orphans = {o["id"]: o for o in result["orphans"]}
-    assert set(orphans) == {extra_subnet, extra_group, stray_instance, stray_address, stray_template}, result["orphans"]
-    # A launch template the tagging API lists: described (its latest version is the status's), and an orphan.
+    expected = {extra_subnet, extra_group, stray_instance, stray_address, stray_template, "mp-gone"}
+    assert set(orphans) == expected, result["orphans"]
+    # A launch template the tagging API lists: described (its latest version is the status's), and an orphan - and
+    # so are the auto scaling groups, among them the pool's on it.
     assert result["api_calls"]["ec2:DescribeLaunchTemplates"] == 1
+    assert result["api_calls"]["autoscaling:DescribeAutoScalingGroups"] == 1
     assert orphans[stray_template]["reason"] == "machine pool 'mp-gone' is not in the spec"
+    assert orphans["mp-gone"]["kind"] == "auto_scaling_group", result["orphans"]
     # An Elastic IP no NAT gateway holds: the addresses are described (AWS's own answer), and it is an orphan.
     assert result["api_calls"]["ec2:DescribeAddresses"] == 1
     assert orphans[stray_address]["reason"] == "allocated for a NAT gateway, used by none"

@@ -319,13 +319,22 @@ def _fetch_nat_gateways(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
     return scope.shared["nat_gateways"]
 
 
-def _fetch_launch_templates(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
-    """The cluster's launch templates (the pool tier's request). A spec without machine pools has them only as
-    orphans: when the tagging API's answer (the preflight's request) lists none, there is none to describe. With
-    pools they are always read: a template just created can be missing from that eventually consistent API for a
+def _no_pool_to_read(ctx: Context, scope: Scope) -> bool:
+    """Whether the cluster can have no machine pool's launch template or auto scaling group to read: its spec has no
+    machine pools, and the tagging API's answer (the preflight's request) lists no launch template of the cluster.
+
+    A pool's group has the cluster's launch template for as long as it exists (``machines/asg.py`` creates the
+    template first and deletes it only once the group is gone), and the tagging API lists templates, not groups; so
+    a spec without pools has them only as orphans, and with no template listed there is neither to describe. With
+    pools both are always read: a template just created can be missing from that eventually consistent API for a
     while, and a pool's status must not say so."""
     listed = any(arn_parts(r["ResourceARN"])[1].startswith("launch-template/") for r in _tagged(ctx, scope))
-    if not listed and not scope.shared.get("pools"):
+    return not listed and not scope.shared.get("pools")
+
+
+def _fetch_launch_templates(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """The cluster's launch templates (the pool tier's request), when it can have any (:func:`_no_pool_to_read`)."""
+    if _no_pool_to_read(ctx, scope):
         return []
     return describe_kind(ctx, "launch_template", scope.owner_filter())
 
@@ -365,6 +374,10 @@ def _fetch_elastic_ips(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
 
 
 def _fetch_asgs(ctx: Context, scope: Scope) -> list[dict[str, Any]]:
+    """The cluster's auto scaling groups (the pool tier's request), when it can have any (:func:`_no_pool_to_read`):
+    the one read a spec without machine pools needs no longer than its launch templates."""
+    if _no_pool_to_read(ctx, scope):
+        return []
     return owned_groups(ctx, scope.cluster)
 
 
