@@ -214,6 +214,18 @@ def worker_targets(workers: list[dict[str, Any]]) -> list[str]:
     if 200 not in counts:
         verdict = f"not measured at 200; {verdict}"
     rows.append(f"| no-op requests equal for 2 and 200 workers (pagination aside) | {text} | {verdict} |")
+    # Issue 24's goals for the HA self-managed cluster (this series' cluster): at most 16 requests - at the smallest
+    # size, where no read has a second page - and a wall time at most 0.2 of the peer's.
+    smallest = workers[0]
+    fewest = series_value(smallest, "ours", "requests")
+    rows.append(
+        f"| no-op of the HA self-managed cluster: ≤ 16 AWS requests ({smallest['workers']} workers, median of "
+        f"{series_runs(workers)} runs) | {_fmt(fewest)} | {_yes(fewest <= 16)} |"
+    )
+    rows.append(
+        f"| no-op of the HA self-managed cluster: wall ≤ 0.2 of the peer's ({where}) | ours/peer = "
+        f"{', '.join(map(str, wall_ratios))} | {_yes(max(wall_ratios) <= 0.2)} |"
+    )
     return rows
 
 

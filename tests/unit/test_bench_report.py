@@ -428,6 +428,24 @@ def test_the_cluster_series_target_is_the_performance_issues_0_7x():
     assert "= 0.59×" in row and row.endswith("| yes |")
 
 
+def test_the_worker_series_judges_the_performance_issues_16_requests_and_0_2_wall():
+    """The HA self-managed cluster's no-op: at most 16 AWS requests at the series' smallest size (no second page)
+    and a wall time at most 0.2 of the peer's at every size; 17 requests or 0.25 of the wall are not met."""
+
+    def series(requests: int, wall: float) -> list[dict]:
+        ours = dict(side(wall), requests=requests)
+        return [{"ours": ours, "peer": side(10.0)}] * 3
+
+    met = report.worker_targets([{"workers": 2, "runs": series(16, 1.0)}, {"workers": 20, "runs": series(16, 2.0)}])
+    (fewest,) = [r for r in met if "≤ 16 AWS requests" in r]
+    (wall,) = [r for r in met if "wall ≤ 0.2" in r]
+    assert "(2 workers, median of 3 runs) | 16 |" in fewest and fewest.endswith("| yes |")
+    assert "ours/peer = 0.1, 0.2" in wall and wall.endswith("| yes |")
+    missed = report.worker_targets([{"workers": 2, "runs": series(17, 2.5)}])
+    assert [r for r in missed if "≤ 16 AWS requests" in r][0].endswith("| **no** |")
+    assert [r for r in missed if "wall ≤ 0.2" in r][0].endswith("| **no** |")
+
+
 def test_the_chain_trace_follows_each_traceable_cluster_through_its_journal():
     """demo-eks's delete chain is traced from the journal; demo's too (its NAT gateways, then its Elastic IPs);
     nothing for a side without a journal."""
