@@ -24,7 +24,8 @@ command -v "$PYTHON" >/dev/null || { echo "floors: $PYTHON not found" >&2; exit 
 case $SET in
 floor)
     CONSTRAINTS=tests/constraints/floor.txt
-    if [[ ! -f $VENV/.stamp || $CONSTRAINTS -nt $VENV/.stamp || requirements.txt -nt $VENV/.stamp ]]; then
+    if [[ ! -f $VENV/.stamp || $CONSTRAINTS -nt $VENV/.stamp || requirements.txt -nt $VENV/.stamp \
+        || $TESTS_REQUIREMENTS -nt $VENV/.stamp ]]; then
         rm -rf "$VENV"
         "$PYTHON" -m venv "$VENV"
         "$VENV/bin/python" -m pip install --quiet --upgrade pip

@@ -15,7 +15,7 @@ from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status import published_stats
+from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status import as_given, published_stats
 from ansible_collections.clusterapi.aws.plugins.plugin_utils.in_process import CollectionModuleAction
 
 
@@ -25,5 +25,5 @@ class ActionModule(CollectionModuleAction):
         status = self._task.args.get("status")
         publish = boolean(self._task.args.get("publish", False), strict=False)
         if publish and not result.get("failed") and isinstance(status, Mapping):
-            result["ansible_stats"] = published_stats(status)
+            result["ansible_stats"] = published_stats(as_given(status) or {})
         return result

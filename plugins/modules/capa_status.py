@@ -143,6 +143,7 @@ from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status impo
     ReconcileError,
     SpecError,
     StatusFile,
+    as_given,
     check_published_status,
     check_status_path,
     cluster_report,
@@ -164,14 +165,15 @@ def main():
         supports_check_mode=True,
     )
     path = Path(module.params["path"]) if module.params["path"] else None
+    given = as_given(module.params["status"])
     ops = Operations(check_mode=module.check_mode)
     written = StatusFile(None, None)
     try:
         if module.params["publish"]:
-            check_published_status(module.params["status"])  # the action plugin publishes it
+            check_published_status(given)  # the action plugin publishes it
         if path is not None:
             check_status_path(path)
-            status = module.params["status"] if module.params["state"] == "present" else None
+            status = given if module.params["state"] == "present" else None
             written = reconcile_status_file(ops, path, status)
             if module.params["topology"] or status is None:
                 for warning in reconcile_topology_files(ops, path, status):
@@ -181,8 +183,8 @@ def main():
     except (ReconcileError, OSError) as e:
         module.fail_json(msg=f"cannot write {path}: {e}", plan=ops.plan_as_list())
     result: dict[str, Any] = dict(changed=ops.changed, path=str(path) if path else None, plan=ops.plan_as_list())
-    if module.params["status"] is not None:
-        result["summary"] = cluster_report(module.params["status"], str(path) if path else None)
+    if given is not None:
+        result["summary"] = cluster_report(given, str(path) if path else None)
     if module._diff:
         header = str(path) if path else ""
         result["diff"] = dict(

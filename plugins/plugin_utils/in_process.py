@@ -50,7 +50,7 @@ from typing import Any
 from ansible import constants as C
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.common.json import Direction, get_module_encoder
+from ansible.module_utils.common.json import AnsibleJSONEncoder
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -59,9 +59,16 @@ from ansible.vars.clean import remove_internal_keys
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import context as kernel_context
 
+# ansible-core 2.19 and later hand a module its arguments and take its result through a serialization profile, and
+# mark the controller's process; 2.17 and 2.18 (meta/runtime.yml's floor is 2.17) encode with AnsibleJSONEncoder and
+# have neither. Each difference is taken where it is used, by what the running ansible-core has.
 try:
-    from ansible.module_utils import _internal as _core_internal  # ansible-core 2.19 and later
-except ImportError:  # pragma: no cover - ansible-core 2.17 and 2.18
+    from ansible.module_utils.common.json import Direction, get_module_encoder
+except ImportError:  # ansible-core 2.17 and 2.18
+    Direction = get_module_encoder = None
+try:
+    from ansible.module_utils import _internal as _core_internal
+except ImportError:  # ansible-core 2.17
     _core_internal = None
 
 # Imported here, in the controller, so that every worker Ansible forks for a task has them already (Ansible's
@@ -195,6 +202,7 @@ leave_the_heap_to_the_exit()
 
 # The modules of this collection declare no serialization profile: Ansible gives them this one.
 PROFILE = "legacy"
+PROFILES = get_module_encoder is not None  # ansible-core 2.19 and later
 # The host variable that turns in-process execution off (for a module process, e.g. to debug one).
 SWITCH = "capa_in_process"
 # How a progress line of a module run here reads on the controller's display.
@@ -270,8 +278,7 @@ class CollectionModuleAction(ActionBase):
         self._update_module_args(fqcn, module_args, task_vars)
         environment: dict[str, str] = {}
         self._compute_environment_string(environment)
-        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
-        encoded = json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=encoder).encode()
+        encoded = encode_arguments(module_args)
         module = importlib.import_module(python_name(fqcn))
         stdout, stderr = io.StringIO(), io.StringIO()
         rc = 0
@@ -287,9 +294,20 @@ class CollectionModuleAction(ActionBase):
                     # Ansible's "MODULE FAILURE" result with module_stderr.
                     traceback.print_exc()
                     rc = 1
-        data = self._parse_returned_data({"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "rc": rc}, PROFILE)
+        returned = {"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "rc": rc}
+        # The module's result, parsed as a module process's output is (through its profile on 2.19 and later).
+        data = self._parse_returned_data(returned, PROFILE) if PROFILES else self._parse_returned_data(returned)
         remove_internal_keys(data)
         return data
+
+
+def encode_arguments(module_args: dict[str, Any]) -> bytes:
+    """The module's arguments as AnsiballZ encodes them for a module process: the module's serialization profile
+    (ansible-core 2.19 and later), ``AnsibleJSONEncoder`` with vaulted values as text before."""
+    params = {"ANSIBLE_MODULE_ARGS": module_args}
+    if PROFILES:
+        return json.dumps(params, cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)).encode()
+    return json.dumps(params, cls=AnsibleJSONEncoder, vault_to_text=True).encode()
 
 
 def python_name(fqcn: str) -> str:
@@ -317,8 +335,10 @@ def same_python(interpreter: str | None, executable: str) -> bool:
 def module_arguments(encoded: bytes) -> Iterator[None]:
     """Hand the module its arguments where ``AnsibleModule`` reads them (AnsiballZ sets the same two globals), and
     let ansible-core's module side act as in a module process while it runs (:func:`module_side`)."""
-    saved = basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE
-    basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = encoded, PROFILE
+    saved = basic._ANSIBLE_ARGS, getattr(basic, "_ANSIBLE_PROFILE", None)
+    basic._ANSIBLE_ARGS = encoded
+    if PROFILES:
+        basic._ANSIBLE_PROFILE = PROFILE
     # A module process starts with no warnings; a loop runs its items in one worker, one after another.
     module_warnings._global_warnings.clear()
     module_warnings._global_deprecations.clear()
@@ -326,7 +346,9 @@ def module_arguments(encoded: bytes) -> Iterator[None]:
         with module_side():
             yield
     finally:
-        basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = saved
+        basic._ANSIBLE_ARGS = saved[0]
+        if PROFILES:
+            basic._ANSIBLE_PROFILE = saved[1]
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ __all__ = [
     "ReconcileError",
     "SpecError",
     "StatusFile",
+    "as_given",
     "check_published_status",
     "cluster_report",
     "check_status_path",
@@ -49,6 +50,24 @@ class StatusFile:
 
     before: str | None
     after: str | None
+
+
+# The status keys that are None where they do not apply (a self-managed cluster has no EKS side, an EKS cluster no
+# kubeadm certificates, a cluster without backups no etcd_backup, a deleted one no kubeconfig).
+OPTIONAL_KEYS = ("kubeconfig", "eks", "certificates", "etcd_backup")
+
+
+def as_given(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The status the cluster role built, with its optional keys None where they do not apply.
+
+    ansible-core before 2.19 renders a templated task variable whose value is None as an empty string (its
+    templar's finalize): the role's ``eks: "{{ cluster_info.eks }}"`` reaches the module as ``""`` on 2.17 and 2.18,
+    and as None on 2.19 and later. Each such key is taken back to None, so status.json, the published statistic
+    and the summary are the same whatever the ansible-core.
+    """
+    if status is None:
+        return None
+    return {key: (None if key in OPTIONAL_KEYS and value == "" else value) for key, value in status.items()}
 
 
 def render_status(status: Mapping[str, Any]) -> str:

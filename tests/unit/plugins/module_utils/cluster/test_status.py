@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.cluster.status import (
+    as_given,
     check_status_path,
     reconcile_status_file,
     reconcile_topology_files,
@@ -117,3 +118,19 @@ def test_the_topology_is_drawn_next_to_the_status_once_and_removed_with_it(tmp_p
     reconcile_topology_files(gone, path, None)
     assert [p["call"] for p in gone.plan_as_list()] == ["file:DeleteFile", "file:DeleteFile"]
     assert not (tmp_path / "demo" / "topology.svg").exists()
+
+
+def test_a_status_is_taken_as_given_with_its_blank_optional_keys_none():
+    """ansible-core 2.17 and 2.18 render the role's ``eks: "{{ cluster_info.eks }}"`` (None on a self-managed
+    cluster) as "": the optional keys are None again, whatever the ansible-core; other keys are as given."""
+    given = {"cluster": "demo", "endpoint": "", "eks": "", "certificates": "", "etcd_backup": "", "kubeconfig": ""}
+    assert as_given(given) == {
+        "cluster": "demo",
+        "endpoint": "",
+        "eks": None,
+        "certificates": None,
+        "etcd_backup": None,
+        "kubeconfig": None,
+    }
+    assert as_given({"eks": {"cluster": {"name": "demo-eks"}}}) == {"eks": {"cluster": {"name": "demo-eks"}}}
+    assert as_given(None) is None
