@@ -55,7 +55,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
-from ansible.vars.clean import remove_internal_keys
 
 from ansible_collections.clusterapi.aws.plugins.module_utils.kernel import context as kernel_context
 
@@ -70,6 +69,12 @@ try:
     from ansible.module_utils import _internal as _core_internal
 except ImportError:  # ansible-core 2.17
     _core_internal = None
+# A module result's internal keys: removed from the parsed dict up to 2.20, by the parsed result object itself
+# (``UnifiedTaskResult.remove_internal_keys``) from 2.21, which has no such function.
+try:
+    from ansible.vars.clean import remove_internal_keys
+except ImportError:  # ansible-core 2.21 and later
+    remove_internal_keys = None
 
 # Imported here, in the controller, so that every worker Ansible forks for a task has them already (Ansible's
 # strategy loads an action plugin's class in the controller before it forks the task's worker). A module that
@@ -294,11 +299,22 @@ class CollectionModuleAction(ActionBase):
                     # Ansible's "MODULE FAILURE" result with module_stderr.
                     traceback.print_exc()
                     rc = 1
-        returned = {"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "rc": rc}
-        # The module's result, parsed as a module process's output is (through its profile on 2.19 and later).
-        data = self._parse_returned_data(returned, PROFILE) if PROFILES else self._parse_returned_data(returned)
-        remove_internal_keys(data)
-        return data
+        return self._module_result({"stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "rc": rc})
+
+    def _module_result(self, returned: dict[str, Any]) -> dict[str, Any]:
+        """The module's printed result, parsed and cleaned as ``ActionBase._execute_module`` parses and cleans a
+        module process's: a dict on ansible-core 2.17 to 2.20 (through the module's profile from 2.19), a
+        ``UnifiedTaskResult`` from 2.21, which removes its internal keys itself and gives the task's result dict."""
+        if not PROFILES:
+            data = self._parse_returned_data(returned)
+            remove_internal_keys(data)
+            return data
+        parsed = self._parse_returned_data(returned, PROFILE)
+        if isinstance(parsed, dict):
+            remove_internal_keys(parsed)
+            return parsed
+        parsed.remove_internal_keys()
+        return parsed.as_result_dict(for_round_trip=True)
 
 
 def encode_arguments(module_args: dict[str, Any]) -> bytes:
