@@ -50,7 +50,6 @@ from typing import Any
 from ansible import constants as C
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.common.json import AnsibleJSONEncoder
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -323,6 +322,9 @@ def encode_arguments(module_args: dict[str, Any]) -> bytes:
     params = {"ANSIBLE_MODULE_ARGS": module_args}
     if PROFILES:
         return json.dumps(params, cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)).encode()
+    # Imported here: the encoder of the releases before profiles, which later ones need not keep.
+    from ansible.module_utils.common.json import AnsibleJSONEncoder
+
     return json.dumps(params, cls=AnsibleJSONEncoder, vault_to_text=True).encode()
 
 
