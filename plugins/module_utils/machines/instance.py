@@ -171,6 +171,9 @@ class GroupSpec:
     # Only a group's first machine, and only while it has none (a new control plane's kubeadm init machine).
     initialize: bool = False
     etcd_restore: EtcdRestore | None = None  # the snapshot a control plane that lost quorum comes back from
+    # current_hashes per image id: a group's machines mostly run one image, so its hashes are computed once, not
+    # once per machine and pass (kept_image, each machine's updated, the result's count).
+    _current: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GroupSpec:
@@ -235,10 +238,12 @@ class GroupSpec:
         """The template hashes of a machine that runs ``image`` and is what the spec defines. A machine launched
         before the lookup was part of its definition (releases before 2026-12) has the hash without it: it counts as
         current too, its lookup taken to be the spec's - a rollout on upgrading the collection would be a surprise."""
-        hashes = {template_hash(self.definition(image))}
-        if not self.machine.ami.id:
-            hashes.add(template_hash(self.definition(image, with_lookup=False)))
-        return hashes
+        if image.id not in self._current:
+            hashes = {template_hash(self.definition(image))}
+            if not self.machine.ami.id:
+                hashes.add(template_hash(self.definition(image, with_lookup=False)))
+            self._current[image.id] = hashes
+        return self._current[image.id]
 
 
 def running_image(machine: Machine) -> Image:
