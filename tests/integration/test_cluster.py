@@ -412,7 +412,14 @@ def test_eks_cluster_life(aws, run_playbook, tmp_path):
     assert again.stats["eks-it"]["changed"] == 0, [t.name for t in again.changed_tasks]
     assert aws.mutating_requests() == []
 
+    aws.reset_requests()
     run_playbook(DELETE, inventory=inventory)
+    deleted = [r["operation"] for r in aws.mutating_requests()]
+    # The control plane's deletion is asked as soon as the node groups are gone, and the egress (route tables, NAT
+    # gateway) released while EKS deletes it; its role goes once it is gone.
+    first = deleted.index
+    assert first("DeleteNodegroup") < first("DeleteCluster") < first("DeleteRouteTable") < first("DeleteNatGateway")
+    assert "DeleteRole" in deleted[first("DeleteCluster") :]
     assert eks.list_clusters()["clusters"] == []
     assert aws.client("iam").list_open_id_connect_providers()["OpenIDConnectProviderList"] == []
     roles = aws.client("iam").list_roles()["Roles"]

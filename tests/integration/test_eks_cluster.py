@@ -193,9 +193,18 @@ def test_create_noop_update_and_delete(aws, run_module, network, tmp_path):
     blocked = run_module(MODULE, {**args, "state": "absent"})
     assert blocked["failed"] and "ng-left" in blocked["msg"]
     aws.client("eks").delete_nodegroup(clusterName=CLUSTER, nodegroupName="ng-left")
+    # wait=false (as the cluster role starts the deletion, then releases the egress meanwhile): the deletion asked,
+    # the role and OIDC provider kept - what the caller asked for, so no warning - and the condition says so.
+    started = run_module(MODULE, {**args, "state": "absent", "wait": False})
+    assert started["changed"] and "eks:DeleteCluster" in calls(started), started
+    assert "iam:DeleteRole" not in calls(started) and "iam:DeleteOpenIDConnectProvider" not in calls(started)
+    assert "warnings" not in started, started.get("warnings")
+    assert started["conditions"]["EKSControlPlaneReady"]["reason"] == "Deleting"
+    assert aws.client("iam").get_role(RoleName=ROLE)["Role"]["RoleName"] == ROLE
+    # The run that waits (moto deleted the cluster at once) deletes what the cluster's deletion left.
     gone = run_module(MODULE, {**args, "state": "absent"})
     assert gone["changed"], gone
-    assert "eks:DeleteCluster" in calls(gone) and "iam:DeleteRole" in calls(gone)
+    assert "eks:DeleteCluster" not in calls(gone) and "iam:DeleteRole" in calls(gone)
     assert "iam:DeleteOpenIDConnectProvider" in calls(gone)
     assert aws.client("eks").list_clusters()["clusters"] == []
     assert oidc_providers(aws) == []

@@ -294,6 +294,11 @@ def predicted_after_updates(cluster: Mapping[str, Any], updates: Sequence[Cluste
     return predicted
 
 
+def deleting_condition() -> dict[str, Any]:
+    """``EKSControlPlaneReady`` of a cluster whose deletion was asked and not waited for."""
+    return condition(False, "Deleting", "status DELETING")
+
+
 def ready_condition(cluster: Mapping[str, Any] | None) -> dict[str, Any]:
     """CAPA's ``EKSControlPlaneReady``."""
     status = (cluster or {}).get("status")

@@ -196,8 +196,9 @@ def refuse_with_dependants(ctx: Context, name: str) -> None:
 
 def delete_cluster(ctx: Context, spec: EksClusterSpec, cluster: Mapping[str, Any]) -> bool:
     """Delete the cluster (refused while node groups or profiles remain); True once it is gone (or planned)."""
-    refuse_with_dependants(ctx, spec.name)
     if cluster["status"] != "DELETING":
+        # Checked once, before the delete is asked: a cluster already DELETING had them checked by that run.
+        refuse_with_dependants(ctx, spec.name)
         ctx.ops.call(ctx.client("eks"), "delete_cluster", resource=spec.name, reason="state absent", name=spec.name)
     if ctx.wait and not ctx.check_mode:
         wait_cluster(ctx, spec.name, f"EKS cluster {spec.name} to be deleted", lambda c: c is None)

@@ -81,8 +81,10 @@ def delete(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedC
         return before, deleted_view()
     gone = control_plane.delete_cluster(ctx, spec, cluster) if cluster is not None else True
     if not gone:
-        ctx.warn("wait is off: the role and OIDC provider are deleted by a run after the cluster is gone")
-        return before, deleted_view()
+        # The deletion was started without a wait (wait=false), as the caller asked: the condition says so, and a
+        # run that waits deletes the OIDC provider, the role and the files once the cluster is gone (the cluster
+        # role does both in one run, with the network's egress released in between).
+        return before, dict(deleted_view(), conditions={"EKSControlPlaneReady": plan.deleting_condition()})
     oidc_provider.delete_owned_providers(ctx, plan.issuer_of(cluster))
     # Only a role carrying the cluster's ownership tags is deleted (a role_name we found untagged stays).
     delete_owned_role(ctx, spec.role_name)

@@ -90,11 +90,22 @@ def test_delete_without_wait_leaves_role_and_provider_for_a_later_run(aws_stub, 
     eks.add_response("list_nodegroups", {"nodegroups": []}, {"clusterName": CLUSTER})
     eks.add_response("list_fargate_profiles", {"fargateProfileNames": []}, {"clusterName": CLUSTER})
     eks.add_response("delete_cluster", described(status="DELETING"), {"name": CLUSTER})
-    ctx, _after = run(session, params(tmp_path, state="absent"), wait=False)
+    ctx, after = run(session, params(tmp_path, state="absent"), wait=False)
     eks.assert_no_pending_responses()
     iam.assert_no_pending_responses()
     assert aws_calls(ctx) == ["eks:DeleteCluster"]
-    assert any("deleted by a run after the cluster is gone" in w for w in ctx.warnings)
+    # What the caller asked for (the cluster role waits in a later task of the same run): no warning, the condition
+    # says Deleting.
+    assert ctx.warnings == []
+    assert after["conditions"]["EKSControlPlaneReady"]["reason"] == "Deleting"
+
+
+def test_a_deletion_already_asked_is_waited_for_without_asking_or_listing_again(aws_stub, tmp_path):
+    session, eks, iam = aws_stub
+    eks.add_response("describe_cluster", described(status="DELETING"), {"name": CLUSTER})
+    ctx, after = run(session, params(tmp_path, state="absent"), wait=False)
+    eks.assert_no_pending_responses()
+    assert aws_calls(ctx) == [] and after["conditions"]["EKSControlPlaneReady"]["reason"] == "Deleting"
 
 
 def test_a_foreign_cluster_is_never_deleted(aws_stub, tmp_path):
