@@ -28,7 +28,7 @@ aws_env = AWS_ENDPOINT_URL="$$(cat $(1))" AWS_ACCESS_KEY_ID=testing AWS_SECRET_A
 
 .PHONY: help coverage venv collection moto-start moto-stop kubesim-start kubesim-stop demo demo-installs demo-down unit integration sanity lint molecule \
 	test check tools-venvs clean system-deps sim-deps bench bench-k8s-noop dist galaxy-importer changelog changelog-lint ee awx-job iam-lint docs floors newest \
-	typecheck
+	typecheck print-python-newest
 
 help:
 	@echo "make venv         create $(VENV) (python3 -m venv) and install requirements-dev.txt"
@@ -162,10 +162,10 @@ changelog-lint: $(TOOLS)/antsibull-changelog/.stamp
 	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint
 	$(TOOLS)/antsibull-changelog/bin/antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 
-# --- declared floors (not part of make test) -----------------------------------------------------------------
+# --- declared floors (not part of make test: .ci/run runs both after it) ---------------------------------------
 # floors: tests/constraints/floor.txt (Python 3.11); newest: whatever pip resolves as newest when it runs (Python 3.13),
 # recorded in .build/floors/newest/versions.txt.  tests/unit and make demo's playbook on the simulator, each.
-# Run both before each release (and newest on a schedule where CI has one): users get the newest release.
+# CI runs both on every change; run them before a change to plugins/plugin_utils or the roles' includes lands.
 # A pyenv shim answers `command -v` for a version it does not select: the interpreters themselves come first.
 PYTHON_FLOOR ?= $(firstword $(wildcard /root/.pyenv/versions/3.11*/bin/python3.11) $(shell command -v python3.11))
 PYTHON_NEWEST ?= $(firstword $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13))
@@ -174,6 +174,10 @@ floors: collection system-deps
 
 newest: collection system-deps
 	bash tools/floors.sh newest $(or $(PYTHON_NEWEST),python3.13)
+
+# The Python make newest takes (empty: none here); .ci/run asks.
+print-python-newest:
+	@echo $(PYTHON_NEWEST)
 
 # --- moto --------------------------------------------------------------------------------------
 moto-start: venv
