@@ -42,6 +42,11 @@ description:
     C(ListOpenIDConnectProviders) and C(GetOpenIDConnectProvider) with I(associate_oidc_provider), and
     C(ListAccessEntries) when the authentication mode uses access entries.
   - >-
+    With I(wait=false) a new cluster's creation is asked and nothing that needs it ACTIVE (addons, OIDC provider,
+    aws-auth or access entries, kubeconfigs) is tried (C(conditions.EKSControlPlaneReady.reason) is
+    C(EKSControlPlaneCreating)); a run with I(wait) waits for it and does the rest. The C(cluster) role creates a
+    cluster's control plane that way - asked before the network's NAT gateways are awaited, then waited for.
+  - >-
     C(state=absent) refuses while node groups or Fargate profiles remain (naming them), then deletes the cluster,
     waits until it is gone, and deletes the owned OIDC provider, the owned role and the files. With I(wait=false) it
     asks the deletion and keeps the rest (C(conditions.EKSControlPlaneReady.reason) is C(Deleting)); a run with

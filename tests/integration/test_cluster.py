@@ -382,15 +382,26 @@ def test_bad_cluster_specs_fail_before_any_request(aws, run_playbook, tmp_path, 
     assert aws.requests() == []
 
 
-def test_eks_cluster_life(aws, run_playbook, tmp_path):
+def test_eks_cluster_life(aws, latency, run_playbook, tmp_path):
     """kind eks: network, control plane with OIDC, a node group, a Fargate profile and a self-managed node pool
     (auto scaling group on the EKS-optimised AMI, nodeadm bootstrap kept out of the launch template); no-op; delete
-    leaves nothing."""
+    leaves nothing. Created under the AWS latency model (1/200 of AWS's times: the control plane 3 s, the NAT gateway
+    0.45 s), so that what waits for what is as on AWS."""
     spec = eks_spec(
         "eks-it", machine_pools=[{"name": "eks-it-mp", "min_size": 1, "max_size": 2, "desired_capacity": 1}]
     )
     inventory = write_inventory(tmp_path, spec)
+    latency(0.005)
+    aws.reset_requests()
     run_playbook(SITE, inventory=inventory)
+    latency(0)
+    created = [r["operation"] for r in aws.mutating_requests()]
+    # The control plane is asked for before the network settles (the NAT gateway available, the private subnets
+    # routed through it: the last routes made), which goes while EKS creates it; the OIDC provider, which needs the
+    # cluster ACTIVE, after both, and the node group last.
+    first, private_routes = created.index, len(created) - 1 - created[::-1].index("CreateRoute")
+    assert first("CreateNatGateway") < first("CreateCluster") < private_routes
+    assert private_routes < first("CreateOpenIDConnectProvider") < first("CreateNodegroup")
     eks = aws.client("eks")
     cluster = eks.describe_cluster(name="eks-it")["cluster"]
     assert cluster["status"] == "ACTIVE"

@@ -612,6 +612,9 @@ def test_latency_model_eks_load_balancers_and_auto_scaling(aws, latency):
         return eks.describe_cluster(name="slow")["cluster"]["status"]
 
     assert 1.2 <= _settles(cluster_status, "ACTIVE", start) < 8
+    # 1/200: the profile's and the node group's answers say CREATING even on a loaded machine (at 1/500 one of them
+    # was ACTIVE already in its own answer, once, under the integration suite).
+    latency(0.005)
     start = time.monotonic()
     nodegroup = eks.create_nodegroup(clusterName="slow", nodegroupName="ng", nodeRole=role, subnets=subnets)
     profile = eks.create_fargate_profile(
@@ -626,7 +629,7 @@ def test_latency_model_eks_load_balancers_and_auto_scaling(aws, latency):
     elapsed_group = _settles(
         lambda: eks.describe_nodegroup(clusterName="slow", nodegroupName="ng")["nodegroup"]["status"], "ACTIVE", start
     )
-    assert 0.12 <= elapsed_profile < 5 and 0.24 <= elapsed_group < 5
+    assert 0.3 <= elapsed_profile < 5 and 0.6 <= elapsed_group < 5
 
 
 def test_latency_model_is_off_by_default_and_refuses_bad_scales(aws):

@@ -55,6 +55,9 @@ def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCl
     role_arn, conditions["IAMControlPlaneRolesReady"] = control_plane.ensure_cluster_role(ctx, spec)
     cluster = control_plane.reconcile_cluster(ctx, spec, observed, role_arn)
     conditions["EKSControlPlaneReady"] = plan.ready_condition(cluster)
+    if asked_without_wait(ctx, cluster):
+        # What follows needs the cluster ACTIVE; a run that waits does it (the cluster role's next step but one).
+        return {"cluster": before}, cluster_only_view(cluster_view(cluster, None), conditions)
     installed = addons.no_addons()
     if observed.owned:
         installed, conditions["EKSAddonsConfigured"] = addons.reconcile_addons(ctx, spec, cluster)
@@ -73,29 +76,43 @@ def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCl
     return {"cluster": before}, after
 
 
+def asked_without_wait(ctx: Context, cluster: Mapping[str, Any] | None) -> bool:
+    """The cluster is being created and the caller asked for no wait (wait=false): its addons, OIDC provider, access
+    and kubeconfigs wait for a run that waits until it is ACTIVE."""
+    return not ctx.wait and not ctx.check_mode and (cluster or {}).get("status") == "CREATING"
+
+
 def delete(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCluster) -> tuple[Any, Any]:
     cluster = observed.cluster
     before = {"cluster": cluster_view(cluster, None)}
     if cluster is not None and not observed.owned:
         ctx.warn(f"EKS cluster {spec.name} is not owned by cluster {ctx.cluster}; left alone")
-        return before, deleted_view()
+        return before, cluster_only_view(None, {})
     gone = control_plane.delete_cluster(ctx, spec, cluster) if cluster is not None else True
     if not gone:
         # The deletion was started without a wait (wait=false), as the caller asked: the condition says so, and a
         # run that waits deletes the OIDC provider, the role and the files once the cluster is gone (the cluster
         # role does both in one run, with the network's egress released in between).
-        return before, dict(deleted_view(), conditions={"EKSControlPlaneReady": plan.deleting_condition()})
+        return before, cluster_only_view(None, {"EKSControlPlaneReady": plan.deleting_condition()})
     oidc_provider.delete_owned_providers(ctx, plan.issuer_of(cluster))
     # Only a role carrying the cluster's ownership tags is deleted (a role_name we found untagged stays).
     delete_owned_role(ctx, spec.role_name)
     for path in spec.paths.all():
         ctx.ops.delete_file(path, "state absent")
-    return before, deleted_view()
+    return before, cluster_only_view(None, {})
 
 
 # the view --------------------------------------------------------------------------------------------------------
-def deleted_view() -> dict[str, Any]:
-    return {"cluster": None, "addons": addons.no_addons(), "kubeconfig": None, "aws_auth": None, "conditions": {}}
+def cluster_only_view(cluster: dict[str, Any] | None, conditions: dict[str, Any]) -> dict[str, Any]:
+    """The result when nothing beyond the cluster itself was reconciled: a deletion, or a creation asked for without
+    a wait."""
+    return {
+        "cluster": cluster,
+        "addons": addons.no_addons(),
+        "kubeconfig": None,
+        "aws_auth": None,
+        "conditions": conditions,
+    }
 
 
 def cluster_view(cluster: Mapping[str, Any] | None, oidc: Mapping[str, Any] | None) -> dict[str, Any] | None:

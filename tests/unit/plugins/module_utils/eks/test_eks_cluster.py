@@ -115,3 +115,26 @@ def test_a_foreign_cluster_is_never_deleted(aws_stub, tmp_path):
     eks.assert_no_pending_responses()
     assert ctx.ops.plan == [] and after["cluster"] is None
     assert any("not owned" in w for w in ctx.warnings)
+
+
+def test_create_without_wait_asks_for_the_cluster_alone(aws_stub, tmp_path):
+    """wait=false (the cluster role asks for a new cluster, then settles the network while EKS creates it): the
+    create is asked and nothing that needs the cluster ACTIVE - addons, OIDC provider, aws-auth, kubeconfigs - is
+    tried; no warning, the condition says Creating. The run that waits does the rest."""
+    session, eks, iam = aws_stub
+    eks.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+    eks.add_response("create_cluster", described(status="CREATING"), None)
+    p = params(
+        tmp_path,
+        addons=[{"name": "vpc-cni", "conflict_resolution": "overwrite"}],
+        associate_oidc_provider=True,
+        node_role_arns=[NODE_ROLE],
+    )
+    ctx, after = run(session, p, wait=False)
+    eks.assert_no_pending_responses()
+    iam.assert_no_pending_responses()
+    assert aws_calls(ctx) == ["eks:CreateCluster"] and ctx.warnings == []
+    assert after["cluster"]["status"] == "CREATING" and after["kubeconfig"] is None
+    assert list(after["conditions"]) == ["IAMControlPlaneRolesReady", "EKSControlPlaneReady"]
+    assert after["conditions"]["EKSControlPlaneReady"]["reason"] == "EKSControlPlaneCreating"
+    assert not (tmp_path / "out").exists()
