@@ -393,8 +393,13 @@ def test_eks_cluster_life(aws, latency, run_playbook, tmp_path):
     inventory = write_inventory(tmp_path, spec)
     latency(0.005)
     aws.reset_requests()
-    run_playbook(SITE, inventory=inventory)
+    first_run = run_playbook(SITE, inventory=inventory)
     latency(0)
+    # The control plane's reconcile waited for the cluster asked for before the network settled.
+    [reconciled] = [
+        t for t in first_run.tasks if t.name.endswith("Reconcile or delete the EKS control plane of eks-it")
+    ]
+    assert reconciled.result["cluster"]["status"] == "ACTIVE", reconciled.result["cluster"]
     created = [r["operation"] for r in aws.mutating_requests()]
     # The control plane is asked for before the network settles (the NAT gateway available, the private subnets
     # routed through it: the last routes made), which goes while EKS creates it; the OIDC provider, which needs the

@@ -138,6 +138,10 @@ def update_cluster(ctx: Context, spec: EksClusterSpec, cluster: dict[str, Any]) 
     updates = plan.cluster_updates(spec, cluster)
     repair_tags(ctx, "eks", cluster["arn"], name, cluster.get("tags"), cluster_tags(ctx, spec))
     if not updates:
+        # A cluster still being created (asked without a wait, or by a run that stopped) is waited for like a new
+        # one: its addons, OIDC provider and access need it ACTIVE.
+        if status == "CREATING" and ctx.wait and not ctx.check_mode:
+            return wait_active(ctx, name) or cluster
         return cluster
     if status != "ACTIVE" and not ctx.check_mode:
         if not ctx.wait:

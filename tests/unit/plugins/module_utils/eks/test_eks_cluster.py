@@ -138,3 +138,20 @@ def test_create_without_wait_asks_for_the_cluster_alone(aws_stub, tmp_path):
     assert list(after["conditions"]) == ["IAMControlPlaneRolesReady", "EKSControlPlaneReady"]
     assert after["conditions"]["EKSControlPlaneReady"]["reason"] == "EKSControlPlaneCreating"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cluster_found_creating_is_waited_for_before_what_needs_it_active(aws_stub, tmp_path):
+    """The run after a create asked without a wait (the cluster role's next step but one) finds the cluster CREATING
+    with nothing to update: it waits until ACTIVE, then reconciles the OIDC provider; it returned CREATING before."""
+    session, eks, iam = aws_stub
+    eks.add_response("describe_cluster", described(status="CREATING"), {"name": CLUSTER})
+    eks.add_response("describe_cluster", described(status="CREATING"), {"name": CLUSTER})
+    eks.add_response("describe_cluster", described(), {"name": CLUSTER})
+    iam.add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": []}, {})
+    iam.add_response("create_open_id_connect_provider", {"OpenIDConnectProviderArn": PROVIDER_ARN}, None)
+    p = params(tmp_path, associate_oidc_provider=True, oidc_thumbprint="9e99a48a9960b14926bb7f3b02e22da2b0ab7280")
+    ctx, after = run(session, p, sleep=lambda _seconds: None)
+    eks.assert_no_pending_responses()
+    iam.assert_no_pending_responses()
+    assert aws_calls(ctx) == ["iam:CreateOpenIDConnectProvider"]
+    assert after["cluster"]["status"] == "ACTIVE" and after["conditions"]["EKSControlPlaneReady"]["status"] is True
