@@ -400,6 +400,9 @@ def test_eks_cluster_life(aws, latency, run_playbook, tmp_path):
         t for t in first_run.tasks if t.name.endswith("Reconcile or delete the EKS control plane of eks-it")
     ]
     assert reconciled.result["cluster"]["status"] == "ACTIVE", reconciled.result["cluster"]
+    # A first build: the node groups created together, without a wait, and awaited after the pools came up.
+    [awaited] = [t for t in first_run.tasks if "Wait for the node groups created together (ACTIVE" in t.name]
+    assert not awaited.skipped and awaited.result["results"][0]["nodegroup"]["status"] == "ACTIVE"
     created = [r["operation"] for r in aws.mutating_requests()]
     # The control plane is asked for before the network settles (the NAT gateway available, the private subnets
     # routed through it: the last routes made), which goes while EKS creates it; the OIDC provider, which needs the
