@@ -44,8 +44,7 @@ description:
   - >-
     With I(wait=false) a new cluster's creation is asked and nothing that needs it ACTIVE (addons, OIDC provider,
     aws-auth or access entries, kubeconfigs) is tried (C(conditions.EKSControlPlaneReady.reason) is
-    C(EKSControlPlaneCreating)); a run with I(wait) waits for it and does the rest. The C(cluster) role creates a
-    cluster's control plane that way - asked before the network's NAT gateways are awaited, then waited for.
+    C(EKSControlPlaneCreating)); a run with I(wait) waits for it and does the rest.
   - >-
     C(state=absent) refuses while node groups or Fargate profiles remain (naming them), then deletes the cluster,
     waits until it is gone, and deletes the owned OIDC provider, the owned role and the files. With I(wait=false) it

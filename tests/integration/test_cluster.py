@@ -395,7 +395,7 @@ def test_eks_cluster_life(aws, latency, run_playbook, tmp_path):
     aws.reset_requests()
     first_run = run_playbook(SITE, inventory=inventory)
     latency(0)
-    # The control plane's reconcile waited for the cluster asked for before the network settled.
+    # The control plane's reconcile returned it ACTIVE.
     [reconciled] = [
         t for t in first_run.tasks if t.name.endswith("Reconcile or delete the EKS control plane of eks-it")
     ]
@@ -404,12 +404,17 @@ def test_eks_cluster_life(aws, latency, run_playbook, tmp_path):
     [awaited] = [t for t in first_run.tasks if "Wait for the node groups created together (ACTIVE" in t.name]
     assert not awaited.skipped and awaited.result["results"][0]["nodegroup"]["status"] == "ACTIVE"
     created = [r["operation"] for r in aws.mutating_requests()]
-    # The control plane is asked for before the network settles (the NAT gateway available, the private subnets
-    # routed through it: the last routes made), which goes while EKS creates it; the OIDC provider, which needs the
-    # cluster ACTIVE, after both, and the node group last.
+    # The control plane is asked for while the new NAT gateway is pending; the network settles (the gateway
+    # available, the private subnets routed through it: the last routes made) before the node group, which needs a
+    # way out, is asked for.
     first, private_routes = created.index, len(created) - 1 - created[::-1].index("CreateRoute")
-    assert first("CreateNatGateway") < first("CreateCluster") < private_routes
-    assert private_routes < first("CreateOpenIDConnectProvider") < first("CreateNodegroup")
+    assert first("CreateNatGateway") < first("CreateCluster") < private_routes < first("CreateNodegroup")
+    [settled] = [
+        t
+        for t in first_run.tasks
+        if t.name.endswith("Wait for the NAT gateways and route the private subnets through them")
+    ]
+    assert not settled.skipped and settled.changed
     eks = aws.client("eks")
     cluster = eks.describe_cluster(name="eks-it")["cluster"]
     assert cluster["status"] == "ACTIVE"
