@@ -56,7 +56,7 @@ def apply(ctx: Context, spec: EksClusterSpec, observed: control_plane.ObservedCl
     cluster = control_plane.reconcile_cluster(ctx, spec, observed, role_arn)
     conditions["EKSControlPlaneReady"] = plan.ready_condition(cluster)
     if asked_without_wait(ctx, cluster):
-        # What follows needs the cluster ACTIVE; a run that waits does it (the cluster role's next step but one).
+        # What follows needs the cluster ACTIVE: a run that waits does it.
         return {"cluster": before}, cluster_only_view(cluster_view(cluster, None), conditions)
     installed = addons.no_addons()
     if observed.owned:
