@@ -49,7 +49,7 @@ description:
     C(state=absent) refuses while node groups or Fargate profiles remain (naming them), then deletes the cluster,
     waits until it is gone, and deletes the owned OIDC provider, the owned role and the files. With I(wait=false) it
     asks the deletion and keeps the rest (C(conditions.EKSControlPlaneReady.reason) is C(Deleting)); a run with
-    I(wait) deletes it once the cluster is gone. The C(cluster) role deletes a cluster's control plane that way -
+    I(wait) deletes them once the cluster is gone. The C(cluster) role deletes a cluster's control plane that way -
     asked as soon as its node groups are gone, the network's egress released while it goes, then waited for.
 author:
   - clusterapi.aws maintainers (@clusterapi)
