@@ -137,17 +137,17 @@ def update_cluster(ctx: Context, spec: EksClusterSpec, cluster: dict[str, Any]) 
         raise ReconcileError(f"EKS cluster {name} is {status}")
     updates = plan.cluster_updates(spec, cluster)
     repair_tags(ctx, "eks", cluster["arn"], name, cluster.get("tags"), cluster_tags(ctx, spec))
-    if not updates:
-        # A cluster still being created (asked without a wait, or by a run that stopped) is waited for like a new
-        # one: its addons, OIDC provider and access need it ACTIVE.
-        if status == "CREATING" and ctx.wait and not ctx.check_mode:
-            return wait_active(ctx, name) or cluster
-        return cluster
-    if status != "ACTIVE" and not ctx.check_mode:
+    # One wait for ACTIVE, before what needs it: an update (EKS takes one while ACTIVE only), and a cluster still
+    # being created (asked without a wait, or by a run that stopped) like a new one - its addons, OIDC provider and
+    # access need it ACTIVE.
+    if (status == "CREATING" or (updates and status != "ACTIVE")) and not ctx.check_mode:
         if not ctx.wait:
-            ctx.warn(f"EKS cluster {name} is {status}; its updates wait for the next run")
+            if updates:
+                ctx.warn(f"EKS cluster {name} is {status}; its updates wait for the next run")
             return cluster
         cluster = wait_active(ctx, name) or cluster
+    if not updates:
+        return cluster
     for index, update in enumerate(updates):
         if index and not ctx.wait and not ctx.check_mode:
             left = ", ".join(u.reason for u in updates[index:])
